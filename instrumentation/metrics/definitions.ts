@@ -1,0 +1,120 @@
+// The one source of truth for the limiter's metric names, help texts, labels and buckets.
+// The wrapper registers them, the dashboards and alert specs build their queries from
+// them, and the tests read them: nobody retypes a metric name as a string elsewhere.
+
+export type MetricType = 'counter' | 'gauge' | 'histogram';
+
+export interface MetricDefinition<L extends string = string> {
+  readonly name: string;
+  readonly help: string;
+  readonly type: MetricType;
+  readonly labelNames: readonly L[];
+  /** Histogram bucket upper bounds, in the metric's base unit. */
+  readonly buckets?: readonly number[];
+}
+
+/**
+ * Acquire-time buckets in seconds: resolve both a 2 ms wait (uncontended) and a 20 s wait
+ * (the worked example's maxWait), with roughly doubling steps between.
+ */
+export const ACQUIRE_SECONDS_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 12, 16, 20, 25, 30, 60,
+] as const;
+
+/** Model-call buckets in seconds: the worked example's calls take about 8 s. */
+export const CALL_SECONDS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 6, 8, 10, 12, 16, 20, 30, 60, 120] as const;
+
+export const limiterMetrics = {
+  permitsInUse: {
+    name: 'llm_limiter_permits_in_use',
+    help: 'Permits held right now.',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
+  permitsLimit: {
+    name: 'llm_limiter_permits_limit',
+    help: 'Current maximum number of permits (moves under adaptive concurrency).',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
+  waitingCalls: {
+    name: 'llm_limiter_waiting_calls',
+    help: 'Calls queued for a permit or for token budget.',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
+  acquireDuration: {
+    name: 'llm_limiter_acquire_duration_seconds',
+    help: 'Time from call to admission (permit and budget), by outcome: acquired, timeout, aborted.',
+    type: 'histogram',
+    labelNames: ['limiter', 'agent', 'outcome'],
+    buckets: ACQUIRE_SECONDS_BUCKETS,
+  },
+  tokensReserved: {
+    name: 'llm_limiter_tokens_reserved_total',
+    help: 'Tokens reserved up front from the estimate.',
+    type: 'counter',
+    labelNames: ['limiter', 'agent'],
+  },
+  tokensActual: {
+    name: 'llm_limiter_tokens_actual_total',
+    help: 'Tokens the provider reported (estimate kept when no usage was reported).',
+    type: 'counter',
+    labelNames: ['limiter', 'agent'],
+  },
+  budgetAvailable: {
+    name: 'llm_limiter_budget_available_tokens',
+    help: 'Token bucket level; negative after an underestimate is reconciled.',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
+  budgetCapacity: {
+    name: 'llm_limiter_budget_capacity_tokens',
+    help: 'Token bucket capacity (tokens per minute).',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
+  rateLimited: {
+    name: 'llm_limiter_rate_limited_total',
+    help: 'Provider rate-limit errors (429) seen, every attempt.',
+    type: 'counter',
+    labelNames: ['limiter', 'agent'],
+  },
+  retries: {
+    name: 'llm_limiter_retries_total',
+    help: 'Retries issued after a rate-limit error.',
+    type: 'counter',
+    labelNames: ['limiter', 'agent'],
+  },
+  timeouts: {
+    name: 'llm_limiter_timeouts_total',
+    help: 'Calls whose bounded wait (maxWait) expired, by what they waited for: permit, budget.',
+    type: 'counter',
+    labelNames: ['limiter', 'agent', 'reason'],
+  },
+  calls: {
+    name: 'llm_limiter_calls_total',
+    help: 'Finished calls by outcome: ok, error, rate_limited, cancelled, timeout.',
+    type: 'counter',
+    labelNames: ['limiter', 'agent', 'outcome'],
+  },
+  callDuration: {
+    name: 'llm_limiter_call_duration_seconds',
+    help: 'Model call time after admission, retries included.',
+    type: 'histogram',
+    labelNames: ['limiter', 'agent'],
+    buckets: CALL_SECONDS_BUCKETS,
+  },
+  permitsReclaimed: {
+    name: 'llm_limiter_permits_reclaimed_total',
+    help: 'Permits reclaimed because a call held one past the maximum call time (a leak).',
+    type: 'counter',
+    labelNames: ['limiter'],
+  },
+} as const satisfies Record<string, MetricDefinition>;
+
+export type LimiterMetricKey = keyof typeof limiterMetrics;
+
+export const ACQUIRE_OUTCOMES = ['acquired', 'timeout', 'aborted'] as const;
+export const CALL_OUTCOMES = ['ok', 'error', 'rate_limited', 'cancelled', 'timeout'] as const;
+export const TIMEOUT_REASONS = ['permit', 'budget'] as const;

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Makes the real tools quotascope drives available and prints their versions:
+#   k6 (built with `go install` at a pinned release), prometheus, promtool,
+#   alertmanager and redis-server (Debian packages), docker-compose (compose validation).
+# Does nothing for a tool that is already there. Fails with one line naming the tool and
+# the command that installs it when it cannot be had.
+set -euo pipefail
+K6_VERSION="${K6_VERSION:-v2.2.0}"
+K6_MODULE="go.k6.io/k6/v2"
+BIN_DIR="${QUOTASCOPE_BIN:-$HOME/.local/share/quotascope/bin}"
+mkdir -p "$BIN_DIR"
+
+fail() { echo "tools: $1 is missing; install it with: $2" >&2; exit 1; }
+
+apt_packages=()
+command -v prometheus >/dev/null || apt_packages+=(prometheus)
+command -v promtool >/dev/null || apt_packages+=(prometheus)
+command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null || apt_packages+=(prometheus-alertmanager)
+command -v redis-server >/dev/null || apt_packages+=(redis-server)
+command -v docker-compose >/dev/null || apt_packages+=(docker-compose)
+if [ ${#apt_packages[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "[tools] apt-get install ${apt_packages[*]}…"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
+    # Debian starts services on install; quotascope starts its own on its own ports.
+    for svc in prometheus prometheus-alertmanager prometheus-node-exporter redis-server; do
+      (service "$svc" stop >/dev/null 2>&1 || true)
+    done
+  else
+    fail "${apt_packages[*]}" "sudo apt-get update && sudo apt-get install -y ${apt_packages[*]}"
+  fi
+fi
+
+if [ ! -x "$BIN_DIR/k6" ] || ! "$BIN_DIR/k6" version 2>/dev/null | grep -q "k6 ${K6_VERSION} "; then
+  command -v go >/dev/null || fail k6 "go install ${K6_MODULE}@${K6_VERSION} (needs Go >= 1.25)"
+  echo "[tools] building k6 ${K6_VERSION} with go install (a few minutes the first time)…"
+  GOBIN="$BIN_DIR" CGO_ENABLED=0 go install -trimpath "${K6_MODULE}@${K6_VERSION}" \
+    || fail k6 "GOBIN=$BIN_DIR go install ${K6_MODULE}@${K6_VERSION}"
+fi
+
+alertmanager_bin=$(command -v prometheus-alertmanager || command -v alertmanager)
+echo "k6:           $(K6_NO_USAGE_REPORT=true "$BIN_DIR/k6" version | head -1)"
+echo "prometheus:   $(prometheus --version 2>&1 | head -1)"
+echo "promtool:     $(promtool --version 2>&1 | head -1)"
+echo "alertmanager: $("$alertmanager_bin" --version 2>&1 | head -1)"
+echo "redis-server: $(redis-server --version | head -1)"
