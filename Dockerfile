@@ -1,0 +1,23 @@
+# The image of quotascope's own services: the agent service (default command) and the mock
+# provider (docker-compose.yml overrides the command). Node 24 runs the TypeScript sources
+# directly with its type stripping, so there is no build step: production dependencies and
+# the source folders the services import are all it needs.
+FROM node:24.21.0-slim
+
+ENV NODE_ENV=production \
+    NODE_NO_WARNINGS=1
+WORKDIR /app
+
+# Dependencies first, so source edits reuse this layer. --ignore-scripts: no dependency
+# needs an install script at run time; test/compose/compose.test.ts runs this same command.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+COPY instrumentation ./instrumentation
+COPY agent ./agent
+COPY mock-provider ./mock-provider
+
+# The base image's unprivileged user.
+USER node
+EXPOSE 8080 8090
+CMD ["node", "agent/cli.ts"]

@@ -1,0 +1,58 @@
+// `npm run agent -- --port 8080 --provider-url URL [--replicas N ...]`: starts N
+// independent agent service replicas on consecutive ports and serves until SIGINT/SIGTERM.
+import { AgentConfigError, CLI_USAGE, parseCliConfig } from './config.ts';
+import type { AgentService } from './service.ts';
+
+async function main(): Promise<void> {
+  let parsed: ReturnType<typeof parseCliConfig>;
+  try {
+    parsed = parseCliConfig(process.argv.slice(2));
+  } catch (error) {
+    if (error instanceof AgentConfigError) {
+      console.error(`agent: ${error.message}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  if (parsed === 'help') {
+    console.log(CLI_USAGE);
+    return;
+  }
+  const { service, replicas } = parsed;
+  // Loaded after the flags are checked (ADK and the OTel SDK take seconds to import; a typo
+  // should fail at once), and tracing starts BEFORE @google/adk is imported: see tracing.ts.
+  const { startTracing } = await import('./tracing.ts');
+  const tracing = startTracing({ serviceName: 'quotascope-agent' });
+  const { startAgentService } = await import('./service.ts');
+
+  const started: AgentService[] = [];
+  const stop = async (signal: string) => {
+    console.log(`agent: ${signal}, stopping ${started.length} replica(s)`);
+    await Promise.allSettled(started.map((s) => s.close()));
+    await tracing?.shutdown();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+
+  try {
+    for (let i = 0; i < replicas; i++) {
+      const port = service.port === 0 ? 0 : service.port + i;
+      const replica = await startAgentService({ ...service, port });
+      started.push(replica);
+      // The API key is deliberately not printed.
+      console.log(
+        `agent: replica ${i + 1}/${replicas} listening on ${replica.url} ` +
+          `(provider ${service.providerUrl}, model ${service.model}, permits ${service.permits}, ` +
+          `budget ${Math.round(service.tokensPerMinute * service.replicaShare)} tokens/min, maxWait ${service.maxWaitMs} ms)`,
+      );
+    }
+  } catch (error) {
+    console.error(`agent: failed to start: ${(error as Error).message}`);
+    await Promise.allSettled(started.map((s) => s.close()));
+    await tracing?.shutdown();
+    process.exit(1);
+  }
+}
+
+await main();

@@ -1,0 +1,150 @@
+// Agent service configuration: one zod schema with the worked example's defaults, read
+// from flags over environment variables over defaults. Every bad value fails with the
+// flag or variable it came from.
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+
+export const agentServiceOptionsSchema = z.object({
+  /** Port of the first replica; 0 picks a free one. */
+  port: z.int().min(0).max(65_535).default(8080),
+  /** Loopback unless told otherwise (containers pass 0.0.0.0). */
+  host: z.string().min(1).default('127.0.0.1'),
+  /** Base URL of the Gemini-compatible provider (the mock provider by default). */
+  providerUrl: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8090'),
+  /** Provider API key. The mock accepts any; never logged. */
+  apiKey: z.string().min(1).default('quotascope-local'),
+  model: z.string().min(1).default('gemini-2.5-flash'),
+  /** Name of the limiter: the `limiter` label of the llm_limiter_* metrics. */
+  limiterName: z.string().regex(/^[a-z][a-z0-9_-]*$/).default('gemini'),
+  /** Concurrent model calls per replica. */
+  permits: z.int().min(1).max(10_000).default(10),
+  /** Token budget per minute for the WHOLE fleet; each replica gets replicaShare of it. */
+  tokensPerMinute: z.int().min(1).default(900_000),
+  /** Share of tokensPerMinute this replica may spend (1/replicas when several share a quota). */
+  replicaShare: z.number().gt(0).max(1).default(1),
+  /**
+   * Fixed up-front reservation per call. Unset (the default): reserve the request's input
+   * tokens (counted) plus a per-agent estimate of output learned from reported usage.
+   */
+  estimatedTokensPerCall: z.int().min(1).optional(),
+  /** Output tokens assumed for an agent before any of its usage was seen. */
+  initialOutputTokens: z.int().min(0).default(800),
+  /** Longest a call waits for a permit and budget before its branch times out. */
+  maxWaitMs: z.int().min(1).default(20_000),
+  /** HTTP timeout of one provider request (genai has none by default). */
+  httpTimeoutMs: z.int().min(1).default(120_000),
+  /** How long the `tools` tree's slow function tool takes. */
+  toolDelayMs: z.int().min(0).max(600_000).default(1_000),
+});
+
+export type AgentServiceOptions = z.infer<typeof agentServiceOptionsSchema>;
+export type AgentServiceOptionsInput = z.input<typeof agentServiceOptionsSchema>;
+
+export class AgentConfigError extends Error {
+  override name = 'AgentConfigError';
+}
+
+/** Where each option comes from: `--flag` and `ENV_VAR`. */
+export const OPTION_SOURCES = {
+  port: { flag: 'port', env: 'AGENT_PORT' },
+  host: { flag: 'host', env: 'AGENT_HOST' },
+  providerUrl: { flag: 'provider-url', env: 'PROVIDER_URL' },
+  apiKey: { flag: 'api-key', env: 'PROVIDER_API_KEY' },
+  model: { flag: 'model', env: 'AGENT_MODEL' },
+  limiterName: { flag: 'limiter-name', env: 'LIMITER_NAME' },
+  permits: { flag: 'permits', env: 'LIMITER_PERMITS' },
+  tokensPerMinute: { flag: 'tokens-per-minute', env: 'LIMITER_TOKENS_PER_MINUTE' },
+  replicaShare: { flag: 'replica-share', env: 'LIMITER_REPLICA_SHARE' },
+  estimatedTokensPerCall: { flag: 'estimated-tokens-per-call', env: 'LIMITER_ESTIMATED_TOKENS_PER_CALL' },
+  initialOutputTokens: { flag: 'initial-output-tokens', env: 'LIMITER_INITIAL_OUTPUT_TOKENS' },
+  maxWaitMs: { flag: 'max-wait-ms', env: 'LIMITER_MAX_WAIT_MS' },
+  httpTimeoutMs: { flag: 'http-timeout-ms', env: 'PROVIDER_TIMEOUT_MS' },
+  toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS' },
+} as const satisfies Record<keyof AgentServiceOptions, { flag: string; env: string }>;
+
+const NUMERIC = new Set<string>([
+  'port',
+  'permits',
+  'tokensPerMinute',
+  'replicaShare',
+  'estimatedTokensPerCall',
+  'initialOutputTokens',
+  'maxWaitMs',
+  'httpTimeoutMs',
+  'toolDelayMs',
+]);
+
+export interface CliConfig {
+  service: AgentServiceOptions;
+  /** Independent replicas on consecutive ports starting at service.port. */
+  replicas: number;
+}
+
+export const CLI_USAGE = `usage: node agent/cli.ts [flags]
+  --port N                       first replica's port (AGENT_PORT, default 8080; 0 = any free port)
+  --host H                       bind address (AGENT_HOST, default 127.0.0.1)
+  --provider-url URL             Gemini-compatible provider (PROVIDER_URL, default http://127.0.0.1:8090)
+  --api-key KEY                  provider key (PROVIDER_API_KEY; prefer the env variable)
+  --model NAME                   model name (AGENT_MODEL, default gemini-2.5-flash)
+  --limiter-name NAME            limiter label (LIMITER_NAME, default gemini)
+  --permits N                    concurrent model calls per replica (LIMITER_PERMITS, default 10)
+  --tokens-per-minute N          fleet token budget (LIMITER_TOKENS_PER_MINUTE, default 900000)
+  --replica-share F              share of the budget per replica (LIMITER_REPLICA_SHARE, default 1/replicas)
+  --estimated-tokens-per-call N  fixed up-front reservation (LIMITER_ESTIMATED_TOKENS_PER_CALL; default: input + learned output)
+  --initial-output-tokens N      output assumed before usage is seen (LIMITER_INITIAL_OUTPUT_TOKENS, default 800)
+  --max-wait-ms N                bounded wait for permit + budget (LIMITER_MAX_WAIT_MS, default 20000)
+  --http-timeout-ms N            provider HTTP timeout (PROVIDER_TIMEOUT_MS, default 120000)
+  --tool-delay-ms N              the tools tree's slow tool (TOOL_DELAY_MS, default 1000)
+  --replicas N                   start N replicas on consecutive ports (AGENT_REPLICAS, default 1)
+  --help`;
+
+function formatIssues(error: z.ZodError, origin: (key: string) => string): string {
+  return error.issues
+    .map((issue) => `${issue.path.length > 0 ? origin(String(issue.path[0])) : '(options)'}: ${issue.message}`)
+    .join('; ');
+}
+
+/** Validates programmatic options (startAgentService); errors name the option. */
+export function parseServiceOptions(input: AgentServiceOptionsInput | undefined): AgentServiceOptions {
+  const result = agentServiceOptionsSchema.safeParse(input ?? {});
+  if (!result.success) throw new AgentConfigError(`invalid agent service options: ${formatIssues(result.error, (k) => k)}`);
+  return result.data;
+}
+
+/** Flags over env over defaults. Throws AgentConfigError naming the flag or variable. */
+export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliConfig | 'help' {
+  const flagOptions: Record<string, { type: 'string' | 'boolean' }> = { replicas: { type: 'string' }, help: { type: 'boolean' } };
+  for (const source of Object.values(OPTION_SOURCES)) flagOptions[source.flag] = { type: 'string' };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: [...argv], options: flagOptions, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new AgentConfigError(`${(error as Error).message}\n${CLI_USAGE}`);
+  }
+  if (values.help) return 'help';
+
+  const raw: Record<string, unknown> = {};
+  const origin: Record<string, string> = {};
+  for (const [key, source] of Object.entries(OPTION_SOURCES)) {
+    const flagValue = values[source.flag];
+    const value = typeof flagValue === 'string' ? flagValue : env[source.env];
+    if (value === undefined || value === '') continue;
+    raw[key] = NUMERIC.has(key) ? Number(value) : value;
+    origin[key] = typeof flagValue === 'string' ? `--${source.flag}` : source.env;
+  }
+
+  const replicasText = typeof values.replicas === 'string' ? values.replicas : env.AGENT_REPLICAS;
+  const replicas = z.coerce.number().int().min(1).max(64).safeParse(replicasText ?? 1);
+  if (!replicas.success) {
+    throw new AgentConfigError(`${typeof values.replicas === 'string' ? '--replicas' : 'AGENT_REPLICAS'}: ${replicas.error.issues[0]?.message}`);
+  }
+  // Replicas started together split the fleet budget evenly unless told otherwise.
+  if (raw.replicaShare === undefined) raw.replicaShare = 1 / replicas.data;
+
+  const result = agentServiceOptionsSchema.safeParse(raw);
+  if (!result.success) throw new AgentConfigError(`invalid agent configuration: ${formatIssues(result.error, (k) => origin[k] ?? k)}`);
+  if (result.data.port !== 0 && result.data.port + replicas.data - 1 > 65_535) {
+    throw new AgentConfigError(`--replicas: ${replicas.data} replicas from port ${result.data.port} run past 65535`);
+  }
+  return { service: result.data, replicas: replicas.data };
+}

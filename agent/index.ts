@@ -1,0 +1,14 @@
+// Public entry of the agent service: start it programmatically, or read its contracts.
+export {
+  type AgentServiceOptions,
+  type AgentServiceOptionsInput,
+  agentServiceOptionsSchema,
+  parseCliConfig,
+} from './config.ts';
+export { type AgentMetrics, agentMetrics, createAgentMetrics } from './metrics.ts';
+export { BRANCH_OUTCOMES, type BranchOutcome, type BranchResult, collectBranchOutcomes } from './outcomes.ts';
+export { ProviderGemini } from './provider-model.ts';
+export { type RunRequest, runRequestSchema } from './request-schema.ts';
+export { type AgentService, type StartAgentServiceExtras, startAgentService } from './service.ts';
+export { startTracing } from './tracing.ts';
+export { buildTree, TREE_NAMES, type TreeName } from './trees.ts';

@@ -1,0 +1,209 @@
+// `npm run bench`: runs every benchmark module bench/<part>.ts (contract in types.ts), prints a
+// table per group with each row's throughput as a ratio of the group's baseline measured in
+// the same run, and writes every figure to bench/results/latest.json.
+//   --only a,b   run only these modules (file names without .ts)
+//   --dir PATH   where the modules are (default: this folder)
+//   --out PATH   the JSON file (default: bench/results/latest.json)
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { availableParallelism, cpus } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import type { BenchRow } from './types.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** Files in the module folder that are not benchmark modules. */
+const notModules = new Set(['run.ts', 'types.ts']);
+
+const rowSchema = z.object({
+  group: z.string().min(1),
+  name: z.string().min(1),
+  baseline: z.boolean(),
+  opsPerSec: z.number().positive().finite(),
+  meanNs: z.number().nonnegative().finite().optional(),
+  extra: z.record(z.string(), z.union([z.number(), z.string()])).optional(),
+});
+const rowsSchema = z.array(rowSchema).min(1, 'returned no rows');
+
+export interface RatedRow extends BenchRow {
+  /** opsPerSec divided by the group's baseline opsPerSec (1 for the baseline itself). */
+  readonly ratio: number;
+}
+
+export interface ModuleResult {
+  readonly module: string;
+  readonly durationMs: number;
+  readonly rows: readonly RatedRow[];
+  readonly error?: string;
+}
+
+export interface BenchReport {
+  readonly startedAt: string;
+  readonly node: string;
+  readonly platform: string;
+  readonly cpu: string;
+  readonly cores: number;
+  readonly modules: readonly ModuleResult[];
+}
+
+interface RunnerArgs {
+  readonly only?: readonly string[];
+  readonly dir: string;
+  readonly out: string;
+}
+
+class UsageError extends Error {}
+
+function parseArgs(argv: readonly string[]): RunnerArgs | 'help' {
+  let only: string[] | undefined;
+  let dir = here;
+  let out = join(here, 'results', 'latest.json');
+  for (let i = 0; i < argv.length; i++) {
+    const [name, inline] = argv[i].startsWith('--') && argv[i].includes('=') ? argv[i].split(/=(.*)/s, 2) : [argv[i]];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined || v === '') throw new UsageError(`${name}: missing value`);
+      return v;
+    };
+    if (name === '--help' || name === '-h') return 'help';
+    else if (name === '--only') only = value().split(',').map((s) => s.trim().replace(/\.ts$/, '')).filter(Boolean);
+    else if (name === '--dir') dir = resolve(value());
+    else if (name === '--out') out = resolve(value());
+    else throw new UsageError(`${name}: unknown flag (flags: --only, --dir, --out)`);
+  }
+  return { only, dir, out };
+}
+
+/** Benchmark module names (file names without .ts) in a folder, sorted. */
+export async function discoverModules(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') && !notModules.has(e.name))
+    .map((e) => basename(e.name, '.ts'))
+    .sort();
+}
+
+/** Adds each row's ratio to its group's baseline; each group needs exactly one baseline. */
+export function rateRows(rows: readonly BenchRow[]): RatedRow[] {
+  const baselines = new Map<string, BenchRow>();
+  for (const row of rows) {
+    if (!row.baseline) continue;
+    if (baselines.has(row.group)) throw new Error(`group '${row.group}' has more than one baseline row`);
+    baselines.set(row.group, row);
+  }
+  return rows.map((row) => {
+    const baseline = baselines.get(row.group);
+    if (!baseline) throw new Error(`group '${row.group}' has no baseline row`);
+    return { ...row, ratio: row.opsPerSec / baseline.opsPerSec };
+  });
+}
+
+async function runModule(dir: string, name: string): Promise<ModuleResult> {
+  const started = performance.now();
+  try {
+    const loaded: unknown = await import(pathToFileURL(join(dir, `${name}.ts`)).href);
+    const run = (loaded as { default?: unknown }).default;
+    if (typeof run !== 'function') throw new Error('its default export is not a function (see bench/types.ts)');
+    const parsed = rowsSchema.safeParse(await run());
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new Error(`bad rows: ${issue.path.length ? `${issue.path.join('.')}: ` : ''}${issue.message}`);
+    }
+    return { module: name, durationMs: performance.now() - started, rows: rateRows(parsed.data) };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { module: name, durationMs: performance.now() - started, rows: [], error: message };
+  }
+}
+
+function formatOps(ops: number): string {
+  if (ops >= 1e6) return `${(ops / 1e6).toFixed(2)} M`;
+  if (ops >= 1e3) return `${(ops / 1e3).toFixed(1)} k`;
+  return ops >= 100 ? ops.toFixed(0) : ops.toPrecision(3);
+}
+
+function formatNs(ns: number | undefined): string {
+  if (ns === undefined) return '';
+  if (ns >= 1e9) return `${(ns / 1e9).toFixed(2)} s`;
+  if (ns >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
+  if (ns >= 1e3) return `${(ns / 1e3).toFixed(2)} µs`;
+  return `${ns.toFixed(0)} ns`;
+}
+
+/** One table per group: name, ops/s, mean, ratio against the group's baseline. */
+export function formatTables(results: readonly ModuleResult[]): string {
+  const out: string[] = [];
+  for (const result of results) {
+    if (result.error) {
+      out.push(`${result.module}: FAILED: ${result.error}`);
+      continue;
+    }
+    const groups = [...new Set(result.rows.map((r) => r.group))];
+    for (const group of groups) {
+      const rows = result.rows.filter((r) => r.group === group);
+      const cells = [
+        ['', 'ops/s', 'mean', 'vs baseline'],
+        ...rows.map((r) => [
+          r.name,
+          formatOps(r.opsPerSec),
+          formatNs(r.meanNs),
+          r.baseline ? '1.00x (baseline)' : `${r.ratio.toFixed(2)}x`,
+        ]),
+      ];
+      const widths = cells[0].map((_, col) => Math.max(...cells.map((line) => line[col].length)));
+      const lines = cells.map((line) =>
+        line.map((cell, col) => (col === 0 ? cell.padEnd(widths[col]) : cell.padStart(widths[col]))).join('  '),
+      );
+      out.push(`${result.module}: ${group}\n${lines.map((l) => `  ${l.trimEnd()}`).join('\n')}`);
+    }
+  }
+  return `${out.join('\n\n')}\n`;
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  let args: RunnerArgs | 'help';
+  try {
+    args = parseArgs(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`bench: ${error.message}\n`);
+    return 2;
+  }
+  if (args === 'help') {
+    process.stdout.write('Usage: npm run bench -- [--only a,b] [--dir PATH] [--out PATH]\n');
+    return 0;
+  }
+  const available = await discoverModules(args.dir);
+  const unknown = (args.only ?? []).filter((name) => !available.includes(name));
+  if (unknown.length > 0) {
+    process.stderr.write(`bench: --only: unknown module ${unknown.join(', ')} (known: ${available.join(', ') || 'none'})\n`);
+    return 2;
+  }
+  const names = args.only ? available.filter((name) => args.only?.includes(name)) : available;
+  const startedAt = new Date().toISOString();
+  const results: ModuleResult[] = [];
+  for (const name of names) {
+    process.stderr.write(`[bench] ${name}: running…\n`);
+    const result = await runModule(args.dir, name);
+    const status = result.error ? `FAILED (${result.error})` : `${result.rows.length} rows`;
+    process.stderr.write(`[bench] ${name}: ${status} in ${(result.durationMs / 1000).toFixed(1)} s\n`);
+    results.push(result);
+  }
+  const report: BenchReport = {
+    startedAt,
+    node: process.version,
+    platform: `${process.platform}/${process.arch}`,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: availableParallelism(),
+    modules: results,
+  };
+  process.stdout.write(formatTables(results));
+  await mkdir(dirname(args.out), { recursive: true });
+  await writeFile(args.out, `${JSON.stringify(report, null, 2)}\n`);
+  process.stderr.write(`[bench] wrote ${args.out}\n`);
+  return results.some((r) => r.error) ? 1 : 0;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = await main(process.argv.slice(2));
+}

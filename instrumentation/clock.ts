@@ -1,0 +1,104 @@
+// Time source for the limiter. Everything that waits (semaphore deadlines, budget refill,
+// backoff, permit reclaim) goes through a Clock so tests can run on fake time.
+
+export type TimerHandle = unknown;
+
+export interface Clock {
+  /** Milliseconds on a monotonic scale (only differences matter). */
+  now(): number;
+  setTimeout(callback: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+}
+
+export const realClock: Clock = {
+  now: () => performance.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, Math.max(0, ms)),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+interface ManualTimer {
+  readonly id: number;
+  readonly at: number;
+  readonly callback: () => void;
+}
+
+/**
+ * A clock that moves only when told to. `advance(ms)` fires due timers in time order and
+ * lets promise continuations run between them, so async code observes a consistent time.
+ */
+export class ManualClock implements Clock {
+  #now: number;
+  #nextId = 1;
+  #timers: ManualTimer[] = [];
+
+  constructor(start = 0) {
+    this.#now = start;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(callback: () => void, ms: number): TimerHandle {
+    const timer = { id: this.#nextId++, at: this.#now + Math.max(0, ms), callback };
+    this.#timers.push(timer);
+    return timer.id;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    this.#timers = this.#timers.filter((t) => t.id !== handle);
+  }
+
+  /** Number of timers not yet fired. */
+  get pendingTimers(): number {
+    return this.#timers.length;
+  }
+
+  /** Move time forward by ms, firing every timer that falls due, in order. */
+  async advance(ms: number): Promise<void> {
+    const target = this.#now + ms;
+    await flushMicrotasks();
+    for (;;) {
+      const due = this.#earliestDue(target);
+      if (!due) break;
+      this.#timers = this.#timers.filter((t) => t !== due);
+      this.#now = Math.max(this.#now, due.at);
+      due.callback();
+      await flushMicrotasks();
+    }
+    this.#now = target;
+    await flushMicrotasks();
+  }
+
+  #earliestDue(target: number): ManualTimer | undefined {
+    let best: ManualTimer | undefined;
+    for (const t of this.#timers) {
+      if (t.at <= target && (!best || t.at < best.at || (t.at === best.at && t.id < best.id))) best = t;
+    }
+    return best;
+  }
+}
+
+/** Let every pending promise continuation run (a macrotask turn drains the microtask queue). */
+export function flushMicrotasks(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Resolve after ms on the given clock; reject with the signal's reason if it aborts first. */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clock.clearTimeout(handle);
+      reject(signal?.reason);
+    };
+    const handle = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,99 @@
+// The wrapper's own errors carry a JSON message with a stable code and a readable text, so
+// a load test can count them per branch. ADK 2.0.0 (LlmAgent.runAndHandleError) builds the
+// error event from the Google error shape: errorCode = JSON.parse(message).error.code and
+// errorMessage = .error.message. The message therefore holds both the flat fields
+// ({code, reason, message}) and that `error` object.
+
+export const ERROR_CODES = {
+  timeout: 'RATE_LIMIT_TIMEOUT',
+  rateLimited: 'RATE_LIMITED',
+  maxCallTime: 'MAX_CALL_TIME_EXCEEDED',
+} as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
+
+function jsonMessage(code: ErrorCode, fields: Record<string, unknown>, text: string): string {
+  return JSON.stringify({ code, ...fields, message: text, error: { code, message: text, ...fields } });
+}
+
+export type TimeoutReason = 'permit' | 'budget';
+
+/** The bounded wait (maxWaitMs) for a permit or for token budget expired. */
+export class RateLimitTimeout extends Error {
+  readonly code = ERROR_CODES.timeout;
+  readonly reason: TimeoutReason;
+  readonly limiter: string;
+  readonly waitedMs: number;
+
+  constructor(limiter: string, reason: TimeoutReason, waitedMs: number) {
+    const text = `limiter "${limiter}": no ${reason === 'permit' ? 'permit' : 'token budget'} within ${Math.round(waitedMs)} ms (maxWaitMs)`;
+    super(jsonMessage(ERROR_CODES.timeout, { reason }, text));
+    this.name = 'RateLimitTimeout';
+    this.reason = reason;
+    this.limiter = limiter;
+    this.waitedMs = waitedMs;
+  }
+}
+
+/** Why a provider rate-limit error was not retried any further. */
+export type ExhaustedReason = 'attempts' | 'retry_budget' | 'delay_exceeds_wait' | 'daily_quota';
+
+const exhaustedText: Record<ExhaustedReason, string> = {
+  attempts: 'every attempt was rate limited',
+  retry_budget: 'the retry budget (share of recent calls) is spent',
+  delay_exceeds_wait: 'the server asked to wait longer than the remaining maxWaitMs',
+  daily_quota: 'a per-day quota is exhausted; retrying today will not help',
+};
+
+/** The provider answered 429 / RESOURCE_EXHAUSTED and the wrapper gave up. `cause` is the last provider error. */
+export class RateLimitExhausted extends Error {
+  readonly code = ERROR_CODES.rateLimited;
+  readonly reason: ExhaustedReason;
+  readonly limiter: string;
+  readonly attempts: number;
+
+  constructor(limiter: string, reason: ExhaustedReason, attempts: number, cause: unknown) {
+    const text = `limiter "${limiter}": provider rate limit after ${attempts} attempt(s): ${exhaustedText[reason]}`;
+    super(jsonMessage(ERROR_CODES.rateLimited, { reason, attempts }, text), { cause });
+    this.name = 'RateLimitExhausted';
+    this.reason = reason;
+    this.limiter = limiter;
+    this.attempts = attempts;
+  }
+}
+
+/** A provider call held its permit past maxCallMs: the permit was reclaimed and the call aborted. */
+export class MaxCallTimeExceeded extends Error {
+  readonly code = ERROR_CODES.maxCallTime;
+  readonly limiter: string;
+
+  constructor(limiter: string, maxCallMs: number) {
+    const text = `limiter "${limiter}": provider call ran longer than maxCallMs (${maxCallMs} ms); permit reclaimed`;
+    super(jsonMessage(ERROR_CODES.maxCallTime, {}, text));
+    this.name = 'MaxCallTimeExceeded';
+    this.limiter = limiter;
+  }
+}
+
+/** A wait (semaphore or budget) reached its deadline. Internal: the wrapper maps it to RateLimitTimeout. */
+export class DeadlineExceeded extends Error {
+  constructor(what: string) {
+    super(`${what}: deadline exceeded`);
+    this.name = 'DeadlineExceeded';
+  }
+}
+
+/** A token reservation that can never fit in the bucket. Fails at once instead of after maxWait. */
+export class BudgetRequestTooLarge extends Error {
+  readonly requested: number;
+  readonly capacity: number;
+
+  constructor(requested: number, capacity: number) {
+    super(
+      `token reservation of ${requested} exceeds the budget capacity of ${capacity} tokens (one minute of tokensPerMinute); lower the estimate or raise the budget`,
+    );
+    this.name = 'BudgetRequestTooLarge';
+    this.requested = requested;
+    this.capacity = capacity;
+  }
+}

@@ -1,0 +1,102 @@
+// How many tokens to reserve before a call. The input-token counting rule is shared with
+// the mock provider (which implements it independently on the wire format):
+//
+//   input tokens = ceil(total characters of every text part of contents and
+//                       systemInstruction / 4)
+//
+// "characters" are JavaScript string length (UTF-16 code units). Non-text parts (inline
+// data, function calls) count 0.
+//
+// The built-in estimator adds an output estimate learned per agent: a high quantile of
+// what each agent's recent calls used beyond their counted input, over a sliding window,
+// starting from a configured value and capped by the budget's capacity.
+import type { LlmRequest } from '@google/adk';
+
+interface PartLike {
+  text?: unknown;
+}
+
+function textLength(value: unknown): number {
+  if (typeof value === 'string') return value.length;
+  if (Array.isArray(value)) {
+    let total = 0;
+    for (const item of value) total += textLength(item);
+    return total;
+  }
+  if (value && typeof value === 'object') {
+    const parts = (value as { parts?: unknown }).parts;
+    if (Array.isArray(parts)) return textLength(parts);
+    const text = (value as PartLike).text;
+    return typeof text === 'string' ? text.length : 0;
+  }
+  return 0;
+}
+
+/** The input-token counting rule: ceil(characters of all text parts incl. systemInstruction / 4). */
+export function estimateInputTokens(request: Pick<LlmRequest, 'contents' | 'config'>): number {
+  const chars = textLength(request.contents ?? []) + textLength(request.config?.systemInstruction);
+  return Math.ceil(chars / 4);
+}
+
+/** What the wrapper asks before reserving, and tells after the provider reported usage. */
+export interface TokenEstimator {
+  estimate(request: LlmRequest, agent: string): number;
+  /** actualTokens: the provider's reported total for the call. */
+  observe?(request: LlmRequest, agent: string, actualTokens: number): void;
+}
+
+export interface UsageEstimatorOptions {
+  /** Output tokens assumed for an agent before any usage was seen (default 1000). */
+  readonly initialOutputTokens?: number;
+  /** Quantile of recent output usage to reserve (default 0.95). */
+  readonly quantile?: number;
+  /** Calls remembered per agent (default 100). */
+  readonly window?: number;
+  /** Upper bound of any estimate, usually the budget's capacity. */
+  readonly maxTokens?: number;
+}
+
+/** Input by the counting rule + a learned per-agent quantile of the rest of the usage. */
+export class UsageEstimator implements TokenEstimator {
+  readonly initialOutputTokens: number;
+  readonly quantile: number;
+  readonly window: number;
+  readonly maxTokens: number;
+  readonly #samples = new Map<string, number[]>();
+  readonly #inputOf = new WeakMap<object, number>();
+
+  constructor(options: UsageEstimatorOptions = {}) {
+    this.initialOutputTokens = options.initialOutputTokens ?? 1000;
+    this.quantile = options.quantile ?? 0.95;
+    this.window = options.window ?? 100;
+    this.maxTokens = options.maxTokens ?? Number.POSITIVE_INFINITY;
+    if (!(this.quantile > 0 && this.quantile <= 1)) throw new RangeError('quantile must be in (0, 1]');
+    if (!(this.window >= 1)) throw new RangeError('window must be >= 1');
+    if (!(this.initialOutputTokens >= 0)) throw new RangeError('initialOutputTokens must be >= 0');
+  }
+
+  /** The learned output estimate for an agent (the configured start until usage is seen). */
+  outputEstimate(agent: string): number {
+    const samples = this.#samples.get(agent);
+    if (!samples || samples.length === 0) return this.initialOutputTokens;
+    const sorted = [...samples].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.ceil(this.quantile * sorted.length) - 1)];
+  }
+
+  estimate(request: LlmRequest, agent: string): number {
+    const input = estimateInputTokens(request);
+    this.#inputOf.set(request, input);
+    return Math.min(this.maxTokens, input + this.outputEstimate(agent));
+  }
+
+  observe(request: LlmRequest, agent: string, actualTokens: number): void {
+    const input = this.#inputOf.get(request) ?? estimateInputTokens(request);
+    let samples = this.#samples.get(agent);
+    if (!samples) {
+      samples = [];
+      this.#samples.set(agent, samples);
+    }
+    samples.push(Math.max(0, actualTokens - input));
+    if (samples.length > this.window) samples.shift();
+  }
+}

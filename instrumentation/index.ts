@@ -1,0 +1,42 @@
+// Public API of quotascope's instrumentation: the rate-limited ADK model wrapper, the
+// primitives it is built from, its errors and its metric definitions.
+
+export { type BackoffOptions, DEFAULT_BACKOFF, fullJitterDelayMs } from './backoff.ts';
+export { type Clock, ManualClock, realClock, sleep } from './clock.ts';
+export {
+  BudgetRequestTooLarge,
+  DeadlineExceeded,
+  ERROR_CODES,
+  type ErrorCode,
+  type ExhaustedReason,
+  MaxCallTimeExceeded,
+  RateLimitExhausted,
+  RateLimitTimeout,
+  type TimeoutReason,
+} from './errors.ts';
+export { estimateInputTokens, type TokenEstimator, UsageEstimator, type UsageEstimatorOptions } from './estimator.ts';
+export type { AdaptiveLimit, CallSample } from './limits/adaptive-limit.ts';
+export {
+  ACQUIRE_OUTCOMES,
+  ACQUIRE_SECONDS_BUCKETS,
+  CALL_OUTCOMES,
+  CALL_SECONDS_BUCKETS,
+  type LimiterMetricKey,
+  type MetricDefinition,
+  limiterMetrics,
+  TIMEOUT_REASONS,
+} from './metrics/definitions.ts';
+export { createLimiterMetrics, LimiterMetrics } from './metrics/limiter-metrics.ts';
+export { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from './rate-limit-errors.ts';
+export {
+  agentNameOf,
+  type CallOutcome,
+  type CallReport,
+  type LimiterSnapshot,
+  RateLimitedLlm,
+  type RateLimitedLlmOptions,
+} from './rate-limited-llm.ts';
+export { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
+export { type AcquireOptions, FairSemaphore, type Permit } from './semaphore.ts';
+export { CALL_SPAN_NAME, GenAiTelemetry, SPAN_ATTRIBUTES, WAIT_SPAN_NAME } from './telemetry.ts';
+export { type ReserveOptions, TokenBudget } from './token-budget.ts';

@@ -1,0 +1,536 @@
+// RateLimitedLlm: an ADK model that wraps another one and enforces, per instance, a
+// concurrency limit (FairSemaphore) and a tokens-per-minute budget (TokenBudget), retries
+// provider rate-limit errors within a bounded wait, and measures every call.
+//
+// Share ONE instance between every agent of a tree that uses the same model and quota.
+//
+// A permit lives exactly as long as the provider call: the wrapper drives the delegate's
+// generator itself and pumps its responses into a buffer the consumer reads. ADK can leave
+// a consumer suspended forever (a sibling's non-Error throw, a `break` out of runAsync), so
+// a permit released in the consumer's `finally` could leak; here it is released when the
+// provider call ends, and a call held past maxCallMs is reclaimed and counted.
+import type { BaseLlmConnection, LlmRequest, LlmResponse } from '@google/adk';
+import { BaseLlm } from '@google/adk';
+import { context, type Span, trace } from '@opentelemetry/api';
+import type { Registry } from 'prom-client';
+import { type BackoffOptions, DEFAULT_BACKOFF, fullJitterDelayMs } from './backoff.ts';
+import { type Clock, realClock, sleep, type TimerHandle } from './clock.ts';
+import {
+  BudgetRequestTooLarge,
+  DeadlineExceeded,
+  type ExhaustedReason,
+  MaxCallTimeExceeded,
+  RateLimitExhausted,
+  RateLimitTimeout,
+  type TimeoutReason,
+} from './errors.ts';
+import { type TokenEstimator, UsageEstimator } from './estimator.ts';
+import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
+import { createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+import { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from './rate-limit-errors.ts';
+import { ResponseChannel } from './response-channel.ts';
+import { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
+import { FairSemaphore, type Permit } from './semaphore.ts';
+import { endSpan, errorType, exemplarTrace, GenAiTelemetry, SPAN_ATTRIBUTES, type TelemetryOptions } from './telemetry.ts';
+import type { TokenBudget } from './token-budget.ts';
+
+export type CallOutcome = 'ok' | 'error' | 'rate_limited' | 'cancelled' | 'timeout';
+
+/** One finished call, reported exactly once, synchronously in the call's async context. */
+export interface CallReport {
+  readonly limiter: string;
+  readonly agent: string;
+  readonly outcome: CallOutcome;
+  /** Time from the call to admission (or to giving up), ms. */
+  readonly waitMs: number;
+  readonly reservedTokens: number;
+  /** Tokens counted against the budget: the reported total, or the estimate when none was reported. */
+  readonly actualTokens: number;
+  /** Delegate calls made (0 when never admitted). */
+  readonly attempts: number;
+  /** Whole call time from the first pull to the end, ms. */
+  readonly durationMs: number;
+}
+
+export interface RateLimitedLlmOptions extends TelemetryOptions {
+  /** The model that really calls the provider (e.g. ADK's Gemini). */
+  readonly delegate: BaseLlm;
+  /** The `limiter` label of every metric (one name per model and quota). */
+  readonly name: string;
+  /** Concurrency limit; or pass a `semaphore` to share one. */
+  readonly maxConcurrent?: number;
+  readonly semaphore?: FairSemaphore;
+  /** Tokens-per-minute budget; without one only concurrency is limited. */
+  readonly budget?: TokenBudget;
+  /** Tokens to reserve per call: a number, a function of the request, or an estimator. Default: UsageEstimator. */
+  readonly estimatedTokens?: number | ((request: LlmRequest) => number) | TokenEstimator;
+  /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms (default 20,000). */
+  readonly maxWaitMs?: number;
+  /** Delegate calls per model call, the first included (default 3). */
+  readonly maxAttempts?: number;
+  /** A permit held longer than this is reclaimed and the call aborted, ms (default 300,000). */
+  readonly maxCallMs?: number;
+  readonly backoff?: BackoffOptions;
+  /** Retry budget instance (to share) or its options (default 10 % of recent calls). */
+  readonly retryBudget?: RetryBudget | RetryBudgetOptions;
+  readonly isRateLimited?: (error: unknown) => boolean;
+  /** The server's requested delay in ms, or undefined. */
+  readonly retryAfterMs?: (error: unknown) => number | undefined;
+  /** True when the rate limit cannot clear soon (per-day quota): fail at once. */
+  readonly isDailyQuota?: (error: unknown) => boolean;
+  /** prom-client registry for the limiter metrics (default: prom-client's global registry). */
+  readonly registry?: Registry | Registry<never>;
+  readonly onCallEnd?: (report: CallReport) => void;
+  /** Adjusts the semaphore's limit from call samples (e.g. AimdLimit). */
+  readonly adaptiveLimit?: AdaptiveLimit;
+  readonly clock?: Clock;
+  /** [0, 1) source for backoff jitter. */
+  readonly random?: () => number;
+}
+
+export interface LimiterSnapshot {
+  readonly permitsInUse: number;
+  readonly permitsLimit: number;
+  readonly waiting: number;
+  /** Budget level in tokens; Infinity without a budget. */
+  readonly budgetAvailable: number;
+}
+
+const UNKNOWN_AGENT = 'unknown';
+
+/** The calling agent's name, set by ADK in the request labels (read before delegating: Gemini deletes it). */
+export function agentNameOf(request: LlmRequest): string {
+  const name = request.config?.labels?.adk_agent_name;
+  return typeof name === 'string' && name !== '' ? name : UNKNOWN_AGENT;
+}
+
+/** Signals the consumer returned early; the provider call is aborted with it. */
+class ConsumerReturned extends Error {
+  constructor() {
+    super('the consumer stopped reading the model response');
+    this.name = 'ConsumerReturned';
+  }
+}
+
+interface Usage {
+  total: number;
+  input?: number;
+  output?: number;
+}
+
+function usageOf(response: LlmResponse): Usage | undefined {
+  const u = response.usageMetadata;
+  if (!u) return undefined;
+  const input = u.promptTokenCount;
+  const output = u.candidatesTokenCount === undefined && u.thoughtsTokenCount === undefined
+    ? undefined
+    : (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
+  const total = u.totalTokenCount ?? (input ?? 0) + (output ?? 0);
+  if (u.totalTokenCount === undefined && input === undefined && output === undefined) return undefined;
+  return { total, input, output };
+}
+
+export class RateLimitedLlm extends BaseLlm {
+  readonly name: string;
+  readonly delegate: BaseLlm;
+  readonly semaphore: FairSemaphore;
+  readonly budget: TokenBudget | undefined;
+  readonly estimator: TokenEstimator;
+  readonly metrics: LimiterMetrics;
+  readonly maxWaitMs: number;
+  readonly maxAttempts: number;
+  readonly maxCallMs: number;
+  readonly #options: RateLimitedLlmOptions;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #backoff: BackoffOptions;
+  readonly #retryBudget: RetryBudget;
+  readonly #telemetry: GenAiTelemetry;
+  readonly #removeGaugeSource: () => void;
+
+  constructor(options: RateLimitedLlmOptions) {
+    super({ model: options.delegate.model });
+    if (!options.name) throw new TypeError('RateLimitedLlm: options.name (the limiter label) is required');
+    if (!options.semaphore && options.maxConcurrent === undefined) {
+      throw new TypeError('RateLimitedLlm: give options.maxConcurrent or options.semaphore');
+    }
+    this.#options = options;
+    this.name = options.name;
+    this.delegate = options.delegate;
+    this.#clock = options.clock ?? realClock;
+    this.#random = options.random ?? Math.random;
+    this.#backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.semaphore =
+      options.semaphore ?? new FairSemaphore(options.maxConcurrent as number, { clock: this.#clock });
+    this.budget = options.budget;
+    this.estimator = toEstimator(options.estimatedTokens, options.budget);
+    this.maxWaitMs = positive('maxWaitMs', options.maxWaitMs ?? 20_000);
+    this.maxAttempts = positive('maxAttempts', options.maxAttempts ?? 3);
+    this.maxCallMs = positive('maxCallMs', options.maxCallMs ?? 300_000);
+    this.#retryBudget =
+      options.retryBudget instanceof RetryBudget
+        ? options.retryBudget
+        : new RetryBudget({ clock: this.#clock, ...options.retryBudget });
+    this.#telemetry = new GenAiTelemetry(options);
+    this.metrics = createLimiterMetrics(options.registry);
+    this.#removeGaugeSource = this.metrics.addSource({
+      name: this.name,
+      snapshot: () => ({
+        ...this.snapshot(),
+        budgetAvailable: this.budget?.available,
+        budgetCapacity: this.budget?.capacity,
+      }),
+    });
+  }
+
+  snapshot(): LimiterSnapshot {
+    return {
+      permitsInUse: this.semaphore.inUse,
+      permitsLimit: this.semaphore.limit,
+      waiting: this.semaphore.waiting + (this.budget?.waiting ?? 0),
+      budgetAvailable: this.budget ? this.budget.available : Number.POSITIVE_INFINITY,
+    };
+  }
+
+  /** Stop reporting this limiter's gauges (the counters keep their values). */
+  close(): void {
+    this.#removeGaugeSource();
+  }
+
+  override connect(_request: LlmRequest): Promise<BaseLlmConnection> {
+    return Promise.reject(
+      new Error(
+        `RateLimitedLlm "${this.name}": live (bidirectional) connections are not rate limited and are refused; use generateContentAsync`,
+      ),
+    );
+  }
+
+  override async *generateContentAsync(
+    request: LlmRequest,
+    stream = false,
+    abortSignal?: AbortSignal,
+  ): AsyncGenerator<LlmResponse, void> {
+    // The body runs on the first pull: a call that is never consumed acquires nothing.
+    const agent = agentNameOf(request);
+    const channel = new ResponseChannel<LlmResponse>();
+    const consumer = new AbortController();
+    void this.#drive(request, stream, agent, channel, abortSignal, consumer.signal);
+    try {
+      for (;;) {
+        const next = await channel.next();
+        if (next.done) return;
+        yield next.value;
+      }
+    } finally {
+      // Harmless when the call already ended; otherwise the consumer left early.
+      consumer.abort(new ConsumerReturned());
+    }
+  }
+
+  /** Admission, attempts, release and accounting for one model call. Never rejects. */
+  async #drive(
+    request: LlmRequest,
+    stream: boolean,
+    agent: string,
+    channel: ResponseChannel<LlmResponse>,
+    callerSignal: AbortSignal | undefined,
+    consumerSignal: AbortSignal,
+  ): Promise<void> {
+    const clock = this.#clock;
+    const start = clock.now();
+    const model = request.model ?? this.model;
+    const abort = new AbortController();
+    const signal = abort.signal;
+    const abortWith = (reason: unknown) => {
+      if (!signal.aborted) abort.abort(reason);
+    };
+    const onCallerAbort = () => abortWith(callerSignal?.reason);
+    const onConsumerGone = () => abortWith(consumerSignal.reason);
+    if (callerSignal?.aborted) abortWith(callerSignal.reason);
+    callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
+    consumerSignal.addEventListener('abort', onConsumerGone, { once: true });
+
+    const span = this.#telemetry.startCallSpan(context.active(), this.name, agent, model);
+    const callContext = trace.setSpan(context.active(), span);
+    const exemplar = exemplarTrace(span.spanContext());
+    const m = this.metrics;
+    const labels = { limiter: this.name, agent };
+
+    let outcome: CallOutcome = 'ok';
+    let error: unknown;
+    let reserved = 0;
+    let finalUsage: Usage | undefined;
+    let lastPartialUsage: Usage | undefined;
+    let attempts = 0;
+    let sawRateLimit = false;
+    let permit: Permit | undefined;
+    let admittedAt: number | undefined;
+    let reclaimTimer: TimerHandle | undefined;
+    const deadline = start + this.maxWaitMs;
+
+    const admission = await this.#admit(request, agent, deadline, signal, callContext);
+    const waitMs = clock.now() - start;
+    m.observe(m.acquireDuration, { ...labels, outcome: admission.acquireOutcome }, waitMs / 1000, exemplar);
+    if (admission.kind === 'refused') {
+      outcome = admission.outcome;
+      error = admission.error;
+    } else {
+      permit = admission.permit;
+      reserved = admission.reserved;
+      admittedAt = clock.now();
+      m.tokensReserved.inc(labels, reserved);
+      reclaimTimer = clock.setTimeout(() => {
+        if (permit?.release()) {
+          m.permitsReclaimed.inc({ limiter: this.name });
+          abortWith(new MaxCallTimeExceeded(this.name, this.maxCallMs));
+        }
+      }, this.maxCallMs);
+
+      this.#retryBudget.recordCall();
+      let yielded = false;
+      let backoffWaited = 0;
+      for (;;) {
+        attempts++;
+        try {
+          await context.with(callContext, () =>
+            this.#pump(request, stream, signal, channel, (response) => {
+              yielded = true;
+              const u = usageOf(response);
+              // Streamed partials carry usage too: keep the final response's, else the last seen. Never sum.
+              if (u && !response.partial) finalUsage = u;
+              else if (u) lastPartialUsage = u;
+            }),
+          );
+          outcome = 'ok';
+          break;
+        } catch (err) {
+          if (signal.aborted) {
+            const reason = signal.reason;
+            outcome = reason instanceof MaxCallTimeExceeded ? 'error' : 'cancelled';
+            error = reason;
+            break;
+          }
+          const isRateLimited = this.#options.isRateLimited ?? isRateLimitError;
+          if (!isRateLimited(err)) {
+            outcome = 'error';
+            error = err;
+            break;
+          }
+          sawRateLimit = true;
+          m.rateLimited.inc(labels);
+          if (yielded) {
+            // Partial output already reached the consumer: a retry would show it twice.
+            outcome = 'rate_limited';
+            error = err;
+            break;
+          }
+          const decision = this.#retryDecision(err, attempts, waitMs + backoffWaited);
+          if (decision.kind === 'give_up') {
+            outcome = 'rate_limited';
+            error = new RateLimitExhausted(this.name, decision.reason, attempts, err);
+            break;
+          }
+          m.retries.inc(labels);
+          span.addEvent('retry', { attempt: attempts, delay_ms: decision.delayMs });
+          try {
+            await sleep(clock, decision.delayMs, signal);
+          } catch (reason) {
+            outcome = reason instanceof MaxCallTimeExceeded ? 'error' : 'cancelled';
+            error = reason;
+            break;
+          }
+          backoffWaited += decision.delayMs;
+        }
+      }
+    }
+
+    // The provider call is over: release, settle tokens, measure, then let the consumer see the end.
+    if (reclaimTimer !== undefined) clock.clearTimeout(reclaimTimer);
+    const inFlight = this.semaphore.inUse;
+    permit?.release();
+    callerSignal?.removeEventListener('abort', onCallerAbort);
+    consumerSignal.removeEventListener('abort', onConsumerGone);
+    const usage = finalUsage ?? lastPartialUsage;
+    const actual = usage?.total ?? reserved;
+    if (admission.kind === 'admitted') {
+      this.budget?.reconcile(reserved, actual);
+      m.tokensActual.inc(labels, actual);
+      if (usage) this.estimator.observe?.(request, agent, usage.total);
+      const callMs = clock.now() - (admittedAt as number);
+      m.observe(m.callDuration, labels, callMs / 1000, exemplar);
+      this.#telemetry.recordCall(
+        model,
+        callMs / 1000,
+        usage && { inputTokens: usage.input, outputTokens: usage.output },
+        outcome === 'ok' ? undefined : errorType(error),
+      );
+      if (this.#options.adaptiveLimit) {
+        const limit = this.#options.adaptiveLimit.onSample({
+          durationMs: callMs,
+          rateLimited: sawRateLimit,
+          failed: outcome === 'error',
+          inFlight,
+        });
+        if (limit !== this.semaphore.limit) this.semaphore.setLimit(limit);
+      }
+    }
+    m.calls.inc({ ...labels, outcome });
+    endSpan(
+      span,
+      {
+        [SPAN_ATTRIBUTES.reservedTokens]: reserved,
+        [SPAN_ATTRIBUTES.actualTokens]: actual,
+        [SPAN_ATTRIBUTES.attempts]: attempts,
+        [SPAN_ATTRIBUTES.outcome]: outcome,
+        [SPAN_ATTRIBUTES.waitMs]: waitMs,
+      },
+      outcome === 'ok' ? undefined : error,
+    );
+    this.#report({
+      limiter: this.name,
+      agent,
+      outcome,
+      waitMs,
+      reservedTokens: reserved,
+      actualTokens: admission.kind === 'admitted' ? actual : 0,
+      attempts,
+      durationMs: clock.now() - start,
+    });
+    if (outcome === 'ok') channel.end();
+    else channel.fail(error);
+  }
+
+  /** Wait for a permit, then for budget, within the deadline. */
+  async #admit(
+    request: LlmRequest,
+    agent: string,
+    deadline: number,
+    signal: AbortSignal,
+    callContext: ReturnType<typeof context.active>,
+  ): Promise<
+    | { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number }
+    | { kind: 'refused'; acquireOutcome: 'timeout' | 'aborted'; outcome: CallOutcome; error: unknown }
+  > {
+    const waitStart = this.#clock.now();
+    let waitSpan: Span | undefined;
+    const startWaitSpan = () => {
+      waitSpan ??= this.#telemetry.startWaitSpan(callContext);
+    };
+    const refuse = (err: unknown, reason: TimeoutReason) => {
+      waitSpan?.end();
+      if (err instanceof DeadlineExceeded) {
+        this.metrics.timeouts.inc({ limiter: this.name, agent, reason });
+        const timeout = new RateLimitTimeout(this.name, reason, this.#clock.now() - waitStart);
+        return { kind: 'refused' as const, acquireOutcome: 'timeout' as const, outcome: 'timeout' as const, error: timeout };
+      }
+      if (signal.aborted) {
+        return { kind: 'refused' as const, acquireOutcome: 'aborted' as const, outcome: 'cancelled' as const, error: err };
+      }
+      return { kind: 'refused' as const, acquireOutcome: 'aborted' as const, outcome: 'error' as const, error: err };
+    };
+
+    let permit = signal.aborted ? undefined : this.semaphore.tryAcquire();
+    if (!permit) {
+      startWaitSpan();
+      try {
+        permit = await this.semaphore.acquire({ deadline, signal });
+      } catch (err) {
+        return refuse(err, 'permit');
+      }
+    }
+    let reserved: number;
+    try {
+      reserved = this.#estimate(request, agent);
+      if (this.budget && !this.budget.tryReserve(reserved)) {
+        startWaitSpan();
+        await this.budget.reserve(reserved, { deadline, signal });
+      }
+    } catch (err) {
+      permit.release();
+      return refuse(err, 'budget');
+    }
+    waitSpan?.end();
+    return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved };
+  }
+
+  #estimate(request: LlmRequest, agent: string): number {
+    const tokens = Math.ceil(this.estimator.estimate(request, agent));
+    if (!Number.isFinite(tokens) || tokens < 0) {
+      throw new RangeError(`RateLimitedLlm "${this.name}": estimatedTokens gave ${tokens}, need a finite number >= 0`);
+    }
+    if (this.budget && tokens > this.budget.capacity) throw new BudgetRequestTooLarge(tokens, this.budget.capacity);
+    return tokens;
+  }
+
+  /** Decide whether a rate-limited attempt is retried, and after how long. */
+  #retryDecision(
+    err: unknown,
+    attempts: number,
+    waitedMs: number,
+  ): { kind: 'retry'; delayMs: number } | { kind: 'give_up'; reason: ExhaustedReason } {
+    const isDaily = this.#options.isDailyQuota ?? isDailyQuotaError;
+    if (isDaily(err)) return { kind: 'give_up', reason: 'daily_quota' };
+    if (attempts >= this.maxAttempts) return { kind: 'give_up', reason: 'attempts' };
+    const readServerDelay = this.#options.retryAfterMs ?? serverRetryDelayMs;
+    const serverDelay = readServerDelay(err);
+    // Honour the server's delay; add up to one base delay of jitter so clients told the same delay spread out.
+    const delayMs =
+      serverDelay !== undefined
+        ? serverDelay + this.#random() * this.#backoff.baseMs
+        : fullJitterDelayMs(attempts - 1, this.#backoff, this.#random);
+    if ((serverDelay ?? delayMs) > this.maxWaitMs - waitedMs) return { kind: 'give_up', reason: 'delay_exceeds_wait' };
+    if (!this.#retryBudget.tryRetry()) return { kind: 'give_up', reason: 'retry_budget' };
+    return { kind: 'retry', delayMs: Math.min(delayMs, Math.max(0, this.maxWaitMs - waitedMs)) };
+  }
+
+  /** One delegate call, its responses pushed into the channel. Rejects with the delegate's error or on abort. */
+  async #pump(
+    request: LlmRequest,
+    stream: boolean,
+    signal: AbortSignal,
+    channel: ResponseChannel<LlmResponse>,
+    onResponse: (response: LlmResponse) => void,
+  ): Promise<void> {
+    if (signal.aborted) throw signal.reason;
+    const iterator = this.delegate.generateContentAsync(request, stream, signal);
+    const aborted = new Promise<never>((_, reject) => {
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    });
+    aborted.catch(() => {});
+    try {
+      for (;;) {
+        const next = iterator.next();
+        // If the abort wins the race, the delegate's pending step must not become an unhandled rejection.
+        next.catch(() => {});
+        const result = await Promise.race([next, aborted]);
+        if (result.done) return;
+        onResponse(result.value);
+        channel.push(result.value);
+      }
+    } finally {
+      if (signal.aborted) {
+        // Do not wait: a delegate that ignores its signal may never settle.
+        iterator.return(undefined).catch(() => {});
+      }
+    }
+  }
+
+  #report(report: CallReport): void {
+    try {
+      this.#options.onCallEnd?.(report);
+    } catch {
+      // A faulty observer must not break the call or leak the permit.
+    }
+  }
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`RateLimitedLlm: ${name} must be > 0, got ${value}`);
+  return value;
+}
+
+function toEstimator(option: RateLimitedLlmOptions['estimatedTokens'], budget: TokenBudget | undefined): TokenEstimator {
+  if (typeof option === 'number') return { estimate: () => option };
+  if (typeof option === 'function') return { estimate: (request) => option(request) };
+  return option ?? new UsageEstimator({ maxTokens: budget?.capacity });
+}

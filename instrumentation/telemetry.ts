@@ -1,0 +1,134 @@
+// OpenTelemetry for the wrapper, through @opentelemetry/api only (a no-op unless the
+// application registered providers):
+//  - GenAI semantic-convention metrics gen_ai.client.token.usage and
+//    gen_ai.client.operation.duration, so users on an OTel pipeline get the standard names;
+//  - a span per model call (child of the active span, e.g. ADK's call_llm) with the
+//    wait for admission as its own child span.
+import {
+  type Attributes,
+  type Context,
+  type Histogram,
+  type MeterProvider,
+  metrics,
+  type Span,
+  type SpanContext,
+  SpanStatusCode,
+  type Tracer,
+  type TracerProvider,
+  trace,
+} from '@opentelemetry/api';
+
+const SCOPE = 'quotascope.instrumentation';
+
+// Bucket boundaries recommended by the GenAI semantic conventions.
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+
+/** Span attribute names the wrapper sets on its call span. */
+export const SPAN_ATTRIBUTES = {
+  limiter: 'llm_limiter.name',
+  agent: 'gen_ai.agent.name',
+  reservedTokens: 'llm_limiter.tokens.reserved',
+  actualTokens: 'llm_limiter.tokens.actual',
+  attempts: 'llm_limiter.attempts',
+  outcome: 'llm_limiter.outcome',
+  waitMs: 'llm_limiter.wait_ms',
+} as const;
+
+export const CALL_SPAN_NAME = 'llm_limiter.call';
+export const WAIT_SPAN_NAME = 'llm_limiter.wait';
+
+export interface TelemetryOptions {
+  /** gen_ai.provider.name (default 'gcp.gemini'). */
+  readonly providerName?: string;
+  /** gen_ai.operation.name (default 'generate_content'). */
+  readonly operationName?: string;
+  /** Defaults to the global providers at construction time. */
+  readonly meterProvider?: MeterProvider;
+  readonly tracerProvider?: TracerProvider;
+}
+
+export interface CallUsage {
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+}
+
+export class GenAiTelemetry {
+  readonly tracer: Tracer;
+  readonly #tokenUsage: Histogram;
+  readonly #duration: Histogram;
+  readonly #baseAttributes: Attributes;
+
+  constructor(options: TelemetryOptions = {}) {
+    const meter = (options.meterProvider ?? metrics).getMeter(SCOPE);
+    this.tracer = (options.tracerProvider ?? trace).getTracer(SCOPE);
+    this.#tokenUsage = meter.createHistogram('gen_ai.client.token.usage', {
+      description: 'Number of input and output tokens used.',
+      unit: '{token}',
+      advice: { explicitBucketBoundaries: TOKEN_BUCKETS },
+    });
+    this.#duration = meter.createHistogram('gen_ai.client.operation.duration', {
+      description: 'GenAI operation duration.',
+      unit: 's',
+      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+    });
+    this.#baseAttributes = {
+      'gen_ai.operation.name': options.operationName ?? 'generate_content',
+      'gen_ai.provider.name': options.providerName ?? 'gcp.gemini',
+    };
+  }
+
+  startCallSpan(parent: Context, limiter: string, agent: string, model: string): Span {
+    return this.tracer.startSpan(
+      CALL_SPAN_NAME,
+      {
+        attributes: {
+          ...this.#baseAttributes,
+          'gen_ai.request.model': model,
+          [SPAN_ATTRIBUTES.limiter]: limiter,
+          [SPAN_ATTRIBUTES.agent]: agent,
+        },
+      },
+      parent,
+    );
+  }
+
+  startWaitSpan(callContext: Context): Span {
+    return this.tracer.startSpan(WAIT_SPAN_NAME, {}, callContext);
+  }
+
+  /** Record the standard GenAI metrics for one finished call. */
+  recordCall(model: string, durationSeconds: number, usage: CallUsage | undefined, errorType: string | undefined): void {
+    const attributes: Attributes = { ...this.#baseAttributes, 'gen_ai.request.model': model };
+    if (usage?.inputTokens !== undefined) {
+      this.#tokenUsage.record(usage.inputTokens, { ...attributes, 'gen_ai.token.type': 'input' });
+    }
+    if (usage?.outputTokens !== undefined) {
+      this.#tokenUsage.record(usage.outputTokens, { ...attributes, 'gen_ai.token.type': 'output' });
+    }
+    this.#duration.record(durationSeconds, errorType ? { ...attributes, 'error.type': errorType } : attributes);
+  }
+}
+
+/** End a span with the call's outcome. */
+export function endSpan(span: Span, attributes: Attributes, error: unknown): void {
+  span.setAttributes(attributes);
+  if (error !== undefined) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: errorType(error) });
+    if (error instanceof Error) span.recordException(error);
+  }
+  span.end();
+}
+
+/** error.type for an error: its HTTP status when it has one, else its class name. */
+export function errorType(error: unknown): string {
+  const status = (error as { status?: unknown } | null)?.status;
+  if (typeof status === 'number') return String(status);
+  if (error instanceof Error) return error.name || 'Error';
+  return '_OTHER';
+}
+
+/** The trace to attach as exemplar, when the span belongs to a real trace. */
+export function exemplarTrace(spanContext: SpanContext): { traceId: string; spanId: string } | undefined {
+  return trace.isSpanContextValid(spanContext) ? { traceId: spanContext.traceId, spanId: spanContext.spanId } : undefined;
+}

@@ -1,0 +1,153 @@
+// Runs the k6 entry script on one (validated, scaled) scenario against a running agent
+// service: writes the scenario next to the report, applies the scenario's mock-provider
+// settings through the mock's admin API, streams k6's progress lines, and reads back the
+// JSON summary k6's handleSummary wrote.
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ScenarioFile } from './k6/scenario-types.ts';
+import { K6_ENV, requireTool } from './tools.ts';
+
+export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'k6', 'run.ts');
+/** Trend stats k6 remote-writes, so Prometheus gets e.g. k6_qs_request_duration_p95. */
+export const TREND_STATS = 'p(50),p(95),p(99),avg,max,count';
+/** k6's exit code when a threshold failed. */
+export const THRESHOLDS_FAILED = 99;
+
+export interface K6RunOptions {
+  scenario: ScenarioFile;
+  /** Agent service base URL. */
+  target: string;
+  reportDir: string;
+  runId: string;
+  /** Prometheus base URL; k6 remote-writes to it when given. */
+  prometheusUrl?: string;
+  /** Mock provider base URL; needed when the scenario sets mock config or a timeline. */
+  mockUrl?: string;
+  onLine?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface ThresholdResult {
+  metric: string;
+  expression: string;
+  ok: boolean;
+}
+
+export interface K6Summary {
+  requests: number;
+  failedRate: number;
+  durationMs: { p50: number; p95: number; p99: number; max: number };
+  permitWaitMs: { p50: number; p95: number; max: number };
+  missingBranchesRate: number;
+  branchOutcomes: number;
+  droppedArrivals: number;
+  testRunDurationMs: number;
+  thresholds: ThresholdResult[];
+}
+
+export interface K6Result {
+  exitCode: number;
+  summary: K6Summary | undefined;
+  startedAt: number;
+  endedAt: number;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: k6's summary data is an untyped JSON tree
+export function condenseSummary(data: any): K6Summary {
+  const v = (name: string, stat: string): number => Number(data?.metrics?.[name]?.values?.[stat] ?? 0);
+  const thresholds: ThresholdResult[] = [];
+  for (const [metric, m] of Object.entries<{ thresholds?: Record<string, { ok: boolean }> }>(data?.metrics ?? {})) {
+    for (const [expression, t] of Object.entries(m.thresholds ?? {})) thresholds.push({ metric, expression, ok: t.ok });
+  }
+  return {
+    requests: v('http_reqs', 'count'),
+    failedRate: v('http_req_failed', 'rate'),
+    durationMs: {
+      p50: v('qs_request_duration', 'med'),
+      p95: v('qs_request_duration', 'p(95)'),
+      p99: v('qs_request_duration', 'p(99)'),
+      max: v('qs_request_duration', 'max'),
+    },
+    permitWaitMs: { p50: v('qs_permit_wait', 'med'), p95: v('qs_permit_wait', 'p(95)'), max: v('qs_permit_wait', 'max') },
+    missingBranchesRate: v('qs_missing_branches', 'rate'),
+    branchOutcomes: v('qs_branch_outcomes', 'count'),
+    droppedArrivals: v('dropped_iterations', 'count'),
+    testRunDurationMs: Number(data?.state?.testRunDurationMs ?? 0),
+    thresholds,
+  };
+}
+
+// k6's banner and per-scenario progress bars are noise in a log; keep the rest.
+function isNoise(line: string): boolean {
+  return /^\s*$/.test(line) || /[‾/\\]{2}|Grafana|^\s*\/\s/.test(line) || /^\S+\s+[✓✗•↓]?\s*\[\s*\d+%\s*\]/.test(line);
+}
+
+async function adminPut(mockUrl: string, body: unknown): Promise<void> {
+  const res = await fetch(`${mockUrl}/admin/config`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`mock provider rejected the scenario's mock settings: ${res.status} ${await res.text()}`);
+}
+
+export async function runK6(opts: K6RunOptions): Promise<K6Result> {
+  const k6 = requireTool('k6');
+  mkdirSync(opts.reportDir, { recursive: true });
+  const scenarioFile = join(opts.reportDir, 'scenario.json');
+  writeFileSync(scenarioFile, JSON.stringify(opts.scenario, null, 2));
+
+  // The mock's timeline restarts at the PUT that sets it, i.e. when k6 starts.
+  let restore: unknown;
+  const mock = opts.scenario.mock;
+  if (mock?.config || mock?.timeline) {
+    if (!opts.mockUrl) throw new Error(`scenario ${opts.scenario.name} changes the mock provider: pass --mock-url`);
+    restore = await (await fetch(`${opts.mockUrl}/admin/config`)).json();
+    await adminPut(opts.mockUrl, { ...mock.config, timeline: mock.timeline ?? [] });
+  }
+
+  const args = ['run', '--tag', `testid=${opts.runId}`];
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), ...K6_ENV };
+  if (opts.prometheusUrl) {
+    args.push('-o', 'experimental-prometheus-rw');
+    env.K6_PROMETHEUS_RW_SERVER_URL = `${opts.prometheusUrl}/api/v1/write`;
+    env.K6_PROMETHEUS_RW_TREND_STATS = TREND_STATS;
+    env.K6_PROMETHEUS_RW_PUSH_INTERVAL = '1s';
+  }
+  args.push('-e', `SCENARIO_FILE=${scenarioFile}`, '-e', `TARGET=${opts.target}`, '-e', `REPORT_DIR=${opts.reportDir}`, K6_SCRIPT);
+
+  const startedAt = Date.now();
+  const child = spawn(k6, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const onAbort = () => child.kill('SIGINT'); // k6 stops gracefully and still writes its summary
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  const log: string[] = [];
+  let partial = '';
+  const feed = (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      log.push(line);
+      if (!isNoise(line)) opts.onLine?.(line);
+    }
+  };
+  child.stdout.on('data', feed);
+  child.stderr.on('data', feed);
+  const exitCode = await new Promise<number>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, sig) => resolve(code ?? (sig ? 128 : 1)));
+  });
+  opts.signal?.removeEventListener('abort', onAbort);
+  const endedAt = Date.now();
+  writeFileSync(join(opts.reportDir, 'k6.log'), log.join('\n'));
+  if (restore && opts.mockUrl) await adminPut(opts.mockUrl, { ...(restore as object), timeline: [] }).catch(() => {});
+
+  let summary: K6Summary | undefined;
+  try {
+    summary = condenseSummary(JSON.parse(readFileSync(join(opts.reportDir, 'k6-summary.json'), 'utf8')));
+  } catch {
+    summary = undefined; // k6 failed before its summary (e.g. a script error): the log says why
+  }
+  return { exitCode, summary, startedAt, endedAt };
+}

@@ -1,0 +1,31 @@
+// The few lines k6 prints at the end of a run (handleSummary replaces k6's own summary).
+
+// biome-ignore lint/suspicious/noExplicitAny: k6's summary data is an untyped JSON tree
+type Json = any;
+
+function metricValues(data: Json, name: string): Record<string, number> | undefined {
+  return data?.metrics?.[name]?.values;
+}
+
+const fmtMs = (v: number | undefined): string => (v === undefined ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)}s` : `${v.toFixed(0)}ms`);
+
+export function summaryText(data: Json, scenario: string): string {
+  const lines = [`quotascope k6 summary: ${scenario}`];
+  const reqs = metricValues(data, 'http_reqs');
+  const failed = metricValues(data, 'http_req_failed');
+  const dur = metricValues(data, 'qs_request_duration');
+  const wait = metricValues(data, 'qs_permit_wait');
+  const missing = metricValues(data, 'qs_missing_branches');
+  lines.push(`  requests:         ${reqs?.count ?? 0} (failed ${((failed?.rate ?? 0) * 100).toFixed(1)}%)`);
+  lines.push(`  request duration: p50 ${fmtMs(dur?.med)}  p95 ${fmtMs(dur?.['p(95)'])}  p99 ${fmtMs(dur?.['p(99)'])}  max ${fmtMs(dur?.max)}`);
+  lines.push(`  permit wait:      p50 ${fmtMs(wait?.med)}  p95 ${fmtMs(wait?.['p(95)'])}  max ${fmtMs(wait?.max)}`);
+  lines.push(`  missing branches: ${((missing?.rate ?? 0) * 100).toFixed(1)}% of requests`);
+  const dropped = metricValues(data, 'dropped_iterations');
+  if (dropped?.count) lines.push(`  dropped arrivals: ${dropped.count} (no free VU)`);
+  for (const [metric, m] of Object.entries<Json>(data?.metrics ?? {})) {
+    for (const [expr, t] of Object.entries<Json>(m?.thresholds ?? {})) {
+      lines.push(`  threshold ${t?.ok ? 'ok  ' : 'FAIL'} ${metric}: ${expr}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}

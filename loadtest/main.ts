@@ -1,0 +1,229 @@
+// `npm start`: the embedded main job. Starts the mock provider, the agent service and
+// Prometheus on loopback, replays a fan-out burst then steady traffic with k6 (or a small
+// Node driver where k6 is missing), prints a summary and writes reports/<run-id>/.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import type { ScenarioFile } from './k6/scenario-types.ts';
+import { type K6Summary, runK6 } from './k6-runner.ts';
+import { runNodeDriver } from './node-driver.ts';
+import { comparePlan, formatComparison, measureSteadyState } from './plan-vs-measured.ts';
+import { freePort, ProcessGroup, waitForHealthy } from './processes.ts';
+import { AGENT_JOB, MOCK_JOB, startPrometheus } from './prometheus.ts';
+import { stackTotals, writePlot } from './report.ts';
+import { loadScenario, ScenarioError } from './scenario.ts';
+import { findTool } from './tools.ts';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+const USAGE = `usage: npm start -- [flags]
+  --tree NAME         agent tree for the built-in burst + steady run (default review)
+  --scenario NAME     run this scenario file instead (name in loadtest/scenarios or a path)
+  --duration S        seconds of steady traffic after the burst (default 300)
+  --rate N            steady user requests per minute (default 40, the worked example)
+  --burst-users N     users clicking at once at the start (default 10)
+  --replicas N        agent service replicas sharing the budget (default 3)
+  --quota-tpm N       provider tokens per minute (default 1000000)
+  --quota-rpm N       provider requests per minute (default 1000)
+  --call-seconds S    model call latency at the mock (default 8)
+  --tokens N          input tokens per model call (default 5000)
+  --permits N         permits per replica (default 10)
+  --max-wait-ms N     limiter maxWait (default 20000)
+  --report-dir DIR    where reports/<run-id> goes (default reports)`;
+
+const flagsSchema = z.object({
+  tree: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a tree name like review').default('review'),
+  scenario: z.string().min(1).optional(),
+  duration: z.coerce.number().positive().max(86_400).default(300),
+  rate: z.coerce.number().positive().max(100_000).default(40),
+  'burst-users': z.coerce.number().int().min(0).max(10_000).default(10),
+  replicas: z.coerce.number().int().min(1).max(32).default(3),
+  'quota-tpm': z.coerce.number().int().positive().default(1_000_000),
+  'quota-rpm': z.coerce.number().int().positive().default(1000),
+  'call-seconds': z.coerce.number().positive().max(600).default(8),
+  tokens: z.coerce.number().int().min(101).max(1_000_000).default(5000),
+  permits: z.coerce.number().int().positive().max(10_000).default(10),
+  'max-wait-ms': z.coerce.number().int().min(0).default(20_000),
+  'report-dir': z.string().min(1).default('reports'),
+});
+type Flags = z.output<typeof flagsSchema>;
+
+const OUTPUT_TOKENS = 800;
+const BUDGET_FRACTION = 0.9;
+
+function parseFlags(argv: string[]): Flags {
+  const options = Object.fromEntries(Object.keys(flagsSchema.shape).map((k) => [k, { type: 'string' as const }]));
+  const { values } = parseArgs({ args: argv, options: { ...options, help: { type: 'boolean' } }, strict: true });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const result = flagsSchema.safeParse(values);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new Error(`--${String(issue.path[0])}: ${issue.message}`);
+  }
+  return result.data;
+}
+
+/** The default run: the worked example's burst of 10 users, then steady traffic. */
+function mainScenario(f: Flags): ScenarioFile {
+  const burstGap = f['burst-users'] > 0 ? Math.max(10, f['call-seconds'] * 3) : 0;
+  return {
+    name: 'main',
+    description: `burst of ${f['burst-users']} users, then ${f.rate} requests/min for ${f.duration} s`,
+    defaults: { tree: f.tree, inputTokensPerCall: f.tokens, trafficClass: 'interactive' },
+    arrivals: [
+      ...(f['burst-users'] > 0 ? [{ kind: 'burst' as const, at: 0, users: f['burst-users'] }] : []),
+      { kind: 'constant', start: burstGap, perMinute: f.rate, duration: f.duration },
+    ],
+    requestTimeout: Math.max(60, (f['max-wait-ms'] / 1000 + f['call-seconds']) * 4),
+    gracefulStop: Math.max(10, f['call-seconds'] * 4),
+  };
+}
+
+const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
+
+async function main(): Promise<number> {
+  let flags: Flags;
+  let scenario: ScenarioFile;
+  try {
+    flags = parseFlags(process.argv.slice(2));
+    scenario = flags.scenario ? loadScenario(flags.scenario) : mainScenario(flags);
+  } catch (e) {
+    console.error(`npm start: ${(e as Error).message}`);
+    if (!(e instanceof ScenarioError)) console.error(USAGE);
+    return 2;
+  }
+  const runId = `${new Date().toISOString().replace(/[:.]/g, '-')}-${scenario.name}`;
+  const reportDir = resolve(flags['report-dir'], runId);
+  mkdirSync(reportDir, { recursive: true });
+  const group = new ProcessGroup(reportDir);
+  const aborter = new AbortController();
+  let stopping = false;
+  const onSignal = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n[main] ${sig}: stopping the run and every process it started…`);
+    aborter.abort();
+    void group.stopAll().then(() => process.exit(130));
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+
+  try {
+    console.log(`[main] run ${runId}: report in ${reportDir}`);
+    const node = process.execPath;
+    const mockPort = await freePort();
+    const mockUrl = `http://127.0.0.1:${mockPort}`;
+    group.start('mock-provider', node, [join(ROOT, 'mock-provider', 'cli.ts'), '--port', String(mockPort), '--host', '127.0.0.1']);
+    await waitForHealthy('mock provider', `${mockUrl}/healthz`, 30_000, () => group.assertRunning());
+    // Quota and latency for this run: ~800 output tokens at callSeconds per call.
+    const perTokenMs = (flags['call-seconds'] * 1000 * 0.9) / OUTPUT_TOKENS;
+    const mockConfig = {
+      requestsPerMinute: flags['quota-rpm'],
+      tokensPerMinute: flags['quota-tpm'],
+      timeToFirstTokenMs: { kind: 'fixed', value: Math.round(flags['call-seconds'] * 100) },
+      perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
+      outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
+    };
+    const put = await fetch(`${mockUrl}/admin/config`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(mockConfig) });
+    if (!put.ok) throw new Error(`mock provider refused the run's config: ${await put.text()}`);
+    console.log(`[main] mock provider on ${mockUrl} (quota ${flags['quota-rpm']} req/min, ${flags['quota-tpm']} tokens/min, ~${flags['call-seconds']} s per call)`);
+
+    const agentPort = await freePort();
+    group.start('agent', node, [
+      join(ROOT, 'agent', 'cli.ts'),
+      '--port', String(agentPort),
+      '--provider-url', mockUrl,
+      '--replicas', String(flags.replicas),
+      '--permits', String(flags.permits),
+      '--tokens-per-minute', String(Math.round(flags['quota-tpm'] * BUDGET_FRACTION)),
+      '--max-wait-ms', String(flags['max-wait-ms']),
+      '--estimated-tokens-per-call', String(flags.tokens + OUTPUT_TOKENS),
+    ]);
+    const agentUrls = Array.from({ length: flags.replicas }, (_, i) => `http://127.0.0.1:${agentPort + i}`);
+    for (const url of agentUrls) await waitForHealthy('agent service', `${url}/healthz`, 60_000, () => group.assertRunning());
+    console.log(`[main] agent service: ${flags.replicas} replica(s) at ${agentUrls.join(', ')}`);
+
+    const prometheusUrl = await startPrometheus(group, {
+      jobs: { [AGENT_JOB]: agentUrls.map((u) => u.replace('http://', '')), [MOCK_JOB]: [`127.0.0.1:${mockPort}`] },
+      dataDir: join(reportDir, 'prometheus'),
+      scrapeIntervalSeconds: 2,
+    });
+    console.log(`[main] prometheus on ${prometheusUrl}`);
+
+    let summary: K6Summary | undefined;
+    let exitCode = 0;
+    const startedAt = Date.now();
+    const onLine = (line: string) => console.log(`[k6] ${line}`);
+    if (findTool('k6')) {
+      const r = await runK6({ scenario, target: agentUrls.join(','), reportDir, runId, prometheusUrl, mockUrl, onLine, signal: aborter.signal });
+      summary = r.summary;
+      exitCode = r.exitCode;
+    } else {
+      console.log('[main] k6 is not installed (install it with: npm run tools); replaying the scenario with the Node driver');
+      summary = await runNodeDriver(scenario, agentUrls[0], (l) => console.log(`[driver] ${l}`), aborter.signal);
+    }
+    const endedAt = Date.now();
+    await new Promise((r) => setTimeout(r, 3000)); // one more scrape after the last request
+
+    const totals = await stackTotals(prometheusUrl, startedAt, Date.now());
+    const plot = await writePlot(prometheusUrl, reportDir, startedAt, endedAt, `quotascope run ${runId}`);
+    const steady = scenario.arrivals.find((a) => a.kind === 'constant');
+    let comparison: ReturnType<typeof comparePlan> | undefined;
+    if (!flags.scenario && steady?.kind === 'constant' && flags.tree === 'review') {
+      // Skip the first third of the steady phase (queue filling) when measuring.
+      const from = startedAt + (steady.start + steady.duration / 3) * 1000;
+      const to = startedAt + (steady.start + steady.duration) * 1000;
+      const measured = await measureSteadyState(prometheusUrl, from, Math.min(to, endedAt));
+      comparison = comparePlan(
+        {
+          parallelBranches: 4,
+          sequentialSteps: 1,
+          userRequestsPerMinute: flags.rate,
+          inputTokensPerCall: flags.tokens,
+          outputTokensPerCall: OUTPUT_TOKENS,
+          latencySeconds: flags['call-seconds'],
+          quotaRequestsPerMinute: flags['quota-rpm'],
+          quotaTokensPerMinute: flags['quota-tpm'],
+          budgetFraction: BUDGET_FRACTION,
+          replicas: flags.replicas,
+          toleratedWaitSeconds: flags['max-wait-ms'] / 1000,
+          burstUsers: Math.max(1, flags['burst-users']),
+        },
+        measured,
+      );
+    }
+
+    const report = { runId, scenario: scenario.name, flags, k6ExitCode: exitCode, k6: summary, stack: totals, planVsMeasured: comparison, plot };
+    writeFileSync(join(reportDir, 'summary.json'), JSON.stringify(report, null, 2));
+    const a = totals.acquireSeconds;
+    console.log(
+      [
+        '',
+        `quotascope run ${runId} (${scenario.name})`,
+        `  user requests:     ${totals.requests} (client saw ${summary?.requests ?? 0}, failed ${fmt((summary?.failedRate ?? 0) * 100, '%')}, with missing branches ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')})`,
+        `  model calls:       ${totals.modelCalls} at the provider`,
+        `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
+        `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')}`,
+        `  limiter timeouts:  ${totals.timeouts}`,
+        `  request duration:  p50 ${fmt((summary?.durationMs.p50 ?? 0) / 1000, ' s')}  p95 ${fmt((summary?.durationMs.p95 ?? 0) / 1000, ' s')}`,
+        `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
+        comparison ? formatComparison(comparison) : '',
+        `  report:            ${join(reportDir, 'summary.json')}, ${plot}`,
+      ].join('\n'),
+    );
+    // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.
+    return exitCode;
+  } catch (e) {
+    console.error(`[main] failed: ${(e as Error).message}`);
+    return 1;
+  } finally {
+    await group.stopAll();
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,10 @@
+// The capacity planner, importable: plan(input) → Plan. The CLI (cli.ts) and the load-test
+// report (plan vs measured) both build on this entry.
+export { plan } from './plan.ts';
+export type { Plan, TreeShape, BurstWave, QuotaAxis } from './plan.ts';
+export { planInputSchema, parsePlanInput, PlanInputError } from './input.ts';
+export type { PlanInput, ValidPlanInput, PlanInputField } from './input.ts';
+export type { Fix, FixKind } from './fixes.ts';
+export { examples, reviewAgentExample } from './examples.ts';
+export type { ExampleName } from './examples.ts';
+export { formatPlan } from './format.ts';

@@ -1,0 +1,96 @@
+// What the capacity planner needs to know, validated with zod. Field names are the module's;
+// the CLI maps each to a flag (see flags.ts) so an error can name the flag the user typed.
+import { z } from 'zod';
+
+// A missing field and a non-number get different messages, so the CLI can say "required".
+const number = (what: string) =>
+  z.number({ error: (issue) => (issue.input === undefined ? `${what} is required` : `${what} must be a number`) });
+const positive = (what: string) => number(what).positive(`${what} must be > 0`);
+const positiveInt = (what: string) => number(what).int(`${what} must be a whole number`).positive(`${what} must be > 0`);
+
+export const planInputSchema = z
+  .object({
+    /** Model calls per user request, given directly (the tree's shape is then unknown). */
+    callsPerRequest: positiveInt('calls per request').optional(),
+    /** Agent-tree description: parallel branches of the fan-out … */
+    parallelBranches: positiveInt('parallel branches').optional(),
+    /** … sequential model calls inside each branch … */
+    callsPerBranch: positiveInt('calls per branch').default(1),
+    /** … and sequential steps after the fan-out (e.g. a synthesizer). */
+    sequentialSteps: number('sequential steps')
+      .int('sequential steps must be a whole number')
+      .min(0, 'sequential steps must be >= 0')
+      .default(0),
+    /** Peak user requests per minute across the fleet. */
+    userRequestsPerMinute: positive('user requests per minute'),
+    /** Average input (prompt) tokens per model call. */
+    inputTokensPerCall: positive('input tokens per call'),
+    /** Average output tokens per model call. */
+    outputTokensPerCall: number('output tokens per call')
+      .min(0, 'output tokens per call must be >= 0'),
+    /** Average model call latency in seconds. */
+    latencySeconds: positive('latency'),
+    /** Provider quota: requests per minute. */
+    quotaRequestsPerMinute: positive('quota requests per minute'),
+    /** Provider quota: tokens per minute (input + output tokens count). */
+    quotaTokensPerMinute: positive('quota tokens per minute'),
+    /** Share of the quota the limiters may use, leaving headroom for estimate errors. */
+    budgetFraction: positive('budget fraction').max(1, 'budget fraction must be <= 1').default(0.9),
+    /** Agent service replicas; each gets an equal static share of the budget. */
+    replicas: positiveInt('replicas').default(1),
+    /** The longest a call may wait for admission before it is recorded as a timeout (maxWait). */
+    toleratedWaitSeconds: positive('tolerated wait').default(20),
+    /** Users clicking at the same moment, for the burst shape. */
+    burstUsers: positiveInt('burst users').default(10),
+  })
+  .strict()
+  .superRefine((input, ctx) => {
+    if (input.callsPerRequest === undefined && input.parallelBranches === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['callsPerRequest'],
+        message: 'give the calls per request, or the tree (parallel branches, calls per branch, sequential steps)',
+      });
+      return;
+    }
+    if (input.callsPerRequest !== undefined && input.parallelBranches !== undefined) {
+      const counted = input.parallelBranches * input.callsPerBranch + input.sequentialSteps;
+      if (counted !== input.callsPerRequest) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['callsPerRequest'],
+          message: `calls per request ${input.callsPerRequest} disagrees with the tree (${input.parallelBranches} × ${input.callsPerBranch} + ${input.sequentialSteps} = ${counted})`,
+        });
+      }
+    }
+  });
+
+/** What a caller passes to plan(): defaults may be left out. */
+export type PlanInput = z.input<typeof planInputSchema>;
+/** The input after validation, every default filled in. */
+export type ValidPlanInput = z.output<typeof planInputSchema>;
+export type PlanInputField = keyof ValidPlanInput;
+
+/** Bad planner input; `field` names the offending input field. */
+export class PlanInputError extends Error {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(`${field}: ${message}`);
+    this.name = 'PlanInputError';
+    this.field = field;
+  }
+}
+
+/** Validates the input; throws a PlanInputError naming the first bad field. */
+export function parsePlanInput(input: unknown): ValidPlanInput {
+  const result = planInputSchema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'input';
+  if (issue.code === 'unrecognized_keys') return failUnknownKeys(issue.keys);
+  throw new PlanInputError(field, issue.message);
+}
+
+function failUnknownKeys(keys: readonly string[]): never {
+  throw new PlanInputError(keys[0] ?? 'input', `unknown input field${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`);
+}

@@ -1,0 +1,228 @@
+// The capacity plan: from an agent tree's fan-out, the peak demand and the provider quota to
+// the budget each replica needs, what the fleet can sustain, the burst shape and the fixes.
+// Pure arithmetic (Little's law, static quota shares); every figure is explained in README.md.
+import { replicaCallsPerMinute } from './budget.ts';
+import { rankFixes } from './fixes.ts';
+import type { Fix } from './fixes.ts';
+import { parsePlanInput } from './input.ts';
+import type { PlanInput, ValidPlanInput } from './input.ts';
+
+export type QuotaAxis = 'requests' | 'tokens';
+
+/** The agent tree's model calls per user request, and the shape used for the burst. */
+export interface TreeShape {
+  readonly callsPerRequest: number;
+  readonly parallelBranches: number;
+  readonly callsPerBranch: number;
+  readonly sequentialSteps: number;
+  /** 'counted' from a tree description; 'assumed' = only a call count was given, taken as one fan-out. */
+  readonly source: 'counted' | 'assumed';
+}
+
+export interface BurstWave {
+  /** Seconds after the users click (multiples of the call latency). */
+  readonly atSeconds: number;
+  /** Model calls that start together, across the fleet. */
+  readonly calls: number;
+  /** 'fan-out' = the parallel branches' calls; 'sequential' = a step after the fan-out. */
+  readonly kind: 'fan-out' | 'sequential';
+}
+
+export interface Plan {
+  readonly input: ValidPlanInput;
+  readonly tree: TreeShape;
+  readonly demand: {
+    readonly userRequestsPerMinute: number;
+    readonly callsPerMinute: number;
+    readonly callsPerSecond: number;
+    readonly tokensPerCall: number;
+    readonly tokensPerMinute: number;
+  };
+  readonly quota: { readonly requestsPerMinute: number; readonly tokensPerMinute: number };
+  /** Demand divided by the quota, per axis (1 = exactly the quota). */
+  readonly quotaUse: { readonly requests: number; readonly tokens: number };
+  readonly binding: {
+    /** The axis with the higher use: the one that limits first. */
+    readonly axis: QuotaAxis;
+    readonly quotaUse: number;
+    readonly overQuota: boolean;
+    /** How far the demand is above (positive) or below (negative) the binding quota, as a fraction. */
+    readonly overBy: number;
+  };
+  /** Calls in flight by Little's law (rate × latency). */
+  readonly inFlight: {
+    /** At full demand across the fleet. */
+    readonly fleet: number;
+    /** Per replica at the rate it actually serves (demand share, capped by its budget). */
+    readonly perReplica: number;
+  };
+  readonly budget: {
+    readonly fraction: number;
+    readonly fleetTokensPerMinute: number;
+    readonly fleetRequestsPerMinute: number;
+  };
+  readonly perReplica: {
+    readonly tokensPerMinute: number;
+    readonly requestsPerMinute: number;
+    /** Calls per minute the replica's budget sustains (the tighter axis wins). */
+    readonly callsPerMinute: number;
+    /** Whole user requests per minute the replica sustains. */
+    readonly userRequestsPerMinute: number;
+    /** Same, before rounding down to whole requests. */
+    readonly userRequestsPerMinuteExact: number;
+    /** Concurrency permits: in flight rounded up to whole user requests, at least one fan-out. */
+    readonly permits: number;
+    /** maxWait for the limiter: the tolerated wait. */
+    readonly maxWaitSeconds: number;
+  };
+  readonly fleet: {
+    readonly replicas: number;
+    readonly userRequestsPerMinute: number;
+    /** Demand minus what the fleet sustains, in user requests per minute (0 when it fits). */
+    readonly shortfallUserRequestsPerMinute: number;
+    /** The shortfall as a fraction of the demand. */
+    readonly shortfallFraction: number;
+  };
+  /** What a sustained peak does to the queue when the demand is above the budget. */
+  readonly overload: {
+    /** Calls per minute above what the fleet admits (0 when it fits). */
+    readonly excessCallsPerMinute: number;
+    /** Seconds of peak until a new call waits maxWait; null when the queue does not grow. */
+    readonly secondsUntilMaxWait: number | null;
+    /** Calls per minute that then time out across the fleet (= the excess). */
+    readonly timeoutsPerMinute: number;
+  };
+  readonly burst: {
+    readonly users: number;
+    readonly waves: readonly BurstWave[];
+    /** Calls starting at t = 0 on the busiest replica (users spread evenly, whole users). */
+    readonly busiestReplicaCallsAtStart: number;
+    /** Of those, calls that queue for a permit. */
+    readonly queuedAtStart: number;
+    /** How long the last queued call waits: whole call latencies until a permit frees. */
+    readonly queuedWaitSeconds: number;
+    readonly withinMaxWait: boolean;
+    /** Tokens reserved at t = 0 on the busiest replica, against its per-minute token budget. */
+    readonly busiestReplicaTokensAtStart: number;
+    readonly tokensFitBudget: boolean;
+    /** Whether the calls at t = 0 fit the replica's per-minute request budget. */
+    readonly requestsFitBudget: boolean;
+  };
+  /** Ways to close the shortfall, best first; empty when the demand fits. */
+  readonly fixes: readonly Fix[];
+}
+
+function treeShape(input: ValidPlanInput): TreeShape {
+  if (input.parallelBranches !== undefined) {
+    return {
+      callsPerRequest: input.parallelBranches * input.callsPerBranch + input.sequentialSteps,
+      parallelBranches: input.parallelBranches,
+      callsPerBranch: input.callsPerBranch,
+      sequentialSteps: input.sequentialSteps,
+      source: 'counted',
+    };
+  }
+  // Only a count: assume the worst burst, every call in one fan-out.
+  const calls = input.callsPerRequest ?? 1;
+  return { callsPerRequest: calls, parallelBranches: calls, callsPerBranch: 1, sequentialSteps: 0, source: 'assumed' };
+}
+
+function burstShape(input: ValidPlanInput, tree: TreeShape, permits: number, replicaBudget: { tokens: number; requests: number }) {
+  const waves: BurstWave[] = [];
+  for (let step = 0; step < tree.callsPerBranch; step++) {
+    waves.push({ atSeconds: step * input.latencySeconds, calls: input.burstUsers * tree.parallelBranches, kind: 'fan-out' });
+  }
+  for (let step = 0; step < tree.sequentialSteps; step++) {
+    const at = (tree.callsPerBranch + step) * input.latencySeconds;
+    waves.push({ atSeconds: at, calls: input.burstUsers, kind: 'sequential' });
+  }
+  const busiestUsers = Math.ceil(input.burstUsers / input.replicas);
+  const callsAtStart = busiestUsers * tree.parallelBranches;
+  const queued = Math.max(0, callsAtStart - permits);
+  const queuedWaitSeconds = Math.ceil(queued / permits) * input.latencySeconds;
+  const tokensAtStart = callsAtStart * (input.inputTokensPerCall + input.outputTokensPerCall);
+  return {
+    users: input.burstUsers,
+    waves,
+    busiestReplicaCallsAtStart: callsAtStart,
+    queuedAtStart: queued,
+    queuedWaitSeconds,
+    withinMaxWait: queuedWaitSeconds <= input.toleratedWaitSeconds,
+    busiestReplicaTokensAtStart: tokensAtStart,
+    tokensFitBudget: tokensAtStart <= replicaBudget.tokens,
+    requestsFitBudget: callsAtStart <= replicaBudget.requests,
+  };
+}
+
+/** Plans the capacity for an agent tree; throws a PlanInputError naming the first bad field. */
+export function plan(rawInput: PlanInput): Plan {
+  const input = parsePlanInput(rawInput);
+  const tree = treeShape(input);
+  const tokensPerCall = input.inputTokensPerCall + input.outputTokensPerCall;
+  const callsPerMinute = input.userRequestsPerMinute * tree.callsPerRequest;
+  const tokensPerMinute = callsPerMinute * tokensPerCall;
+  const requestsUse = callsPerMinute / input.quotaRequestsPerMinute;
+  const tokensUse = tokensPerMinute / input.quotaTokensPerMinute;
+  const axis: QuotaAxis = tokensUse >= requestsUse ? 'tokens' : 'requests';
+  const bindingUse = Math.max(tokensUse, requestsUse);
+
+  const fleetTokens = input.quotaTokensPerMinute * input.budgetFraction;
+  const fleetRequests = input.quotaRequestsPerMinute * input.budgetFraction;
+  const replicaTokens = fleetTokens / input.replicas;
+  const replicaRequests = fleetRequests / input.replicas;
+  const replicaCalls = replicaCallsPerMinute(input);
+  const replicaUsersExact = replicaCalls / tree.callsPerRequest;
+  const replicaUsers = Math.floor(replicaUsersExact + 1e-9);
+
+  const demandCallsPerReplica = callsPerMinute / input.replicas;
+  const servedCallsPerReplica = Math.min(demandCallsPerReplica, replicaCalls);
+  const inFlightPerReplica = (servedCallsPerReplica / 60) * input.latencySeconds;
+  // Round up to whole user requests so a fan-out is admitted whole, never a part of one.
+  const wholeRequests = Math.max(1, Math.ceil(inFlightPerReplica / tree.callsPerRequest - 1e-9));
+  const permits = Math.max(wholeRequests * tree.callsPerRequest, tree.parallelBranches);
+
+  const fleetUsers = replicaUsers * input.replicas;
+  const shortfall = Math.max(0, input.userRequestsPerMinute - fleetUsers);
+  const excessCalls = Math.max(0, callsPerMinute - replicaCalls * input.replicas);
+  const excessPerReplica = excessCalls / input.replicas;
+
+  return {
+    input,
+    tree,
+    demand: {
+      userRequestsPerMinute: input.userRequestsPerMinute,
+      callsPerMinute,
+      callsPerSecond: callsPerMinute / 60,
+      tokensPerCall,
+      tokensPerMinute,
+    },
+    quota: { requestsPerMinute: input.quotaRequestsPerMinute, tokensPerMinute: input.quotaTokensPerMinute },
+    quotaUse: { requests: requestsUse, tokens: tokensUse },
+    binding: { axis, quotaUse: bindingUse, overQuota: bindingUse > 1, overBy: bindingUse - 1 },
+    inFlight: { fleet: (callsPerMinute / 60) * input.latencySeconds, perReplica: inFlightPerReplica },
+    budget: { fraction: input.budgetFraction, fleetTokensPerMinute: fleetTokens, fleetRequestsPerMinute: fleetRequests },
+    perReplica: {
+      tokensPerMinute: replicaTokens,
+      requestsPerMinute: replicaRequests,
+      callsPerMinute: replicaCalls,
+      userRequestsPerMinute: replicaUsers,
+      userRequestsPerMinuteExact: replicaUsersExact,
+      permits,
+      maxWaitSeconds: input.toleratedWaitSeconds,
+    },
+    fleet: {
+      replicas: input.replicas,
+      userRequestsPerMinute: fleetUsers,
+      shortfallUserRequestsPerMinute: shortfall,
+      shortfallFraction: shortfall / input.userRequestsPerMinute,
+    },
+    overload: {
+      excessCallsPerMinute: excessCalls,
+      // A queue growing by `excess` calls/min drains at the replica's rate: wait = queue / rate.
+      secondsUntilMaxWait: excessPerReplica > 0 ? (input.toleratedWaitSeconds * replicaCalls) / excessPerReplica : null,
+      timeoutsPerMinute: excessCalls,
+    },
+    burst: burstShape(input, tree, permits, { tokens: replicaTokens, requests: replicaRequests }),
+    fixes: shortfall > 0 ? rankFixes(input, tree) : [],
+  };
+}

@@ -1,0 +1,226 @@
+// Scenario files (loadtest/scenarios/*.json): zod validation before k6 starts, trace
+// inlining, and time/load scaling. The k6 script reads the result, typed by
+// k6/scenario-types.ts; the assignments at the bottom keep both descriptions in step.
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import type { Arrival, ScenarioFile, TraceRecord } from './k6/scenario-types.ts';
+
+export const SCENARIOS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'scenarios');
+
+const seconds = z.number().min(0, 'must be >= 0 seconds');
+const positiveSeconds = z.number().positive('must be > 0 seconds');
+const perMinute = z.number().min(0, 'must be >= 0 per minute');
+const trafficClass = z.enum(['interactive', 'batch']);
+
+const requestShape = {
+  tree: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a tree name like review').optional(),
+  inputTokensPerCall: z.number().int().min(101, 'must be > 100 tokens (the instruction alone is ~100)').max(1_000_000).optional(),
+  width: z.number().int().positive().max(1000).optional(),
+  trafficClass: trafficClass.optional(),
+};
+
+export const traceRecordSchema = z
+  .object({
+    at: seconds,
+    tree: z.string().regex(/^[a-z][a-z0-9-]*$/),
+    inputTokensPerCall: z.number().int().min(101).max(1_000_000),
+    trafficClass,
+    width: z.number().int().positive().max(1000).optional(),
+  })
+  .strict();
+
+const arrivalSchema = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('burst'),
+      at: seconds,
+      users: z.number().int().positive().max(10_000),
+      repeat: z.object({ every: positiveSeconds, times: z.number().int().positive().max(1000) }).strict().optional(),
+      ...requestShape,
+    })
+    .strict(),
+  z
+    .object({ kind: z.literal('constant'), start: seconds, perMinute: perMinute, duration: positiveSeconds, ...requestShape })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('ramping'),
+      start: seconds,
+      startPerMinute: perMinute,
+      stages: z.array(z.object({ targetPerMinute: perMinute, duration: seconds }).strict()).min(1),
+      ...requestShape,
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('trace'),
+      start: seconds.optional(),
+      file: z.string().min(1).optional(),
+      records: z.array(traceRecordSchema).optional(),
+      ...requestShape,
+    })
+    .strict()
+    .refine((t) => (t.file === undefined) !== (t.records === undefined), { message: 'give exactly one of file or records' }),
+]);
+
+const fraction = z.number().min(0).max(1);
+
+export const scenarioSchema = z
+  .object({
+    name: z.string().regex(/^[a-zA-Z0-9_-]+$/, 'must be letters, digits, _ or -'),
+    description: z.string().optional(),
+    defaults: z.object(requestShape).strict().optional(),
+    arrivals: z.array(arrivalSchema).min(1, 'needs at least one arrival'),
+    thresholds: z
+      .object({
+        httpFailedRate: fraction.optional(),
+        p95Ms: z.object({ interactive: z.number().positive().optional(), batch: z.number().positive().optional() }).strict().optional(),
+        missingBranchesRate: fraction.optional(),
+        k6: z.record(z.string(), z.array(z.string())).optional(),
+      })
+      .strict()
+      .optional(),
+    mock: z
+      .object({
+        config: z.record(z.string(), z.unknown()).optional(),
+        timeline: z.array(z.object({ at: seconds, set: z.record(z.string(), z.unknown()) }).strict()).optional(),
+      })
+      .strict()
+      .optional(),
+    requestTimeout: positiveSeconds.optional(),
+    gracefulStop: seconds.optional(),
+  })
+  .strict();
+
+/** A scenario file that failed validation; the message names the field. */
+export class ScenarioError extends Error {
+  readonly field: string;
+  constructor(source: string, field: string, message: string) {
+    super(`${source}: ${field ? `${field}: ` : ''}${message}`);
+    this.name = 'ScenarioError';
+    this.field = field;
+  }
+}
+
+function fieldPath(path: readonly PropertyKey[]): string {
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('');
+}
+
+/** Validates parsed JSON; throws a ScenarioError naming the first bad field. */
+export function parseScenario(json: unknown, source = 'scenario'): ScenarioFile {
+  const result = scenarioSchema.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new ScenarioError(source, fieldPath(issue.path), issue.message);
+  }
+  return result.data;
+}
+
+/** Resolves a scenario argument: a path, or a name in loadtest/scenarios/. */
+export function scenarioPath(nameOrPath: string): string {
+  if (nameOrPath.endsWith('.json') || nameOrPath.includes('/')) return resolve(nameOrPath);
+  return join(SCENARIOS_DIR, `${nameOrPath}.json`);
+}
+
+/** Reads a JSON-lines trace file into validated records. */
+export function readTrace(path: string): TraceRecord[] {
+  const lines = readFileSync(path, 'utf8').split('\n');
+  const records: TraceRecord[] = [];
+  lines.forEach((line, i) => {
+    if (!line.trim()) return;
+    let json: unknown;
+    try {
+      json = JSON.parse(line);
+    } catch {
+      throw new ScenarioError(path, `line ${i + 1}`, 'is not JSON');
+    }
+    const r = traceRecordSchema.safeParse(json);
+    if (!r.success) throw new ScenarioError(path, `line ${i + 1}.${fieldPath(r.error.issues[0].path)}`, r.error.issues[0].message);
+    records.push(r.data);
+  });
+  return records;
+}
+
+/** Loads, validates and inlines a scenario file (trace files become records). */
+export function loadScenario(nameOrPath: string): ScenarioFile {
+  const path = scenarioPath(nameOrPath);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    throw new ScenarioError(path, '', 'cannot read the scenario file');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new ScenarioError(path, '', `is not valid JSON (${(e as Error).message})`);
+  }
+  const scenario = parseScenario(json, path);
+  return {
+    ...scenario,
+    arrivals: scenario.arrivals.map((a) => {
+      if (a.kind !== 'trace' || !a.file) return a;
+      const tracePath = isAbsolute(a.file) ? a.file : join(dirname(path), a.file);
+      return { ...a, file: undefined, records: readTrace(tracePath) };
+    }),
+  };
+}
+
+export interface Scaling {
+  /** Multiplies every time (offsets, durations, trace times); rates divide by it. */
+  time?: number;
+  /** Multiplies users and rates (at least 1 user per burst). */
+  load?: number;
+}
+
+/** Compresses or stretches a scenario in time and load, keeping its shape. */
+export function scaleScenario(s: ScenarioFile, { time = 1, load = 1 }: Scaling): ScenarioFile {
+  if (!(time > 0) || !(load > 0)) throw new ScenarioError('scale', time > 0 ? 'load' : 'time', 'must be > 0');
+  const t = (x: number) => x * time;
+  const rate = (r: number) => (r * load) / time;
+  return {
+    ...s,
+    arrivals: s.arrivals.map((a): Arrival => {
+      switch (a.kind) {
+        case 'burst':
+          return {
+            ...a,
+            at: t(a.at),
+            users: Math.max(1, Math.round(a.users * load)),
+            repeat: a.repeat && { ...a.repeat, every: t(a.repeat.every) },
+          };
+        case 'constant':
+          return { ...a, start: t(a.start), duration: t(a.duration), perMinute: rate(a.perMinute) };
+        case 'ramping':
+          return {
+            ...a,
+            start: t(a.start),
+            startPerMinute: rate(a.startPerMinute),
+            stages: a.stages.map((st) => ({ duration: t(st.duration), targetPerMinute: rate(st.targetPerMinute) })),
+          };
+        default:
+          return { ...a, start: a.start === undefined ? undefined : t(a.start), records: a.records?.map((r) => ({ ...r, at: t(r.at) })) };
+      }
+    }),
+    mock: s.mock && { ...s.mock, timeline: s.mock.timeline?.map((c) => ({ ...c, at: t(c.at) })) },
+  };
+}
+
+/** Seconds from the first arrival to the last one starting (without request time). */
+export function arrivalSpan(s: ScenarioFile): number {
+  let end = 0;
+  for (const a of s.arrivals) {
+    if (a.kind === 'burst') end = Math.max(end, a.at + (a.repeat ? a.repeat.every * (a.repeat.times - 1) : 0));
+    if (a.kind === 'constant') end = Math.max(end, a.start + a.duration);
+    if (a.kind === 'ramping') end = Math.max(end, a.start + a.stages.reduce((sum, st) => sum + st.duration, 0));
+    if (a.kind === 'trace') end = Math.max(end, (a.start ?? 0) + Math.max(0, ...(a.records ?? []).map((r) => r.at)));
+  }
+  return end;
+}
+
+// Compile-time check that the zod schema and the k6 types describe the same file.
+type Parsed = z.output<typeof scenarioSchema>;
+export const _schemaMatchesK6Types: (p: Parsed) => ScenarioFile = (p) => p;

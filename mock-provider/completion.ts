@@ -1,0 +1,239 @@
+// One model call, independent of the wire format: random throttling, quota admission,
+// fault selection, sampling of output length and latency, then a plain or streamed answer
+// paced by those latencies. gemini.ts and openai.ts supply the wire format.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Request, Response } from 'express';
+import type { FaultName, ApiName } from './metrics.ts';
+import type { QuotaLease, QuotaName } from './quota.ts';
+import { sample } from './random.ts';
+import type { MockState } from './state.ts';
+import { outputTokens, tokensForCharacters } from './tokens.ts';
+
+export interface ToolCall {
+  readonly name: string;
+  readonly args: Record<string, unknown>;
+}
+
+/** What an API adapter extracted from a valid request. */
+export interface CompletionRequest {
+  readonly api: ApiName;
+  readonly model: string;
+  readonly apiKey: string;
+  /** All text of the request (seeds the output text). */
+  readonly prompt: string;
+  readonly inputTokens: number;
+  readonly maxOutputTokens: number | undefined;
+  readonly stream: boolean;
+  /** When set, the answer is these function calls instead of text. */
+  readonly toolCalls: readonly ToolCall[] | undefined;
+}
+
+/** The answer decided for an admitted request. */
+export interface CompletionPlan {
+  readonly request: CompletionRequest;
+  readonly id: string;
+  readonly createdMs: number;
+  /** Output text, one 4-character token per element (empty for tool calls). */
+  readonly tokens: readonly string[];
+  readonly outputTokenCount: number;
+  /** The output was cut at the request's max output tokens. */
+  readonly truncated: boolean;
+}
+
+/** Why a request got a 429. */
+export interface RateLimit {
+  readonly reason: QuotaName | 'random';
+  /** For a quota: its limit and the ms until it admits this request (Infinity: never). */
+  readonly limit?: number;
+  readonly retryMs?: number;
+}
+
+/** The wire format of one API. */
+export interface ApiFormat {
+  /** Headers every response carries (OpenAI's x-ratelimit-*). */
+  commonHeaders?(res: Response, request: CompletionRequest): void;
+  rateLimited(res: Response, request: CompletionRequest, limit: RateLimit): void;
+  serverError(res: Response, status: 500 | 503): void;
+  complete(res: Response, plan: CompletionPlan): void;
+  /** One SSE event for tokens [from, to); `last` carries finish reason and full usage. */
+  chunk(plan: CompletionPlan, from: number, to: number, last: boolean): string;
+  streamError(plan: CompletionPlan): string;
+  /** Written after the last chunk ('' for Gemini, `data: [DONE]` for OpenAI). */
+  readonly streamEnd: string;
+}
+
+/** A plausible value for a JSON-schema or Gemini-schema (type: 'STRING' etc.) node. */
+function sampleArgument(schema: unknown): unknown {
+  const node = (typeof schema === 'object' && schema !== null ? schema : {}) as Record<string, unknown>;
+  const type = String(node.type ?? 'string').toLowerCase();
+  if (Array.isArray(node.enum) && node.enum.length > 0) return node.enum[0];
+  if (type === 'number' || type === 'integer') return 1;
+  if (type === 'boolean') return true;
+  if (type === 'array') return [sampleArgument(node.items)];
+  if (type === 'object') {
+    const properties = (node.properties ?? {}) as Record<string, unknown>;
+    return Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, sampleArgument(value)]));
+  }
+  return 'sample';
+}
+
+/** Arguments for a function call, built from its parameters schema. */
+export function sampleArguments(schema: unknown): Record<string, unknown> {
+  const value = sampleArgument(schema ?? { type: 'object' });
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+let nextId = 0;
+
+/** Sleeps unless the client went away; false when aborted. */
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return false;
+  if (ms <= 0) return true;
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function drawFault(state: MockState, stream: boolean): FaultName | null {
+  const f = state.config.faults;
+  const total =
+    f.http500Probability +
+    f.http503Probability +
+    f.connectionResetProbability +
+    f.stallProbability +
+    (stream ? f.streamErrorProbability : 0);
+  if (total === 0) return null;
+  // One draw, faults checked in a fixed order, so their probabilities add up.
+  let r = state.random();
+  const faults: [FaultName, number][] = [
+    ['http_500', f.http500Probability],
+    ['http_503', f.http503Probability],
+    ['connection_reset', f.connectionResetProbability],
+    ['stall', f.stallProbability],
+    ['stream_error', stream ? f.streamErrorProbability : 0],
+  ];
+  for (const [fault, probability] of faults) {
+    if (r < probability) return fault;
+    r -= probability;
+  }
+  return null;
+}
+
+function plan(state: MockState, request: CompletionRequest): CompletionPlan {
+  const config = state.config;
+  const id = `mock-${config.seed}-${++nextId}`;
+  const createdMs = Date.now();
+  if (request.toolCalls) {
+    const count = tokensForCharacters(JSON.stringify(request.toolCalls).length);
+    return { request, id, createdMs, tokens: [], outputTokenCount: count, truncated: false };
+  }
+  const wanted = Math.max(1, Math.round(sample(config.outputTokens, state.random)));
+  const count = request.maxOutputTokens === undefined ? wanted : Math.min(wanted, request.maxOutputTokens);
+  const tokens = outputTokens(config.seed, request.prompt, count);
+  return { request, id, createdMs, tokens, outputTokenCount: count, truncated: count < wanted };
+}
+
+/** Answers one model call; resolves when the response is over (or the client left). */
+export async function serveCompletion(
+  state: MockState,
+  req: Request,
+  res: Response,
+  request: CompletionRequest,
+  format: ApiFormat,
+): Promise<void> {
+  const { metrics } = state;
+  const { api, model } = request;
+  const startedMs = performance.now();
+  const aborted = new AbortController();
+  let lease: QuotaLease | undefined;
+  let sentTokens = 0;
+  metrics.inFlight.inc();
+  res.once('close', () => {
+    aborted.abort();
+    metrics.inFlight.dec();
+    lease?.finish(sentTokens);
+    if (sentTokens > 0) metrics.tokens.inc({ type: 'output' }, sentTokens);
+    const status = res.writableFinished ? String(res.statusCode) : 'aborted';
+    metrics.requests.inc({ api, model, status });
+    metrics.requestDuration.observe({ api }, (performance.now() - startedMs) / 1000);
+  });
+  const config = state.config;
+
+  if (config.throttleProbability > 0 && state.random() < config.throttleProbability) {
+    metrics.rateLimited.inc({ api, reason: 'random' });
+    format.commonHeaders?.(res, request);
+    format.rateLimited(res, request, { reason: 'random' });
+    return;
+  }
+  const admission = state.quota.admit(request.apiKey, request.inputTokens, config);
+  format.commonHeaders?.(res, request); // after admission: "remaining" includes this request
+  if (!admission.ok) {
+    metrics.rateLimited.inc({ api, reason: admission.quota });
+    format.rateLimited(res, request, { reason: admission.quota, limit: admission.limit, retryMs: admission.retryMs });
+    return;
+  }
+  lease = admission;
+  metrics.tokens.inc({ type: 'input' }, request.inputTokens);
+
+  const fault = drawFault(state, request.stream);
+  if (fault) metrics.faults.inc({ fault });
+  if (fault === 'http_500' || fault === 'http_503') {
+    format.serverError(res, fault === 'http_500' ? 500 : 503);
+    return;
+  }
+  const answer = plan(state, request);
+  const ttftMs = sample(config.timeToFirstTokenMs, state.random);
+  const perTokenMs = sample(config.perOutputTokenMs, state.random);
+  const signal = aborted.signal;
+  const dropConnection = (): void => {
+    req.socket.destroy();
+  };
+  const stall = async () => {
+    await pause(config.faults.stallMs, signal);
+    dropConnection();
+  };
+
+  if (!request.stream) {
+    if (!(await pause(ttftMs, signal))) return;
+    metrics.timeToFirstToken.observe({ api }, (performance.now() - startedMs) / 1000);
+    if (fault === 'connection_reset') return dropConnection();
+    if (fault === 'stall') return stall();
+    if (!(await pause((answer.outputTokenCount - 1) * perTokenMs, signal))) return;
+    sentTokens = answer.outputTokenCount;
+    format.complete(res, answer);
+    return;
+  }
+
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.flushHeaders();
+  if (!(await pause(ttftMs, signal))) return;
+  metrics.timeToFirstToken.observe({ api }, (performance.now() - startedMs) / 1000);
+  const chunkTokens = config.streamChunkTokens;
+  const total = answer.tokens.length;
+  let chunksSent = 0;
+  let from = 0;
+  do {
+    if (fault === 'stream_error' && chunksSent === config.faults.streamErrorAfterChunks) {
+      res.end(format.streamError(answer));
+      return;
+    }
+    if (chunksSent > 0 && !(await pause(chunkTokens * perTokenMs, signal))) return;
+    const to = Math.min(total, from + chunkTokens);
+    const last = to >= total;
+    res.write(format.chunk(answer, from, to, last));
+    sentTokens = last ? answer.outputTokenCount : to;
+    from = to;
+    chunksSent++;
+    if (fault === 'connection_reset') return dropConnection();
+    if (fault === 'stall') return stall();
+  } while (from < total);
+  if (fault === 'stream_error' && chunksSent <= config.faults.streamErrorAfterChunks) {
+    // Shorter stream than N chunks: the error still comes, in place of the end.
+    res.end(format.streamError(answer));
+    return;
+  }
+  res.end(format.streamEnd);
+}

@@ -1,0 +1,252 @@
+// The Gemini REST API (generativelanguage.googleapis.com) as @google/genai and ADK use it:
+// POST /{v1,v1beta}/models/{model}:generateContent | :streamGenerateContent?alt=sse | :countTokens.
+import { type Request, type Response, Router } from 'express';
+import { z } from 'zod';
+import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, serveCompletion, type ToolCall } from './completion.ts';
+import { HttpProblem, parseBody, readJsonBody } from './http.ts';
+import type { QuotaName } from './quota.ts';
+import type { MockState } from './state.ts';
+import { tokensForCharacters } from './tokens.ts';
+
+const partSchema = z.looseObject({ text: z.string().optional() });
+const contentSchema = z.looseObject({ role: z.string().optional(), parts: z.array(partSchema).min(1) });
+const functionDeclarationSchema = z.looseObject({
+  name: z.string().min(1),
+  parameters: z.unknown().optional(),
+  parametersJsonSchema: z.unknown().optional(),
+});
+const generateRequestSchema = z.looseObject({
+  contents: z.array(contentSchema).min(1, 'contents must hold at least one content'),
+  systemInstruction: z.looseObject({ parts: z.array(partSchema) }).optional(),
+  tools: z.array(z.looseObject({ functionDeclarations: z.array(functionDeclarationSchema).optional() })).optional(),
+  generationConfig: z
+    .looseObject({ maxOutputTokens: z.number().int().positive().optional(), candidateCount: z.literal(1).optional() })
+    .optional(),
+});
+type GenerateRequest = z.infer<typeof generateRequestSchema>;
+const countTokensRequestSchema = z.union([
+  z.looseObject({ contents: z.array(contentSchema).min(1) }),
+  z.looseObject({ generateContentRequest: generateRequestSchema }),
+]);
+
+/** All text of the request, system instruction first: what the token rule counts. */
+function requestText(request: Pick<GenerateRequest, 'contents' | 'systemInstruction'>): string {
+  let text = '';
+  for (const part of request.systemInstruction?.parts ?? []) text += part.text ?? '';
+  for (const content of request.contents) for (const part of content.parts) text += part.text ?? '';
+  return text;
+}
+
+
+/** Function calls to answer with: every declared function, unless the last turn already holds function results. */
+function toolCallsFor(request: GenerateRequest): ToolCall[] | undefined {
+  const declarations = (request.tools ?? []).flatMap((tool) => tool.functionDeclarations ?? []);
+  if (declarations.length === 0) return undefined;
+  const last = request.contents[request.contents.length - 1];
+  if (last.parts.some((part) => 'functionResponse' in part)) return undefined;
+  return declarations.map((d) => ({
+    name: d.name,
+    args: sampleArguments(d.parametersJsonSchema ?? d.parameters),
+  }));
+}
+
+const STATUS_NAMES: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  413: 'INVALID_ARGUMENT',
+  415: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  503: 'UNAVAILABLE',
+};
+
+function errorBody(code: number, message: string, details?: unknown[]): object {
+  return { error: { code, message, status: STATUS_NAMES[code] ?? 'UNKNOWN', ...(details ? { details } : {}) } };
+}
+
+export function sendGeminiError(res: Response, code: number, message: string, details?: unknown[]): void {
+  if (code === 413) res.setHeader('connection', 'close');
+  res.status(code).json(errorBody(code, message, details));
+}
+
+/** A protobuf JSON Duration: seconds with 0, 3, 6 or 9 fractional digits, e.g. "45.837906927s". */
+export function protobufDuration(ms: number): string {
+  const totalNanos = Math.max(0, Math.round(ms * 1e6));
+  const seconds = Math.floor(totalNanos / 1e9);
+  const nanos = totalNanos - seconds * 1e9;
+  if (nanos === 0) return `${seconds}s`;
+  const digits = nanos % 1e6 === 0 ? 3 : nanos % 1e3 === 0 ? 6 : 9;
+  const fraction = String(nanos).padStart(9, '0').slice(0, digits);
+  return `${seconds}.${fraction}s`;
+}
+
+/** Quota metric and id as Gemini names them in QuotaFailure violations. */
+const QUOTA_IDS: Record<QuotaName, { metric: string; id: string }> = {
+  requests_per_minute: {
+    metric: 'generativelanguage.googleapis.com/generate_content_paid_tier_requests',
+    id: 'GenerateRequestsPerMinutePerProjectPerModel',
+  },
+  tokens_per_minute: {
+    metric: 'generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count',
+    id: 'GenerateContentPaidTierInputTokensPerModelPerMinute',
+  },
+  requests_per_day: {
+    metric: 'generativelanguage.googleapis.com/generate_content_paid_tier_requests',
+    id: 'GenerateRequestsPerDayPerProjectPerModel',
+  },
+  concurrent: {
+    metric: 'generativelanguage.googleapis.com/generate_content_concurrent_requests',
+    id: 'ConcurrentGenerateRequestsPerProjectPerModel',
+  },
+};
+
+function usage(plan: CompletionPlan, outputTokens: number): object {
+  const prompt = plan.request.inputTokens;
+  return {
+    promptTokenCount: prompt,
+    candidatesTokenCount: outputTokens,
+    totalTokenCount: prompt + outputTokens,
+    promptTokensDetails: [{ modality: 'TEXT', tokenCount: prompt }],
+  };
+}
+
+function response(plan: CompletionPlan, parts: object[], finish: boolean, outputTokens: number): object {
+  const finishReason = plan.truncated ? 'MAX_TOKENS' : 'STOP';
+  return {
+    candidates: [{ content: { role: 'model', parts }, ...(finish ? { finishReason } : {}), index: 0 }],
+    usageMetadata: usage(plan, outputTokens),
+    modelVersion: plan.request.model,
+    responseId: plan.id,
+  };
+}
+
+function answerParts(plan: CompletionPlan, from: number, to: number): object[] {
+  if (plan.request.toolCalls) return plan.request.toolCalls.map((call) => ({ functionCall: call }));
+  return [{ text: plan.tokens.slice(from, to).join('') }];
+}
+
+const geminiFormat = (state: MockState): ApiFormat => ({
+  rateLimited(res: Response, request: CompletionRequest, limit: RateLimit) {
+    if (limit.reason === 'random' || limit.retryMs === undefined) {
+      sendGeminiError(res, 429, 'Resource has been exhausted (e.g. check quota).');
+      return;
+    }
+    const quota = QUOTA_IDS[limit.reason];
+    const never = !Number.isFinite(limit.retryMs);
+    const retryDelay = protobufDuration(limit.retryMs);
+    const details: object[] = [
+      {
+        '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+        violations: [
+          {
+            quotaMetric: quota.metric,
+            quotaId: quota.id,
+            quotaDimensions: { location: 'global', model: request.model },
+            quotaValue: String(limit.limit),
+          },
+        ],
+      },
+      {
+        '@type': 'type.googleapis.com/google.rpc.Help',
+        links: [{ description: 'Learn more about Gemini API quotas', url: 'https://ai.google.dev/gemini-api/docs/rate-limits' }],
+      },
+    ];
+    if (!never) details.push({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay });
+    const message =
+      'You exceeded your current quota, please check your plan and billing details. For more information on this error, ' +
+      'head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n' +
+      `* Quota exceeded for metric: ${quota.metric}, limit: ${limit.limit}, model: ${request.model}\n` +
+      (never ? 'This request alone exceeds the limit.' : `Please retry in ${retryDelay}.`);
+    if (!never && state.config.geminiRetryAfterHeader) res.setHeader('retry-after', String(Math.ceil(limit.retryMs / 1000)));
+    sendGeminiError(res, 429, message, details);
+  },
+  serverError(res: Response, status: 500 | 503) {
+    sendGeminiError(
+      res,
+      status,
+      status === 500 ? 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting' : 'The model is overloaded. Please try again later.',
+    );
+  },
+  complete(res: Response, plan: CompletionPlan) {
+    res.json(response(plan, answerParts(plan, 0, plan.tokens.length), true, plan.outputTokenCount));
+  },
+  chunk(plan: CompletionPlan, from: number, to: number, last: boolean) {
+    const sent = last ? plan.outputTokenCount : to;
+    return `data: ${JSON.stringify(response(plan, answerParts(plan, from, to), last, sent))}\r\n\r\n`;
+  },
+  streamError() {
+    return `data: ${JSON.stringify(errorBody(500, 'An internal error has occurred. The stream was interrupted.'))}\r\n\r\n`;
+  },
+  streamEnd: '',
+});
+
+function apiKeyOf(req: Request): string {
+  const header = req.headers['x-goog-api-key'];
+  const key = typeof header === 'string' && header !== '' ? header : typeof req.query.key === 'string' ? req.query.key : '';
+  if (key === '') {
+    throw new HttpProblem(
+      403,
+      "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+    );
+  }
+  return key;
+}
+
+/** Routes for /v1 and /v1beta; errors answer in Google's error format. */
+export function geminiRouter(state: MockState): Router {
+  const router = Router();
+  const format = geminiFormat(state);
+  router.post('/:version/models/:target', async (req, res) => {
+    const version = String(req.params.version);
+    const target = String(req.params.target);
+    const colon = target.lastIndexOf(':');
+    const model = colon > 0 ? target.slice(0, colon) : target;
+    const method = colon > 0 ? target.slice(colon + 1) : '';
+    try {
+      if (version !== 'v1' && version !== 'v1beta') throw new HttpProblem(404, `unknown API version ${version} (use v1 or v1beta)`);
+      if (!['generateContent', 'streamGenerateContent', 'countTokens'].includes(method)) {
+        throw new HttpProblem(404, `unknown method ${JSON.stringify(method)} (generateContent, streamGenerateContent, countTokens)`);
+      }
+      const apiKey = apiKeyOf(req);
+      const config = state.config;
+      if (!config.models.includes(model)) {
+        throw new HttpProblem(404, `models/${model} is not found for API version ${version}, or is not supported for ${method}.`);
+      }
+      const body = await readJsonBody(req, config.maxBodyBytes);
+      if (method === 'countTokens') {
+        const parsed = parseBody(countTokensRequestSchema, body, 'CountTokensRequest');
+        const text = requestText('generateContentRequest' in parsed ? (parsed.generateContentRequest as GenerateRequest) : (parsed as GenerateRequest));
+        const totalTokens = tokensForCharacters(text.length);
+        res.json({ totalTokens, promptTokensDetails: [{ modality: 'TEXT', tokenCount: totalTokens }] });
+        return;
+      }
+      const stream = method === 'streamGenerateContent';
+      if (stream && req.query.alt !== 'sse') throw new HttpProblem(400, 'streamGenerateContent needs ?alt=sse (the mock streams server-sent events only)');
+      const request = parseBody(generateRequestSchema, body, 'GenerateContentRequest');
+      const prompt = requestText(request);
+      await serveCompletion(
+        state,
+        req,
+        res,
+        {
+          api: 'gemini',
+          model,
+          apiKey,
+          prompt,
+          inputTokens: tokensForCharacters(prompt.length),
+          maxOutputTokens: request.generationConfig?.maxOutputTokens,
+          stream,
+          toolCalls: config.answerToolCalls ? toolCallsFor(request) : undefined,
+        },
+        format,
+      );
+    } catch (error) {
+      if (!(error instanceof HttpProblem)) throw error;
+      const knownModel = state.config.models.includes(model) ? model : 'unknown';
+      state.metrics.requests.inc({ api: 'gemini', model: knownModel, status: String(error.status) });
+      sendGeminiError(res, error.status, error.message);
+    }
+  });
+  return router;
+}

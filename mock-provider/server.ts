@@ -1,0 +1,91 @@
+// startMockProvider: one express app on one port serving the Gemini and OpenAI APIs, the
+// admin API, /metrics and /healthz.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { adminRouter } from './admin.ts';
+import { type MockConfig, mergeConfig, defaultConfig } from './config.ts';
+import { geminiRouter } from './gemini.ts';
+import { openAiRouter } from './openai.ts';
+import type { Clock } from './quota.ts';
+import { MockState } from './state.ts';
+
+export const DEFAULT_PORT = 8090;
+export const DEFAULT_HOST = '127.0.0.1';
+
+export interface MockProviderOptions {
+  /** Default 8090; 0 picks a free port. */
+  readonly port?: number;
+  /** Default 127.0.0.1. */
+  readonly host?: string;
+  /** Quota time in ms (default: wall clock with sub-ms precision); tests pass a fake one. */
+  readonly clock?: Clock;
+  /** When set, the admin API requires it (Bearer) from any address; else it answers loopback only. */
+  readonly adminToken?: string;
+}
+
+export interface MockProvider {
+  /** e.g. http://127.0.0.1:8090 (no trailing slash): the base URL for genai, ADK and openai (+ /v1). */
+  readonly url: string;
+  readonly port: number;
+  readonly host: string;
+  readonly server: Server;
+  /** Live configuration, quotas and metrics (what the admin API changes). */
+  readonly state: MockState;
+  close(): Promise<void>;
+}
+
+export const wallClock: Clock = { now: () => performance.timeOrigin + performance.now() };
+
+export function createMockApp(state: MockState, adminToken: string | undefined): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.setHeader('content-type', state.metrics.registry.contentType);
+    res.send(await state.metrics.registry.metrics());
+  });
+  app.use(adminRouter(state, adminToken));
+  app.use(geminiRouter(state));
+  app.use(openAiRouter(state));
+  app.use((req: Request, res: Response) => {
+    res.status(404).json({ error: { code: 404, message: `no route for ${req.method} ${req.path}`, status: 'NOT_FOUND' } });
+  });
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    console.error('[mock-provider] unexpected error:', error);
+    if (res.headersSent) return void res.destroy();
+    res.status(500).json({ error: { code: 500, message: 'internal error in the mock provider', status: 'INTERNAL' } });
+  });
+  return app;
+}
+
+/** Starts a mock provider; `config` is merged over the defaults and validated (throws ConfigError). */
+export async function startMockProvider(config: Partial<MockConfig> = {}, options: MockProviderOptions = {}): Promise<MockProvider> {
+  const state = new MockState(mergeConfig(defaultConfig, config), options.clock ?? wallClock);
+  const server = createServer(createMockApp(state, options.adminToken));
+  const host = options.host ?? DEFAULT_HOST;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? DEFAULT_PORT, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    host,
+    server,
+    state,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections(); // ends streams, stalls and keep-alive sockets too
+      }),
+  };
+}

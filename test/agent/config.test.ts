@@ -1,0 +1,45 @@
+// Agent configuration and request validation (unit).
+import { describe, expect, it } from 'vitest';
+import { AgentConfigError, parseCliConfig, parseServiceOptions } from '../../agent/config.ts';
+import { runRequestSchema } from '../../agent/request-schema.ts';
+
+describe('agent configuration', () => {
+  it('defaults reproduce the worked example', () => {
+    const c = parseCliConfig([], {});
+    expect(c).not.toBe('help');
+    if (c === 'help') return;
+    expect(c.replicas).toBe(1);
+    expect(c.service).toMatchObject({ port: 8080, host: '127.0.0.1', permits: 10, tokensPerMinute: 900_000, replicaShare: 1, maxWaitMs: 20_000 });
+  });
+
+  it('flags win over env; replicas split the budget unless a share is given', () => {
+    const env = { AGENT_PORT: '9000', LIMITER_PERMITS: '3', PROVIDER_URL: 'http://127.0.0.1:1' };
+    const c = parseCliConfig(['--port', '9100', '--replicas', '3'], env);
+    if (c === 'help') throw new Error('unexpected help');
+    expect(c.service.port).toBe(9100);
+    expect(c.service.permits).toBe(3);
+    expect(c.service.replicaShare).toBeCloseTo(1 / 3);
+    const shared = parseCliConfig(['--replicas', '3', '--replica-share', '0.5'], {});
+    if (shared === 'help') throw new Error('unexpected help');
+    expect(shared.service.replicaShare).toBe(0.5);
+  });
+
+  it('bad values name the flag or the variable they came from', () => {
+    expect(() => parseCliConfig(['--permits', '0'], {})).toThrow(/--permits/);
+    expect(() => parseCliConfig([], { LIMITER_MAX_WAIT_MS: 'soon' })).toThrow(/LIMITER_MAX_WAIT_MS/);
+    expect(() => parseCliConfig(['--provider-url', 'ftp://x'], {})).toThrow(/--provider-url/);
+    expect(() => parseCliConfig(['--replicas', '0'], {})).toThrow(/--replicas/);
+    expect(() => parseCliConfig(['--bogus'], {})).toThrow(AgentConfigError);
+    expect(() => parseServiceOptions({ permits: -1 })).toThrow(/permits/);
+  });
+
+  it('request schema: defaults, bounds and field names', () => {
+    expect(runRequestSchema.parse({ document: 'x' })).toMatchObject({ width: 4, branches: 8, trafficClass: 'interactive', userId: 'anonymous' });
+    for (const bad of [{ document: '' }, { document: 'x', width: 0 }, { document: 'x', width: 10_000 }, { document: 'x', trafficClass: 'bulk' }]) {
+      const result = runRequestSchema.safeParse(bad);
+      expect(result.success).toBe(false);
+      const field = Object.keys(bad).at(-1)!;
+      expect(result.error?.issues[0]?.path[0]).toBe(field);
+    }
+  });
+});

@@ -1,0 +1,131 @@
+// The HTTP boundary: bad input answers 4xx naming the problem and the service keeps
+// serving; a client that disconnects aborts its run; a non-Error thrown out of ADK
+// answers 500 with a clear body and leaks no permit.
+import { request } from 'node:http';
+import { BaseLlm, type LlmRequest, type LlmResponse } from '@google/adk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { limiterMetrics } from '../../instrumentation/index.ts';
+import { MAX_BODY_BYTES } from '../../agent/request-schema.ts';
+import { fastMock, metricsText, type Stack, sampleValue, startStack } from './stack.ts';
+
+async function post(url: string, body: string, contentType = 'application/json') {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body });
+  return { status: res.status, body: (await res.json()) as { error?: string } };
+}
+
+describe('bad requests', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(fastMock(20));
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('answers 4xx with a clear message and keeps serving', async () => {
+    const run = (tree: string) => `${stack.agent.url}/v1/agents/${tree}/run`;
+    const cases: [string, string, number, RegExp][] = [
+      ['review', '{"document": "x",', 400, /malformed JSON/],
+      ['nope', '{"document":"x"}', 404, /unknown tree "nope".*review/],
+      ['wide', '{"document":"x","width":0}', 400, /width: Too small/],
+      ['wide', '{"document":"x","width":10000}', 400, /width: Too big/],
+      ['review', '{"width":2}', 400, /document:/],
+      ['review', '{"document":"x","trafficClass":"bulk"}', 400, /trafficClass:/],
+      ['review', '[1,2]', 400, /body:/],
+      ['review', JSON.stringify({ document: 'x'.repeat(MAX_BODY_BYTES + 10) }), 413, /too large/],
+    ];
+    for (const [tree, body, status, message] of cases) {
+      const r = await post(run(tree), body);
+      expect(r.status, `${tree} ${body.slice(0, 40)}`).toBe(status);
+      expect(r.body.error).toMatch(message);
+    }
+    expect((await post(run('review'), 'document=x', 'text/plain')).status).toBe(400);
+    expect(stack.probe.calls).toHaveLength(0); // nothing reached the provider
+
+    const good = await stack.run('review', { document: 'still serving?' });
+    expect(good.status).toBe(200);
+    expect((await fetch(`${stack.agent.url}/healthz`)).status).toBe(200);
+    const text = await metricsText(stack.agent.url);
+    expect(sampleValue(text, 'agent_requests_total', { status: '400' })).toBeGreaterThanOrEqual(6);
+    expect(sampleValue(text, 'agent_requests_total', { tree: 'unknown', status: '404' })).toBe(1);
+  });
+});
+
+describe('client disconnect', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(fastMock(3_000));
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('aborts the run: the provider calls close, permits return, the request counts as 499', async () => {
+    const started = performance.now();
+    await new Promise<void>((resolve) => {
+      const req = request(`${stack.agent.url}/v1/agents/review/run`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+      req.on('error', () => resolve());
+      req.end(JSON.stringify({ document: 'slow one' }));
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 300);
+    });
+    const deadline = Date.now() + 5_000;
+    while (Date.now() < deadline && (stack.probe.inFlight > 0 || stack.agent.limiter.snapshot().permitsInUse > 0)) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(stack.probe.calls).toHaveLength(4);
+    for (const call of stack.probe.calls) expect(call.end! - started).toBeLessThan(2_000); // long before the 3 s answer
+    expect(stack.agent.limiter.snapshot().permitsInUse).toBe(0);
+    let text = '';
+    for (let i = 0; i < 50; i++) {
+      text = await metricsText(stack.agent.url);
+      if (sampleValue(text, 'agent_requests_total', { status: '499' }) === 1) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(sampleValue(text, 'agent_requests_total', { tree: 'review', status: '499' })).toBe(1);
+  });
+});
+
+/** A model that throws a plain object for one agent: what ADK rethrows out of runAsync (notes §5). */
+class ThrowsNonError extends BaseLlm {
+  constructor() {
+    super({ model: 'gemini-2.5-flash' });
+  }
+  async *generateContentAsync(request: LlmRequest): AsyncGenerator<LlmResponse, void> {
+    const agent = request.config?.labels?.adk_agent_name;
+    await new Promise((r) => setTimeout(r, agent === 'style' ? 20 : 100));
+    if (agent === 'style') throw { reason: 'a plain object, not an Error' };
+    yield { content: { role: 'model', parts: [{ text: `review by ${agent}` }] }, usageMetadata: { totalTokenCount: 10 } };
+  }
+  async connect(): Promise<never> {
+    throw new Error('live connections are not supported');
+  }
+}
+
+describe('a non-Error thrown out of runAsync', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    // The delegate model is the fake here: the test is about the service's handling.
+    stack = await startStack(fastMock(20), { permits: 4 }, new ThrowsNonError());
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('answers 500 with a clear body and leaks no permit', async () => {
+    const { status, body } = await stack.run('review', { document: 'x' });
+    expect(status).toBe(500);
+    expect(body.error).toMatch(/review.*non-Error value \(object\).*a plain object, not an Error/);
+    // The siblings' model calls end on their own; their permits come back although ADK
+    // never resumes their generators.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(stack.agent.limiter.snapshot().permitsInUse).toBe(0);
+    const text = await metricsText(stack.agent.url);
+    expect(sampleValue(text, limiterMetrics.permitsInUse.name, { limiter: 'gemini' })).toBe(0);
+    expect(sampleValue(text, 'agent_requests_total', { tree: 'review', status: '500' })).toBe(1);
+    // And the service still serves.
+    expect((await stack.run('wide', { document: 'y', branches: 2, width: 2 })).status).toBe(200);
+  });
+});

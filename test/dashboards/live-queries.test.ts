@@ -1,0 +1,182 @@
+// Every panel query, variable query, annotation and rule expression is real: the test
+// starts the mock provider and the agent service in-process, a real Prometheus (scrape
+// interval 1 s, the generated rules loaded, remote-write receiver on) and a short k6 load
+// that remote-writes its metrics, then evaluates every expression through Prometheus'
+// HTTP API. No expression may error; each must return data unless its spec says why it
+// legitimately has none in a quiet run.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgentService } from '../../agent/index.ts';
+import { alerts, recordingRules } from '../../dashboards/alerts.ts';
+import { jobs } from '../../dashboards/config.ts';
+import { generatedPaths } from '../../dashboards/files.ts';
+import { generatedDir } from '../../dashboards/generate.ts';
+import { dashboards } from '../../dashboards/panels/index.ts';
+import { instantiate, panelsOf } from '../../dashboards/panels/spec.ts';
+import { alertAnnotationExpr } from '../../dashboards/render/grafanaDashboard.ts';
+import { runK6 } from '../../loadtest/k6-runner.ts';
+import { ProcessGroup } from '../../loadtest/processes.ts';
+import { startPrometheus } from '../../loadtest/prometheus.ts';
+import { parseScenario } from '../../loadtest/scenario.ts';
+import { startMockProvider } from '../../mock-provider/index.ts';
+
+/** Recording rules whose inputs are counters that only exist once something went wrong. */
+const quietRecords: Record<string, string> = {
+  'job_limiter_reason:llm_limiter_timeouts_total:rate5m': 'no call times out in a run within the budget',
+  'job_limiter:llm_limiter_rate_limited_total:rate5m': 'the provider answers no 429 in a run within the quota',
+};
+const rateInterval = '1m';
+
+interface Evaluation {
+  error?: string;
+  warnings?: string[];
+  series: number;
+}
+
+let prometheusUrl = '';
+const cleanups: (() => Promise<unknown> | undefined)[] = [];
+
+async function evaluate(expr: string): Promise<Evaluation> {
+  const res = await fetch(`${prometheusUrl}/api/v1/query?${new URLSearchParams({ query: expr })}`);
+  const body = (await res.json()) as {
+    status: string;
+    error?: string;
+    warnings?: string[];
+    data?: { result: unknown[] };
+  };
+  if (body.status !== 'success') return { error: body.error ?? `HTTP ${res.status}`, series: 0 };
+  return { warnings: body.warnings, series: body.data?.result.length ?? 0 };
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'qs-live-queries-'));
+  cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+
+  // Fast, small calls: the test is about queries, not about the worked example's sizes.
+  const mock = await startMockProvider(
+    {
+      seed: 7,
+      timeToFirstTokenMs: { kind: 'fixed', value: 40 },
+      perOutputTokenMs: { kind: 'fixed', value: 0.5 },
+      outputTokens: { kind: 'fixed', value: 40 },
+    },
+    { port: 0 },
+  );
+  cleanups.unshift(() => mock.close());
+  const agent = await startAgentService({ port: 0, providerUrl: mock.url, permits: 4, maxWaitMs: 5000 });
+  cleanups.unshift(() => agent.close());
+
+  const group = new ProcessGroup(dir);
+  cleanups.unshift(() => group.stopAll());
+  prometheusUrl = await startPrometheus(group, {
+    jobs: {
+      [jobs.agent]: [new URL(agent.url).host],
+      [jobs.mockProvider]: [new URL(mock.url).host],
+    },
+    dataDir: join(dir, 'prometheus'),
+    scrapeIntervalSeconds: 1,
+    rulesFile: join(generatedDir, generatedPaths.rules),
+  });
+  await waitFor(
+    'both scrape targets up',
+    async () => {
+      const up = await fetch(`${prometheusUrl}/api/v1/query?query=up`).then((r) => r.json());
+      const result = (up as { data: { result: { value: [number, string] }[] } }).data.result;
+      return result.length === 2 && result.every((r) => r.value[1] === '1');
+    },
+    20_000,
+  );
+
+  const scenario = parseScenario({
+    name: 'dashboards-live',
+    defaults: { tree: 'review', inputTokensPerCall: 200, trafficClass: 'interactive' },
+    arrivals: [{ kind: 'constant', start: 0, perMinute: 120, duration: 6 }],
+    gracefulStop: 10,
+  });
+  const result = await runK6({ scenario, target: agent.url, reportDir: join(dir, 'k6'), runId: 'live-queries', prometheusUrl });
+  expect(result.exitCode, 'k6 exit code (see the k6.log in the report dir)').toBe(0);
+  expect(result.summary?.requests ?? 0).toBeGreaterThan(5);
+
+  // Two more scrapes and rule evaluations after the load.
+  await new Promise((r) => setTimeout(r, 2500));
+}, 180_000);
+
+afterAll(async () => {
+  for (const cleanup of cleanups) await cleanup();
+});
+
+describe('every dashboard and rule expression against a live Prometheus', () => {
+  it('panel queries evaluate without error and return data (or are listed as quiet-run empty)', async () => {
+    const problems: string[] = [];
+    const quiet: string[] = [];
+    for (const dashboard of dashboards) {
+      for (const panel of panelsOf(dashboard)) {
+        for (const target of panel.targets) {
+          const expr = instantiate(target.expr, { rateInterval });
+          const result = await evaluate(expr);
+          const where = `${dashboard.uid}/${panel.key} ${target.legend}`;
+          if (result.error) problems.push(`${where}: error ${result.error} in ${expr}`);
+          else if (result.warnings?.length) problems.push(`${where}: warnings ${result.warnings.join('; ')}`);
+          else if (result.series === 0 && !panel.quietRunEmpty) problems.push(`${where}: no data from ${expr}`);
+          else if (result.series === 0) quiet.push(`${where}: ${panel.quietRunEmpty}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+    // Every listed quiet-run panel really is one of the listed kinds (the reasons are printed for the log).
+    console.log(`panels legitimately empty in this quiet run:\n  ${quiet.join('\n  ')}`);
+  });
+
+  it('variable queries return label values', async () => {
+    const problems: string[] = [];
+    for (const dashboard of dashboards) {
+      for (const variable of dashboard.variables) {
+        const metric = variable.selector ? `${variable.metric}{${variable.selector}}` : variable.metric;
+        const expr = instantiate(`count by (${variable.labelName}) (${metric})`, { rateInterval });
+        const result = await evaluate(expr);
+        if (result.error || result.series === 0) {
+          problems.push(`${dashboard.uid} $${variable.name}: ${result.error ?? 'no values'} from ${expr}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('recording rules evaluate and have recorded data', async () => {
+    const problems: string[] = [];
+    for (const rule of recordingRules) {
+      const direct = await evaluate(rule.expr);
+      const recorded = await evaluate(rule.record);
+      if (direct.error) problems.push(`${rule.record}: error ${direct.error}`);
+      else if (recorded.series === 0 && !quietRecords[rule.record]) problems.push(`${rule.record}: nothing recorded`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('alert expressions and the alert annotation evaluate without error', async () => {
+    // An alert expression returns series only while its condition holds, so in a quiet run
+    // it is legitimately empty; the recording rules above prove its inputs are there.
+    for (const expr of [...alerts.map((a) => a.expr), alertAnnotationExpr]) {
+      const result = await evaluate(expr);
+      expect(result.error, expr).toBeUndefined();
+    }
+    // Prometheus loaded every generated rule and evaluates them without error.
+    const rules = (await fetch(`${prometheusUrl}/api/v1/rules`).then((r) => r.json())) as {
+      data: { groups: { rules: { name: string; health: string; lastError?: string }[] }[] };
+    };
+    const loaded = rules.data.groups.flatMap((g) => g.rules);
+    expect(loaded.length).toBe(recordingRules.length + alerts.length);
+    expect(loaded.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.lastError}`)).toEqual([]);
+  });
+});

@@ -1,0 +1,134 @@
+// End to end: real k6 against the real agent service and mock provider (in-process, on
+// loopback, latencies scaled down), with a real Prometheus receiving k6's remote write.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAgentService } from '../../agent/index.ts';
+import type { ScenarioFile } from '../../loadtest/k6/scenario-types.ts';
+import { runK6, THRESHOLDS_FAILED } from '../../loadtest/k6-runner.ts';
+import { comparePlan, formatComparison, measureSteadyState } from '../../loadtest/plan-vs-measured.ts';
+import { ProcessGroup } from '../../loadtest/processes.ts';
+import { AGENT_JOB, MOCK_JOB, query, startPrometheus } from '../../loadtest/prometheus.ts';
+import { loadScenario, scaleScenario } from '../../loadtest/scenario.ts';
+import { requireTool } from '../../loadtest/tools.ts';
+import { startMockProvider } from '../../mock-provider/index.ts';
+
+const CALL_MS = 400; // mock call latency: 100 ms to first token + 100 tokens x 3 ms
+const dir = mkdtempSync(join(tmpdir(), 'qs-loadtest-'));
+let mock: Awaited<ReturnType<typeof startMockProvider>>;
+let agent: Awaited<ReturnType<typeof startAgentService>>;
+let prometheusUrl: string;
+const group = new ProcessGroup(dir);
+
+async function mockCalls(): Promise<number> {
+  const text = await (await fetch(`${mock.url}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('mock_provider_requests_total{'))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+beforeAll(async () => {
+  requireTool('k6'); // a missing tool fails the suite
+  mock = await startMockProvider(
+    {
+      timeToFirstTokenMs: { kind: 'fixed', value: 100 },
+      perOutputTokenMs: { kind: 'fixed', value: 3 },
+      outputTokens: { kind: 'fixed', value: 100 },
+    },
+    { port: 0, host: '127.0.0.1' },
+  );
+  agent = await startAgentService({ providerUrl: mock.url, port: 0, host: '127.0.0.1', permits: 10, tokensPerMinute: 900_000, maxWaitMs: 10_000, estimatedTokensPerCall: 1100 });
+  prometheusUrl = await startPrometheus(group, {
+    jobs: { [AGENT_JOB]: [agent.url.replace('http://', '')], [MOCK_JOB]: [mock.url.replace('http://', '')] },
+    dataDir: join(dir, 'prometheus'),
+    scrapeIntervalSeconds: 1,
+  });
+});
+
+afterAll(async () => {
+  await group.stopAll();
+  await agent?.close();
+  await mock?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('k6 against the stack', () => {
+  it('burst at small scale: exit 0, 5 calls per request at the mock, series remote-written', async () => {
+    const before = await mockCalls();
+    // 3 users at once, three times, 3 s apart; 1,000-token documents.
+    const scenario = scaleScenario(loadScenario('burst'), { time: 0.05, load: 0.3 });
+    scenario.defaults = { ...scenario.defaults, inputTokensPerCall: 1000 };
+    const r = await runK6({ scenario, target: agent.url, reportDir: join(dir, 'burst'), runId: 'e2e-burst', prometheusUrl });
+    expect(r.exitCode).toBe(0);
+    expect(r.summary?.requests).toBe(9);
+    expect(r.summary?.failedRate).toBe(0);
+    expect(r.summary?.branchOutcomes).toBe(9 * 5);
+    expect((await mockCalls()) - before).toBe(9 * 5);
+    const series = await query(prometheusUrl, 'sum(k6_http_reqs_total{testid="e2e-burst"})');
+    expect(series[0]?.value).toBe(9);
+    const p95 = await query(prometheusUrl, 'k6_qs_request_duration_p95{testid="e2e-burst"}');
+    expect(p95.length).toBeGreaterThan(0);
+  }, 90_000);
+
+  it('a threshold that cannot hold makes k6 exit 99', async () => {
+    const scenario: ScenarioFile = {
+      name: 'must-fail',
+      defaults: { inputTokensPerCall: 1000 },
+      arrivals: [{ kind: 'burst', at: 0, users: 2 }],
+      thresholds: { p95Ms: { interactive: 1 } },
+    };
+    const r = await runK6({ scenario, target: agent.url, reportDir: join(dir, 'fail'), runId: 'e2e-fail' });
+    expect(r.exitCode).toBe(THRESHOLDS_FAILED);
+    expect(r.summary?.thresholds).toContainEqual({ metric: 'qs_request_duration{traffic_class:interactive}', expression: 'p(95)<1', ok: false });
+  }, 60_000);
+
+  it('a malformed scenario is refused before k6 starts, naming the field', async () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ name: 'bad', arrivals: [{ kind: 'constant', start: 0, perMinute: 'forty', duration: 10 }] }));
+    const reports = join(dir, 'bad-reports');
+    const run = promisify(execFile)(process.execPath, ['loadtest/cli.ts', bad, '--target', agent.url, '--report-dir', reports]);
+    const err = await run.then(() => undefined).catch((e) => e);
+    expect(err?.code).toBe(2);
+    expect(err?.stderr).toMatch(/arrivals\[0\]\.perMinute/);
+    expect(existsSync(reports)).toBe(false); // nothing ran
+  }, 30_000);
+
+  // Tolerance: 30 %, set from runs on this 2-core machine (README has the table):
+  // throughput lands within 1 %; in-flight measured 5.0 vs 4.1 planned (+22 %) even with
+  // the limiter's measured call time (0.41 s), because a permit is held a little longer
+  // than the timed provider call (admission and response handling around it).
+  it('plan vs measured on a short steady run stays within the documented tolerance', async () => {
+    const perMinute = 120;
+    const scenario: ScenarioFile = {
+      name: 'steady-short',
+      defaults: { inputTokensPerCall: 1000 },
+      arrivals: [{ kind: 'constant', start: 0, perMinute, duration: 30 }],
+    };
+    const r = await runK6({ scenario, target: agent.url, reportDir: join(dir, 'steady'), runId: 'e2e-steady', prometheusUrl });
+    expect(r.exitCode).toBe(0);
+    await new Promise((res) => setTimeout(res, 2500));
+    const measured = await measureSteadyState(prometheusUrl, r.startedAt + 10_000, r.startedAt + 30_000);
+    const c = comparePlan(
+      {
+        parallelBranches: 4,
+        sequentialSteps: 1,
+        userRequestsPerMinute: perMinute,
+        inputTokensPerCall: 1000,
+        outputTokensPerCall: 100,
+        // The planner is fed the call time the limiter measured (mock latency + client overhead).
+        latencySeconds: measured.callSeconds ?? CALL_MS / 1000,
+        quotaRequestsPerMinute: 1000 * 10,
+        quotaTokensPerMinute: 1_000_000,
+        budgetFraction: 0.9,
+        replicas: 1,
+      },
+      measured,
+    );
+    console.log(formatComparison(c), `call ${measured.callSeconds?.toFixed(3)} s`);
+    for (const row of c.rows) expect(Math.abs(row.relativeError), row.quantity).toBeLessThan(0.3);
+  }, 90_000);
+});

@@ -1,0 +1,172 @@
+// Bad input answers a 4xx that names the problem, and the server keeps serving.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
+import { generate, instant, json } from './helpers.ts';
+
+let provider: MockProvider;
+const ADMIN_TOKEN = 'test-admin-token-123';
+
+beforeAll(async () => {
+  provider = await startMockProvider({ ...instant, maxBodyBytes: 1024 * 1024 }, { port: 0, adminToken: ADMIN_TOKEN });
+});
+afterAll(async () => {
+  await provider.close();
+});
+
+const geminiUrl = () => `${provider.url}/v1beta/models/gemini-2.5-flash:generateContent`;
+const geminiHeaders = { 'content-type': 'application/json', 'x-goog-api-key': 'k' };
+
+async function expectStillServing(): Promise<void> {
+  const response = await generate(provider.url, 'still there?');
+  expect(response.status).toBe(200);
+}
+
+interface Case {
+  name: string;
+  send: () => Promise<Response>;
+  status: number;
+  message: RegExp;
+}
+
+const cases: Case[] = [
+  {
+    name: 'malformed JSON',
+    send: () => fetch(geminiUrl(), { method: 'POST', headers: geminiHeaders, body: '{"contents": [' }),
+    status: 400,
+    message: /malformed JSON body/,
+  },
+  {
+    name: 'wrong content type',
+    send: () => fetch(geminiUrl(), { method: 'POST', headers: { ...geminiHeaders, 'content-type': 'text/plain' }, body: '{}' }),
+    status: 415,
+    message: /content-type must be application\/json \(got "text\/plain"\)/,
+  },
+  {
+    name: 'missing contents',
+    send: () => fetch(geminiUrl(), { method: 'POST', headers: geminiHeaders, body: JSON.stringify({ generationConfig: {} }) }),
+    status: 400,
+    message: /invalid GenerateContentRequest: contents: /,
+  },
+  {
+    name: 'a part with a non-string text',
+    send: () => fetch(geminiUrl(), { method: 'POST', headers: geminiHeaders, body: JSON.stringify({ contents: [{ parts: [{ text: 5 }] }] }) }),
+    status: 400,
+    message: /contents\.0\.parts\.0\.text/,
+  },
+  {
+    name: 'a 20 MB body',
+    send: () => fetch(geminiUrl(), { method: 'POST', headers: geminiHeaders, body: `{"contents":[{"parts":[{"text":"${'x'.repeat(20 * 1024 * 1024)}"}]}]}` }),
+    status: 413,
+    message: /larger than the limit of 1048576 bytes/,
+  },
+  {
+    name: 'unknown model',
+    send: () =>
+      fetch(`${provider.url}/v1beta/models/gemini-9-ultra:generateContent`, {
+        method: 'POST',
+        headers: geminiHeaders,
+        body: JSON.stringify({ contents: [{ parts: [{ text: 'hi' }] }] }),
+      }),
+    status: 404,
+    message: /models\/gemini-9-ultra is not found/,
+  },
+  {
+    name: 'no API key',
+    send: () => fetch(geminiUrl(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+    status: 403,
+    message: /unregistered callers/,
+  },
+  {
+    name: 'streaming without alt=sse',
+    send: () =>
+      fetch(`${provider.url}/v1beta/models/gemini-2.5-flash:streamGenerateContent`, {
+        method: 'POST',
+        headers: geminiHeaders,
+        body: JSON.stringify({ contents: [{ parts: [{ text: 'hi' }] }] }),
+      }),
+    status: 400,
+    message: /alt=sse/,
+  },
+  {
+    name: 'OpenAI: missing messages',
+    send: () =>
+      fetch(`${provider.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk' },
+        body: JSON.stringify({ model: 'gpt-4o-mini' }),
+      }),
+    status: 400,
+    message: /invalid chat completion request: messages: /,
+  },
+  {
+    name: 'OpenAI: unknown model',
+    send: () =>
+      fetch(`${provider.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk' },
+        body: JSON.stringify({ model: 'gpt-99', messages: [{ role: 'user', content: 'x' }] }),
+      }),
+    status: 404,
+    message: /The model `gpt-99` does not exist/,
+  },
+  {
+    name: 'bad admin config',
+    send: () =>
+      fetch(`${provider.url}/admin/config`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: JSON.stringify({ requestsPerMinute: 10, quotaWindow: 'hourly', faults: { http500Probability: 2 } }),
+      }),
+    status: 400,
+    message: /quotaWindow: .*; faults\.http500Probability: /,
+  },
+  {
+    name: 'bad timeline step',
+    send: () =>
+      fetch(`${provider.url}/admin/config`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: JSON.stringify({ timeline: [{ at: 10, set: { tokensPerMinute: 'half' } }] }),
+      }),
+    status: 400,
+    message: /timeline\.0\.set: tokensPerMinute: /,
+  },
+  {
+    name: 'wrong admin token',
+    send: () => fetch(`${provider.url}/admin/config`, { headers: { authorization: 'Bearer wrong-token-000000' } }),
+    status: 401,
+    message: /admin token missing or wrong/,
+  },
+  {
+    name: 'missing admin token',
+    send: () => fetch(`${provider.url}/admin/reset`, { method: 'POST' }),
+    status: 401,
+    message: /admin token missing or wrong/,
+  },
+];
+
+describe('bad input', () => {
+  for (const c of cases) {
+    it(`${c.name} → ${c.status} with a clear error, then a good request succeeds`, async () => {
+      const response = await c.send();
+      expect(response.status).toBe(c.status);
+      const body = await json<{ error: { message: string } }>(response);
+      expect(body.error.message).toMatch(c.message);
+      await expectStillServing();
+    });
+  }
+
+  it('a rejected admin config changes nothing', async () => {
+    const config = await json<{ requestsPerMinute: number; quotaWindow: string }>(
+      await fetch(`${provider.url}/admin/config`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+    );
+    expect(config.requestsPerMinute).toBe(1000);
+    expect(config.quotaWindow).toBe('fixed');
+  });
+
+  it('counts client errors in the request metric', async () => {
+    const text = await (await fetch(`${provider.url}/metrics`)).text();
+    expect(text).toContain('mock_provider_requests_total{api="gemini",model="unknown",status="404"} 1');
+    expect(text).toContain('mock_provider_requests_total{api="gemini",model="gemini-2.5-flash",status="415"} 1');
+  });
+});
