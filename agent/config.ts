@@ -33,6 +33,8 @@ export const agentServiceOptionsSchema = z.object({
   maxWaitMs: z.int().min(1).default(20_000),
   /** HTTP timeout of one provider request (genai has none by default). */
   httpTimeoutMs: z.int().min(1).default(120_000),
+  /** Stream model responses (SSE, streamGenerateContent) instead of one unary call each. */
+  streaming: z.boolean().default(false),
   /** How long the `tools` tree's slow function tool takes. */
   toolDelayMs: z.int().min(0).max(600_000).default(1_000),
 });
@@ -60,6 +62,7 @@ export const OPTION_SOURCES = {
   maxWaitMs: { flag: 'max-wait-ms', env: 'LIMITER_MAX_WAIT_MS' },
   httpTimeoutMs: { flag: 'http-timeout-ms', env: 'PROVIDER_TIMEOUT_MS' },
   toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS' },
+  streaming: { flag: 'streaming', env: 'AGENT_STREAMING' },
 } as const satisfies Record<keyof AgentServiceOptions, { flag: string; env: string }>;
 
 const NUMERIC = new Set<string>([
@@ -73,6 +76,15 @@ const NUMERIC = new Set<string>([
   'httpTimeoutMs',
   'toolDelayMs',
 ]);
+
+const BOOLEAN = new Set<string>(['streaming']);
+
+/** 'true'/'1'/'yes' and 'false'/'0'/'no'; anything else is left for zod to reject by name. */
+function parseBoolean(value: string): boolean | string {
+  if (/^(true|1|yes)$/i.test(value)) return true;
+  if (/^(false|0|no)$/i.test(value)) return false;
+  return value;
+}
 
 export interface CliConfig {
   service: AgentServiceOptions;
@@ -95,6 +107,7 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --max-wait-ms N                bounded wait for permit + budget (LIMITER_MAX_WAIT_MS, default 20000)
   --http-timeout-ms N            provider HTTP timeout (PROVIDER_TIMEOUT_MS, default 120000)
   --tool-delay-ms N              the tools tree's slow tool (TOOL_DELAY_MS, default 1000)
+  --streaming true|false         SSE model calls (AGENT_STREAMING, default false)
   --replicas N                   start N replicas on consecutive ports (AGENT_REPLICAS, default 1)
   --help`;
 
@@ -129,7 +142,7 @@ export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     const flagValue = values[source.flag];
     const value = typeof flagValue === 'string' ? flagValue : env[source.env];
     if (value === undefined || value === '') continue;
-    raw[key] = NUMERIC.has(key) ? Number(value) : value;
+    raw[key] = NUMERIC.has(key) ? Number(value) : BOOLEAN.has(key) ? parseBoolean(value) : value;
     origin[key] = typeof flagValue === 'string' ? `--${source.flag}` : source.env;
   }
 

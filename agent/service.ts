@@ -4,7 +4,16 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type BaseLlm, type Event, InMemoryRunner, isFinalResponse, LogLevel, setLogLevel, stringifyContent } from '@google/adk';
+import {
+  type BaseLlm,
+  type Event,
+  InMemoryRunner,
+  isFinalResponse,
+  LogLevel,
+  StreamingMode,
+  setLogLevel,
+  stringifyContent,
+} from '@google/adk';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -143,7 +152,7 @@ export async function startAgentService(
             userId: request.userId,
             sessionId: session.id,
             newMessage: { role: 'user', parts: [{ text: request.document }] },
-            runConfig: { maxLlmCalls: tree.maxLlmCalls },
+            runConfig: { maxLlmCalls: tree.maxLlmCalls, streamingMode: config.streaming ? StreamingMode.SSE : StreamingMode.NONE },
             abortSignal: abort.signal,
           })) {
             events.push(event);

@@ -130,6 +130,11 @@ function formatNs(ns: number | undefined): string {
   return `${ns.toFixed(0)} ns`;
 }
 
+/** Two decimals, or two significant digits for ratios too small for that (0.00018x). */
+function formatRatio(ratio: number): string {
+  return `${ratio >= 0.01 ? ratio.toFixed(2) : ratio.toPrecision(2)}x`;
+}
+
 /** One table per group: name, ops/s, mean, ratio against the group's baseline. */
 export function formatTables(results: readonly ModuleResult[]): string {
   const out: string[] = [];
@@ -147,7 +152,7 @@ export function formatTables(results: readonly ModuleResult[]): string {
           r.name,
           formatOps(r.opsPerSec),
           formatNs(r.meanNs),
-          r.baseline ? '1.00x (baseline)' : `${r.ratio.toFixed(2)}x`,
+          r.baseline ? '1.00x (baseline)' : formatRatio(r.ratio),
         ]),
       ];
       const widths = cells[0].map((_, col) => Math.max(...cells.map((line) => line[col].length)));

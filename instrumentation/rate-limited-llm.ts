@@ -98,6 +98,14 @@ export interface LimiterSnapshot {
 
 const UNKNOWN_AGENT = 'unknown';
 
+/** Shared between the consumer-facing generator and the call it drives. */
+interface CallState {
+  /** The provider call is over (permit released, tokens settled). */
+  ended: boolean;
+  /** Abort the provider call (set synchronously when the call starts). */
+  cancel: ((reason: unknown) => void) | undefined;
+}
+
 /** The calling agent's name, set by ADK in the request labels (read before delegating: Gemini deletes it). */
 export function agentNameOf(request: LlmRequest): string {
   const name = request.config?.labels?.adk_agent_name;
@@ -213,8 +221,8 @@ export class RateLimitedLlm extends BaseLlm {
     // The body runs on the first pull: a call that is never consumed acquires nothing.
     const agent = agentNameOf(request);
     const channel = new ResponseChannel<LlmResponse>();
-    const consumer = new AbortController();
-    void this.#drive(request, stream, agent, channel, abortSignal, consumer.signal);
+    const state: CallState = { ended: false, cancel: undefined };
+    void this.#drive(request, stream, agent, channel, abortSignal, state);
     try {
       for (;;) {
         const next = await channel.next();
@@ -222,8 +230,8 @@ export class RateLimitedLlm extends BaseLlm {
         yield next.value;
       }
     } finally {
-      // Harmless when the call already ended; otherwise the consumer left early.
-      consumer.abort(new ConsumerReturned());
+      // The consumer left early (return() or a throw into the generator): end the provider call.
+      if (!state.ended) state.cancel?.(new ConsumerReturned());
     }
   }
 
@@ -234,27 +242,38 @@ export class RateLimitedLlm extends BaseLlm {
     agent: string,
     channel: ResponseChannel<LlmResponse>,
     callerSignal: AbortSignal | undefined,
-    consumerSignal: AbortSignal,
+    state: CallState,
   ): Promise<void> {
     const clock = this.#clock;
     const start = clock.now();
     const model = request.model ?? this.model;
+    // One controller per call: its signal goes to the delegate and to every wait. Every
+    // abort goes through abortWith, which also settles `aborted` without an event listener
+    // (Node's EventTarget listeners are costly on the hot path).
     const abort = new AbortController();
     const signal = abort.signal;
+    let rejectAborted: (reason: unknown) => void = () => {};
+    const aborted = new Promise<never>((_, reject) => {
+      rejectAborted = reject;
+    });
+    aborted.catch(() => {});
     const abortWith = (reason: unknown) => {
-      if (!signal.aborted) abort.abort(reason);
+      if (signal.aborted) return;
+      abort.abort(reason);
+      rejectAborted(reason);
     };
+    state.cancel = abortWith;
     const onCallerAbort = () => abortWith(callerSignal?.reason);
-    const onConsumerGone = () => abortWith(consumerSignal.reason);
     if (callerSignal?.aborted) abortWith(callerSignal.reason);
     callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
-    consumerSignal.addEventListener('abort', onConsumerGone, { once: true });
 
     const span = this.#telemetry.startCallSpan(context.active(), this.name, agent, model);
-    const callContext = trace.setSpan(context.active(), span);
+    // Without a tracing SDK the span is a no-op: skip the context work on the hot path.
+    const traced = span.isRecording() || trace.isSpanContextValid(span.spanContext());
+    const callContext = traced ? trace.setSpan(context.active(), span) : undefined;
     const exemplar = exemplarTrace(span.spanContext());
     const m = this.metrics;
-    const labels = { limiter: this.name, agent };
+    const labels = this.#labels(agent);
 
     let outcome: CallOutcome = 'ok';
     let error: unknown;
@@ -268,9 +287,10 @@ export class RateLimitedLlm extends BaseLlm {
     let reclaimTimer: TimerHandle | undefined;
     const deadline = start + this.maxWaitMs;
 
-    const admission = await this.#admit(request, agent, deadline, signal, callContext);
+    // Uncontended calls are admitted synchronously; only a call that must wait pays for the async path.
+    const admission = this.#admitNow(request, agent, signal) ?? (await this.#admit(request, agent, deadline, signal, callContext));
     const waitMs = clock.now() - start;
-    m.observe(m.acquireDuration, { ...labels, outcome: admission.acquireOutcome }, waitMs / 1000, exemplar);
+    m.observe(m.acquireDuration, this.#labels(agent, admission.acquireOutcome), waitMs / 1000, exemplar);
     if (admission.kind === 'refused') {
       outcome = admission.outcome;
       error = admission.error;
@@ -292,15 +312,15 @@ export class RateLimitedLlm extends BaseLlm {
       for (;;) {
         attempts++;
         try {
-          await context.with(callContext, () =>
-            this.#pump(request, stream, signal, channel, (response) => {
+          const pump = () =>
+            this.#pump(request, stream, signal, aborted, channel, (response) => {
               yielded = true;
               const u = usageOf(response);
               // Streamed partials carry usage too: keep the final response's, else the last seen. Never sum.
               if (u && !response.partial) finalUsage = u;
               else if (u) lastPartialUsage = u;
-            }),
-          );
+            });
+          await (callContext ? context.with(callContext, pump) : pump());
           outcome = 'ok';
           break;
         } catch (err) {
@@ -349,7 +369,6 @@ export class RateLimitedLlm extends BaseLlm {
     const inFlight = this.semaphore.inUse;
     permit?.release();
     callerSignal?.removeEventListener('abort', onCallerAbort);
-    consumerSignal.removeEventListener('abort', onConsumerGone);
     const usage = finalUsage ?? lastPartialUsage;
     const actual = usage?.total ?? reserved;
     if (admission.kind === 'admitted') {
@@ -374,7 +393,7 @@ export class RateLimitedLlm extends BaseLlm {
         if (limit !== this.semaphore.limit) this.semaphore.setLimit(limit);
       }
     }
-    m.calls.inc({ ...labels, outcome });
+    m.calls.inc(this.#labels(agent, outcome));
     endSpan(
       span,
       {
@@ -396,8 +415,28 @@ export class RateLimitedLlm extends BaseLlm {
       attempts,
       durationMs: clock.now() - start,
     });
+    state.ended = true;
     if (outcome === 'ok') channel.end();
     else channel.fail(error);
+  }
+
+  /** A permit and budget taken at once when both are free, else undefined with nothing held. */
+  #admitNow(
+    request: LlmRequest,
+    agent: string,
+    signal: AbortSignal,
+  ): { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number } | undefined {
+    if (signal.aborted) return undefined;
+    const permit = this.semaphore.tryAcquire();
+    if (!permit) return undefined;
+    try {
+      const reserved = this.#estimate(request, agent);
+      if (!this.budget || this.budget.tryReserve(reserved)) return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved };
+    } catch {
+      // The slow path reports the error.
+    }
+    permit.release();
+    return undefined;
   }
 
   /** Wait for a permit, then for budget, within the deadline. */
@@ -406,7 +445,7 @@ export class RateLimitedLlm extends BaseLlm {
     agent: string,
     deadline: number,
     signal: AbortSignal,
-    callContext: ReturnType<typeof context.active>,
+    callContext: ReturnType<typeof context.active> | undefined,
   ): Promise<
     | { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number }
     | { kind: 'refused'; acquireOutcome: 'timeout' | 'aborted'; outcome: CallOutcome; error: unknown }
@@ -414,7 +453,7 @@ export class RateLimitedLlm extends BaseLlm {
     const waitStart = this.#clock.now();
     let waitSpan: Span | undefined;
     const startWaitSpan = () => {
-      waitSpan ??= this.#telemetry.startWaitSpan(callContext);
+      waitSpan ??= this.#telemetry.startWaitSpan(callContext ?? context.active());
     };
     const refuse = (err: unknown, reason: TimeoutReason) => {
       waitSpan?.end();
@@ -488,15 +527,12 @@ export class RateLimitedLlm extends BaseLlm {
     request: LlmRequest,
     stream: boolean,
     signal: AbortSignal,
+    aborted: Promise<never>,
     channel: ResponseChannel<LlmResponse>,
     onResponse: (response: LlmResponse) => void,
   ): Promise<void> {
     if (signal.aborted) throw signal.reason;
     const iterator = this.delegate.generateContentAsync(request, stream, signal);
-    const aborted = new Promise<never>((_, reject) => {
-      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-    });
-    aborted.catch(() => {});
     try {
       for (;;) {
         const next = iterator.next();
@@ -513,6 +549,19 @@ export class RateLimitedLlm extends BaseLlm {
         iterator.return(undefined).catch(() => {});
       }
     }
+  }
+
+  // Label objects are cached per agent and outcome: prom-client takes them on every call.
+  readonly #labelCache = new Map<string, { limiter: string; agent: string; outcome?: string }>();
+
+  #labels(agent: string, outcome?: string): { limiter: string; agent: string; outcome?: string } {
+    const key = outcome === undefined ? agent : `${agent}\u0000${outcome}`;
+    let labels = this.#labelCache.get(key);
+    if (!labels) {
+      labels = outcome === undefined ? { limiter: this.name, agent } : { limiter: this.name, agent, outcome };
+      this.#labelCache.set(key, labels);
+    }
+    return labels;
   }
 
   #report(report: CallReport): void {

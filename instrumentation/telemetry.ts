@@ -99,14 +99,23 @@ export class GenAiTelemetry {
 
   /** Record the standard GenAI metrics for one finished call. */
   recordCall(model: string, durationSeconds: number, usage: CallUsage | undefined, errorType: string | undefined): void {
-    const attributes: Attributes = { ...this.#baseAttributes, 'gen_ai.request.model': model };
-    if (usage?.inputTokens !== undefined) {
-      this.#tokenUsage.record(usage.inputTokens, { ...attributes, 'gen_ai.token.type': 'input' });
+    const attributes = this.#attributesFor(model);
+    if (usage?.inputTokens !== undefined) this.#tokenUsage.record(usage.inputTokens, attributes.input);
+    if (usage?.outputTokens !== undefined) this.#tokenUsage.record(usage.outputTokens, attributes.output);
+    this.#duration.record(durationSeconds, errorType ? { ...attributes.call, 'error.type': errorType } : attributes.call);
+  }
+
+  // Attribute sets are built once per model: recording happens on every call.
+  readonly #byModel = new Map<string, { call: Attributes; input: Attributes; output: Attributes }>();
+
+  #attributesFor(model: string) {
+    let sets = this.#byModel.get(model);
+    if (!sets) {
+      const call = { ...this.#baseAttributes, 'gen_ai.request.model': model };
+      sets = { call, input: { ...call, 'gen_ai.token.type': 'input' }, output: { ...call, 'gen_ai.token.type': 'output' } };
+      this.#byModel.set(model, sets);
     }
-    if (usage?.outputTokens !== undefined) {
-      this.#tokenUsage.record(usage.outputTokens, { ...attributes, 'gen_ai.token.type': 'output' });
-    }
-    this.#duration.record(durationSeconds, errorType ? { ...attributes, 'error.type': errorType } : attributes);
+    return sets;
   }
 }
 

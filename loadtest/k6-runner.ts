@@ -14,6 +14,8 @@ export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'k6', 'ru
 export const TREND_STATS = 'p(50),p(95),p(99),avg,max,count';
 /** k6's exit code when a threshold failed. */
 export const THRESHOLDS_FAILED = 99;
+/** After an abort, k6 gets this long to stop on SIGINT before it is killed. */
+const ABORT_GRACE_MS = 10_000;
 
 export interface K6RunOptions {
   scenario: ScenarioFile;
@@ -50,8 +52,14 @@ export interface K6Summary {
 export interface K6Result {
   exitCode: number;
   summary: K6Summary | undefined;
+  /** When the k6 process was spawned / exited, epoch ms. */
   startedAt: number;
   endedAt: number;
+  /**
+   * When the test itself started (time 0 of the scenario), epoch ms: the exit time minus the
+   * test run duration k6 reports, so k6's init (script transpile, ~1 s) is not counted.
+   */
+  testStartedAt: number;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: k6's summary data is an untyped JSON tree
@@ -120,8 +128,13 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
 
   const startedAt = Date.now();
   const child = spawn(k6, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const onAbort = () => child.kill('SIGINT'); // k6 stops gracefully and still writes its summary
+  let killTimer: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    child.kill('SIGINT'); // k6 stops gracefully and still writes its summary
+    killTimer = setTimeout(() => child.kill('SIGKILL'), ABORT_GRACE_MS);
+  };
   opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal?.aborted) onAbort();
   const log: string[] = [];
   let partial = '';
   const feed = (chunk: Buffer) => {
@@ -139,6 +152,7 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
     child.on('close', (code, sig) => resolve(code ?? (sig ? 128 : 1)));
   });
   opts.signal?.removeEventListener('abort', onAbort);
+  if (killTimer) clearTimeout(killTimer);
   const endedAt = Date.now();
   writeFileSync(join(opts.reportDir, 'k6.log'), log.join('\n'));
   if (restore && opts.mockUrl) await adminPut(opts.mockUrl, { ...(restore as object), timeline: [] }).catch(() => {});
@@ -149,5 +163,6 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
   } catch {
     summary = undefined; // k6 failed before its summary (e.g. a script error): the log says why
   }
-  return { exitCode, summary, startedAt, endedAt };
+  const testStartedAt = summary?.testRunDurationMs ? Math.max(startedAt, endedAt - summary.testRunDurationMs) : startedAt;
+  return { exitCode, summary, startedAt, endedAt, testStartedAt };
 }

@@ -102,13 +102,17 @@ async function main(): Promise<number> {
   mkdirSync(reportDir, { recursive: true });
   const group = new ProcessGroup(reportDir);
   const aborter = new AbortController();
+  let finished: Promise<unknown> = Promise.resolve();
   let stopping = false;
+  // Ctrl-C / SIGTERM: stop k6 (SIGINT, then SIGKILL after 10 s) and every child, wait until
+  // the run has wound down, then exit 130. A second signal exits at once (children already signalled).
   const onSignal = (sig: string) => {
-    if (stopping) return;
+    if (stopping) process.exit(130);
     stopping = true;
     console.log(`\n[main] ${sig}: stopping the run and every process it started…`);
     aborter.abort();
-    void group.stopAll().then(() => process.exit(130));
+    const deadline = new Promise((r) => setTimeout(r, 15_000).unref());
+    void Promise.all([group.stopAll(), Promise.race([finished, deadline])]).then(() => process.exit(130));
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));

@@ -1,6 +1,13 @@
 // Plan vs measured: what the capacity planner predicts for a run's parameters, next to what
-// the run measured at steady state (completed user requests/min from agent_requests_total,
-// mean calls in flight from llm_limiter_permits_in_use), with the relative error.
+// the run measured at steady state, with the relative error.
+//
+// How calls in flight are measured: as the time average L = (call-seconds spent) / (window),
+// i.e. sum(rate(llm_limiter_call_duration_seconds_sum)). That is the integral of the number
+// of calls in progress, so it cannot alias. The scraped llm_limiter_permits_in_use gauge
+// CAN: k6's arrival-rate executors start requests on an exact period and Prometheus scrapes
+// on an exact period, so every scrape may see the same phase of the request cycle (measured
+// 5.0 vs a true mean of 4.1 at 120 requests/min with 1 s scrapes). The gauge's scraped mean
+// is kept as a diagnostic; a GaugeProbe (random-time samples) gives its unbiased mean.
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import type { PlanInput } from './planner/index.ts';
 import { plan } from './planner/index.ts';
@@ -8,8 +15,13 @@ import { queryScalar } from './prometheus.ts';
 
 export interface Measured {
   userRequestsPerMinute: number;
+  /** Time-averaged model calls in progress (call-seconds per second), summed over replicas. */
   callsInFlight: number;
-  /** Mean model call time after admission (what to give the planner as latency). */
+  /** Mean of the permits-in-use gauge as Prometheus scraped it (periodic: may alias). */
+  permitsInUseScraped: number | undefined;
+  /** Mean of the permits-in-use gauge sampled at random times, when a probe ran. */
+  permitsInUseProbed?: number;
+  /** Mean model call time after admission. */
   callSeconds: number | undefined;
   /** The steady-state window the figures come from, epoch ms. */
   window: { start: number; end: number };
@@ -25,10 +37,15 @@ export interface ComparisonRow {
 
 export interface PlanVsMeasured {
   binding: string;
+  /** The latency the planner was given, s (compare with measured.callSeconds). */
+  plannedCallSeconds: number;
+  measuredCallSeconds: number | undefined;
+  window: { start: number; end: number };
   rows: ComparisonRow[];
 }
 
-const relativeError = (planned: number, measured: number): number => (planned === 0 ? (measured === 0 ? 0 : Infinity) : (measured - planned) / planned);
+const relativeError = (planned: number, measured: number): number =>
+  planned === 0 ? (measured === 0 ? 0 : Number.POSITIVE_INFINITY) : (measured - planned) / planned;
 
 /** The planner's prediction for `input` beside `measured`. */
 export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasured {
@@ -37,33 +54,52 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   // What the fleet completes: the demand, capped by what the budget sustains.
   const sustained = Math.min(p.demand.userRequestsPerMinute, p.perReplica.userRequestsPerMinuteExact * replicas);
   const inFlight = p.inFlight.perReplica * replicas;
+  const row = (quantity: string, planned: number, value: number): ComparisonRow => ({
+    quantity,
+    planned,
+    measured: value,
+    relativeError: relativeError(planned, value),
+  });
+  const rows = [
+    row('user requests/min', sustained, measured.userRequestsPerMinute),
+    row('calls in flight', inFlight, measured.callsInFlight),
+  ];
+  if (measured.permitsInUseProbed !== undefined) rows.push(row('permits in use', inFlight, measured.permitsInUseProbed));
   return {
     binding: p.binding.axis,
-    rows: [
-      { quantity: 'user requests/min', planned: sustained, measured: measured.userRequestsPerMinute, relativeError: relativeError(sustained, measured.userRequestsPerMinute) },
-      { quantity: 'calls in flight', planned: inFlight, measured: measured.callsInFlight, relativeError: relativeError(inFlight, measured.callsInFlight) },
-    ],
+    plannedCallSeconds: p.input.latencySeconds,
+    measuredCallSeconds: measured.callSeconds,
+    window: measured.window,
+    rows,
   };
 }
 
 /**
- * Steady-state figures from Prometheus over [start, end] (epoch ms): completed requests per
- * minute from the agent's request counter, and the mean of the permits in use (sampled every
- * second through a subquery), summed over replicas.
+ * Steady-state figures from Prometheus over [start, end] (epoch ms), summed over replicas:
+ * completed requests per minute from the agent's request counter, the time-averaged calls in
+ * flight and the mean call time from the limiter's call-duration histogram, and the scraped
+ * permits-in-use gauge's mean (diagnostic).
  */
 export async function measureSteadyState(prometheusUrl: string, start: number, end: number): Promise<Measured> {
   const seconds = Math.max(1, Math.round((end - start) / 1000));
-  const completed = (await queryScalar(prometheusUrl, `sum(increase(agent_requests_total[${seconds}s]))`, end)) ?? 0;
-  const inFlight = (await queryScalar(prometheusUrl, `avg_over_time(sum(${limiterMetrics.permitsInUse.name})[${seconds}s:1s])`, end)) ?? 0;
+  const w = `[${seconds}s]`;
   const d = limiterMetrics.callDuration.name;
-  const callSeconds = await queryScalar(prometheusUrl, `sum(increase(${d}_sum[${seconds}s])) / sum(increase(${d}_count[${seconds}s]))`, end);
-  return { userRequestsPerMinute: (completed / seconds) * 60, callsInFlight: inFlight, callSeconds, window: { start, end } };
+  const completed = (await queryScalar(prometheusUrl, `sum(increase(agent_requests_total${w}))`, end)) ?? 0;
+  const callsInFlight = (await queryScalar(prometheusUrl, `sum(rate(${d}_sum${w}))`, end)) ?? 0;
+  const callSeconds = await queryScalar(prometheusUrl, `sum(increase(${d}_sum${w})) / sum(increase(${d}_count${w}))`, end);
+  const permitsInUseScraped = await queryScalar(prometheusUrl, `avg_over_time(sum(${limiterMetrics.permitsInUse.name})[${seconds}s:1s])`, end);
+  return { userRequestsPerMinute: (completed / seconds) * 60, callsInFlight, permitsInUseScraped, callSeconds, window: { start, end } };
 }
 
 export function formatComparison(c: PlanVsMeasured): string {
-  const lines = [`plan vs measured (binding quota: ${c.binding})`, `  ${'quantity'.padEnd(20)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`];
+  const seconds = Math.round((c.window.end - c.window.start) / 1000);
+  const call = c.measuredCallSeconds === undefined ? '-' : `${c.measuredCallSeconds.toFixed(3)} s`;
+  const lines = [
+    `plan vs measured (binding quota: ${c.binding}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds} s, measured ${call})`,
+    `  ${'quantity'.padEnd(20)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,
+  ];
   for (const r of c.rows) {
-    const err = Number.isFinite(r.relativeError) ? `${(r.relativeError * 100).toFixed(1)}%` : 'n/a';
+    const err = Number.isFinite(r.relativeError) ? `${r.relativeError >= 0 ? '+' : ''}${(r.relativeError * 100).toFixed(1)}%` : 'n/a';
     lines.push(`  ${r.quantity.padEnd(20)}${r.planned.toFixed(1).padStart(10)}${r.measured.toFixed(1).padStart(10)}${err.padStart(9)}`);
   }
   return lines.join('\n');

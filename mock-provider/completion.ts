@@ -7,7 +7,7 @@ import type { FaultName, ApiName } from './metrics.ts';
 import type { QuotaLease, QuotaName } from './quota.ts';
 import { sample } from './random.ts';
 import type { MockState } from './state.ts';
-import { outputTokens, tokensForCharacters } from './tokens.ts';
+import { CHARS_PER_TOKEN, outputText, tokensForCharacters } from './tokens.ts';
 
 export interface ToolCall {
   readonly name: string;
@@ -33,8 +33,8 @@ export interface CompletionPlan {
   readonly request: CompletionRequest;
   readonly id: string;
   readonly createdMs: number;
-  /** Output text, one 4-character token per element (empty for tool calls). */
-  readonly tokens: readonly string[];
+  /** Output text of `outputTokenCount` 4-character tokens ('' for tool calls). */
+  readonly text: string;
   readonly outputTokenCount: number;
   /** The output was cut at the request's max output tokens. */
   readonly truncated: boolean;
@@ -85,15 +85,27 @@ export function sampleArguments(schema: unknown): Record<string, unknown> {
 
 let nextId = 0;
 
-/** Sleeps unless the client went away; false when aborted. */
-async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return false;
-  if (ms <= 0) return true;
-  try {
-    await sleep(ms, undefined, { signal });
-    return true;
-  } catch {
-    return false;
+/** Ends pauses early when the client goes away; the AbortController is made only if a pause needs one. */
+class Pacer {
+  closed = false;
+  #controller: AbortController | undefined;
+
+  close(): void {
+    this.closed = true;
+    this.#controller?.abort();
+  }
+
+  /** Sleeps unless the client went away; false when it did. */
+  async pause(ms: number): Promise<boolean> {
+    if (this.closed) return false;
+    if (ms <= 0) return true;
+    this.#controller ??= new AbortController();
+    try {
+      await sleep(ms, undefined, { signal: this.#controller.signal });
+      return true;
+    } catch {
+      return false;
+    }
   }
 }
 
@@ -128,12 +140,24 @@ function plan(state: MockState, request: CompletionRequest): CompletionPlan {
   const createdMs = Date.now();
   if (request.toolCalls) {
     const count = tokensForCharacters(JSON.stringify(request.toolCalls).length);
-    return { request, id, createdMs, tokens: [], outputTokenCount: count, truncated: false };
+    return { request, id, createdMs, text: '', outputTokenCount: count, truncated: false };
   }
   const wanted = Math.max(1, Math.round(sample(config.outputTokens, state.random)));
   const count = request.maxOutputTokens === undefined ? wanted : Math.min(wanted, request.maxOutputTokens);
-  const tokens = outputTokens(config.seed, request.prompt, count);
-  return { request, id, createdMs, tokens, outputTokenCount: count, truncated: count < wanted };
+  const text = outputText(config.seed, request.prompt, count);
+  return { request, id, createdMs, text, outputTokenCount: count, truncated: count < wanted };
+}
+
+/** Tokens [from, to) of a plan's text. */
+export function textOf(plan: CompletionPlan, from: number, to: number): string {
+  return plan.text.slice(from * CHARS_PER_TOKEN, to * CHARS_PER_TOKEN);
+}
+
+/** Writes a JSON body without express's res.json machinery (this is the hot path). */
+export function sendJson(res: Response, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
 }
 
 /** Answers one model call; resolves when the response is over (or the client left). */
@@ -147,12 +171,12 @@ export async function serveCompletion(
   const { metrics } = state;
   const { api, model } = request;
   const startedMs = performance.now();
-  const aborted = new AbortController();
+  const pacer = new Pacer();
   let lease: QuotaLease | undefined;
   let sentTokens = 0;
   metrics.inFlight.inc();
   res.once('close', () => {
-    aborted.abort();
+    pacer.close();
     metrics.inFlight.dec();
     lease?.finish(sentTokens);
     if (sentTokens > 0) metrics.tokens.inc({ type: 'output' }, sentTokens);
@@ -187,21 +211,20 @@ export async function serveCompletion(
   const answer = plan(state, request);
   const ttftMs = sample(config.timeToFirstTokenMs, state.random);
   const perTokenMs = sample(config.perOutputTokenMs, state.random);
-  const signal = aborted.signal;
   const dropConnection = (): void => {
     req.socket.destroy();
   };
   const stall = async () => {
-    await pause(config.faults.stallMs, signal);
+    await pacer.pause(config.faults.stallMs);
     dropConnection();
   };
 
   if (!request.stream) {
-    if (!(await pause(ttftMs, signal))) return;
+    if (!(await pacer.pause(ttftMs))) return;
     metrics.timeToFirstToken.observe({ api }, (performance.now() - startedMs) / 1000);
     if (fault === 'connection_reset') return dropConnection();
     if (fault === 'stall') return stall();
-    if (!(await pause((answer.outputTokenCount - 1) * perTokenMs, signal))) return;
+    if (!(await pacer.pause((answer.outputTokenCount - 1) * perTokenMs))) return;
     sentTokens = answer.outputTokenCount;
     format.complete(res, answer);
     return;
@@ -209,10 +232,10 @@ export async function serveCompletion(
 
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.flushHeaders();
-  if (!(await pause(ttftMs, signal))) return;
+  if (!(await pacer.pause(ttftMs))) return;
   metrics.timeToFirstToken.observe({ api }, (performance.now() - startedMs) / 1000);
   const chunkTokens = config.streamChunkTokens;
-  const total = answer.tokens.length;
+  const total = answer.text.length / CHARS_PER_TOKEN;
   let chunksSent = 0;
   let from = 0;
   do {
@@ -220,7 +243,7 @@ export async function serveCompletion(
       res.end(format.streamError(answer));
       return;
     }
-    if (chunksSent > 0 && !(await pause(chunkTokens * perTokenMs, signal))) return;
+    if (chunksSent > 0 && !(await pacer.pause(chunkTokens * perTokenMs))) return;
     const to = Math.min(total, from + chunkTokens);
     const last = to >= total;
     res.write(format.chunk(answer, from, to, last));

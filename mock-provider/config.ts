@@ -99,6 +99,8 @@ export const mockConfigSchema = z.strictObject({
 
 export type MockConfig = z.infer<typeof mockConfigSchema>;
 export type MockConfigInput = z.input<typeof mockConfigSchema>;
+/** What startMockProvider, PUT /admin/config and timeline steps take: any subset, faults field by field. */
+export type MockConfigPatch = Partial<Omit<MockConfig, 'faults'>> & { faults?: Partial<FaultsConfig> };
 export type TimelineStep = z.infer<typeof timelineStepSchema>;
 
 /** Thrown when a configuration does not validate; the message names every bad field. */

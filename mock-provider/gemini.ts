@@ -2,7 +2,7 @@
 // POST /{v1,v1beta}/models/{model}:generateContent | :streamGenerateContent?alt=sse | :countTokens.
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, serveCompletion, type ToolCall } from './completion.ts';
+import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, sendJson, serveCompletion, textOf, type ToolCall } from './completion.ts';
 import { HttpProblem, parseBody, readJsonBody } from './http.ts';
 import type { QuotaName } from './quota.ts';
 import type { MockState } from './state.ts';
@@ -123,7 +123,7 @@ function response(plan: CompletionPlan, parts: object[], finish: boolean, output
 
 function answerParts(plan: CompletionPlan, from: number, to: number): object[] {
   if (plan.request.toolCalls) return plan.request.toolCalls.map((call) => ({ functionCall: call }));
-  return [{ text: plan.tokens.slice(from, to).join('') }];
+  return [{ text: textOf(plan, from, to) }];
 }
 
 const geminiFormat = (state: MockState): ApiFormat => ({
@@ -169,7 +169,7 @@ const geminiFormat = (state: MockState): ApiFormat => ({
     );
   },
   complete(res: Response, plan: CompletionPlan) {
-    res.json(response(plan, answerParts(plan, 0, plan.tokens.length), true, plan.outputTokenCount));
+    sendJson(res, 200, response(plan, answerParts(plan, 0, plan.outputTokenCount), true, plan.outputTokenCount));
   },
   chunk(plan: CompletionPlan, from: number, to: number, last: boolean) {
     const sent = last ? plan.outputTokenCount : to;

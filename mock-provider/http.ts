@@ -21,14 +21,22 @@ export async function readJsonBody(req: Request, maxBytes: number): Promise<unkn
   const tooLarge = () => new HttpProblem(413, `request body larger than the limit of ${maxBytes} bytes`);
   const declared = Number(req.headers['content-length']);
   if (declared > maxBytes) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw tooLarge();
-    chunks.push(chunk);
-  }
-  const text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8');
+  const text = await new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        req.removeAllListeners('data');
+        req.resume(); // discard the rest; the answer closes the connection
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    req.once('error', reject);
+  });
   try {
     return JSON.parse(text);
   } catch (error) {

@@ -9,6 +9,7 @@ export {
   faultsSchema,
   type MockConfig,
   type MockConfigInput,
+  type MockConfigPatch,
   mergeConfig,
   mockConfigSchema,
   parseConfig,

@@ -3,7 +3,7 @@
 // headers on every response, 429 rate_limit_exceeded with retry-after.
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, serveCompletion, type ToolCall } from './completion.ts';
+import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, sendJson, serveCompletion, textOf, type ToolCall } from './completion.ts';
 import { HttpProblem, parseBody, readJsonBody } from './http.ts';
 import type { QuotaName } from './quota.ts';
 import type { MockState } from './state.ts';
@@ -141,7 +141,7 @@ const openAiFormat = (state: MockState, extras: WeakMap<CompletionRequest, OpenA
   },
   complete(res: Response, plan: CompletionPlan) {
     const toolCalls = plan.request.toolCalls ? toolCallsJson(plan) : undefined;
-    res.json({
+    sendJson(res, 200, {
       id: `chatcmpl-${plan.id}`,
       object: 'chat.completion',
       created: Math.floor(plan.createdMs / 1000),
@@ -151,7 +151,7 @@ const openAiFormat = (state: MockState, extras: WeakMap<CompletionRequest, OpenA
           index: 0,
           message: {
             role: 'assistant',
-            content: toolCalls ? null : plan.tokens.join(''),
+            content: toolCalls ? null : plan.text,
             refusal: null,
             ...(toolCalls ? { tool_calls: toolCalls } : {}),
           },
@@ -174,7 +174,7 @@ const openAiFormat = (state: MockState, extras: WeakMap<CompletionRequest, OpenA
     };
     const delta: Record<string, unknown> = from === 0 ? { role: 'assistant' } : {};
     if (plan.request.toolCalls) delta.tool_calls = toolCallsJson(plan);
-    else delta.content = plan.tokens.slice(from, to).join('');
+    else delta.content = textOf(plan, from, to);
     const frame = (body: object) => `data: ${JSON.stringify(body)}\n\n`;
     let out = frame({
       ...base,

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { adminRouter } from './admin.ts';
-import { type MockConfig, mergeConfig, defaultConfig } from './config.ts';
+import { defaultConfig, type MockConfigPatch, mergeConfig } from './config.ts';
 import { geminiRouter } from './gemini.ts';
 import { openAiRouter } from './openai.ts';
 import type { Clock } from './quota.ts';
@@ -63,7 +63,7 @@ export function createMockApp(state: MockState, adminToken: string | undefined):
 }
 
 /** Starts a mock provider; `config` is merged over the defaults and validated (throws ConfigError). */
-export async function startMockProvider(config: Partial<MockConfig> = {}, options: MockProviderOptions = {}): Promise<MockProvider> {
+export async function startMockProvider(config: MockConfigPatch = {}, options: MockProviderOptions = {}): Promise<MockProvider> {
   const state = new MockState(mergeConfig(defaultConfig, config), options.clock ?? wallClock);
   const server = createServer(createMockApp(state, options.adminToken));
   const host = options.host ?? DEFAULT_HOST;

@@ -19,13 +19,26 @@ const WORDS = (
   .split(' ')
   .map((word) => `${word} `);
 
+const PHRASE_TOKENS = 8;
+/** 512 fixed phrases of 8 tokens: picking phrases, not words, makes long answers cheap to build. */
+const PHRASES = (() => {
+  const random = createRandom(0x5eed);
+  return Array.from({ length: 512 }, () => {
+    let phrase = '';
+    for (let i = 0; i < PHRASE_TOKENS; i++) phrase += WORDS[Math.floor(random() * WORDS.length)];
+    return phrase;
+  });
+})();
+
 /**
- * `count` tokens of text, the same for the same (seed, prompt) in every run. Returned as an
- * array of tokens so a stream can cut chunks at token boundaries.
+ * `count` tokens of text (exactly 4 * count characters; token i is characters 4i..4i+3),
+ * the same for the same (seed, prompt) in every run.
  */
-export function outputTokens(seed: number, prompt: string, count: number): string[] {
+export function outputText(seed: number, prompt: string, count: number): string {
   const random = createRandom(hashString(prompt, seed));
-  const tokens = new Array<string>(count);
-  for (let i = 0; i < count; i++) tokens[i] = WORDS[Math.floor(random() * WORDS.length)];
-  return tokens;
+  let text = '';
+  let left = count;
+  for (; left >= PHRASE_TOKENS; left -= PHRASE_TOKENS) text += PHRASES[Math.floor(random() * PHRASES.length)];
+  for (; left > 0; left--) text += WORDS[Math.floor(random() * WORDS.length)];
+  return text;
 }

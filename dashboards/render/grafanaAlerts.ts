@@ -1,8 +1,9 @@
 // Alert specs → Grafana-managed alert rules in the file-provisioning format (apiVersion 1).
 // The rules are built with the foundation SDK (which follows Grafana's HTTP API) and mapped
 // to the provisioning file's casing. Each rule runs the spec's PromQL as query A (it returns
-// a series exactly while the condition holds), extras as B, C, ..., and fires on
-// `is_number($A)`: the same semantics as the Prometheus rule.
+// a series exactly while the condition holds), extras as B, C, ..., and fires on the math
+// expression `$A == $A`, which is 1 for every series A returned (`is_number` would read
+// better but older Grafana versions lack it): the same semantics as the Prometheus rule.
 import * as alerting from '@grafana/grafana-foundation-sdk/alerting';
 import * as expr from '@grafana/grafana-foundation-sdk/expr';
 import * as prom from '@grafana/grafana-foundation-sdk/prometheus';
@@ -66,7 +67,7 @@ function ruleOf(alert: AlertSpec, dashboards: readonly DashboardSpec[]) {
     .withQuery(
       new alerting.QueryBuilder(conditionRefId).datasourceUid('__expr__').model(
         new expr.TypeMathBuilder()
-          .expression('is_number($A)')
+          .expression('$A == $A')
           .refId(conditionRefId)
           .datasource({ type: '__expr__', uid: '__expr__' }),
       ),

@@ -2,7 +2,7 @@
 // never exits; it throws a FlagError whose message is the one line the CLI prints.
 import { examples } from './examples.ts';
 import type { ExampleName } from './examples.ts';
-import { parsePlanInput, PlanInputError } from './input.ts';
+import { parsePlanInput, planInputIssues } from './input.ts';
 import type { PlanInputField, ValidPlanInput } from './input.ts';
 
 /** Flag → input field, with the help line each flag shows. */
@@ -84,17 +84,15 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     }
   }
   const base = example ? examples[example] : {};
-  try {
-    return { help: false, json, input: parsePlanInput({ ...base, ...values }) };
-  } catch (error) {
-    if (error instanceof PlanInputError) {
-      const flag = flagOf(error.field);
-      const given = values[error.field as PlanInputField];
-      const message = error.message.slice(error.field.length + 2);
-      throw new FlagError(`${flag}: ${message}${given === undefined ? '' : ` (got ${given})`}`);
-    }
-    throw error;
+  const merged = { ...base, ...values };
+  const issues = planInputIssues(merged);
+  if (issues.length > 0) {
+    // A value the user typed is the likelier mistake than a flag left out: report it first.
+    const issue = issues.find((i) => i.field in values) ?? issues[0];
+    const given = values[issue.field as PlanInputField];
+    throw new FlagError(`${flagOf(issue.field)}: ${issue.message}${given === undefined ? '' : ` (got ${given})`}`);
   }
+  return { help: false, json, input: parsePlanInput(merged) };
 }
 
 export function usage(): string {

@@ -81,16 +81,27 @@ export class PlanInputError extends Error {
   }
 }
 
+export interface PlanInputIssue {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** Every problem with the input, in field order (empty when it is valid). */
+export function planInputIssues(input: unknown): PlanInputIssue[] {
+  const result = planInputSchema.safeParse(input);
+  if (result.success) return [];
+  return result.error.issues.flatMap((issue) => {
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({ field: key, message: `unknown input field ${key}` }));
+    }
+    return [{ field: issue.path.length > 0 ? issue.path.map(String).join('.') : 'input', message: issue.message }];
+  });
+}
+
 /** Validates the input; throws a PlanInputError naming the first bad field. */
 export function parsePlanInput(input: unknown): ValidPlanInput {
   const result = planInputSchema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'input';
-  if (issue.code === 'unrecognized_keys') return failUnknownKeys(issue.keys);
-  throw new PlanInputError(field, issue.message);
-}
-
-function failUnknownKeys(keys: readonly string[]): never {
-  throw new PlanInputError(keys[0] ?? 'input', `unknown input field${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`);
+  const [first] = planInputIssues(input);
+  throw new PlanInputError(first.field, first.message);
 }

@@ -31,6 +31,9 @@ describe('agent configuration', () => {
     expect(() => parseCliConfig(['--replicas', '0'], {})).toThrow(/--replicas/);
     expect(() => parseCliConfig(['--bogus'], {})).toThrow(AgentConfigError);
     expect(() => parseServiceOptions({ permits: -1 })).toThrow(/permits/);
+    expect(() => parseCliConfig(['--streaming', 'maybe'], {})).toThrow(/--streaming/);
+    const streaming = parseCliConfig([], { AGENT_STREAMING: 'true' });
+    expect(streaming !== 'help' && streaming.service.streaming).toBe(true);
   });
 
   it('request schema: defaults, bounds and field names', () => {

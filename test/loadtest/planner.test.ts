@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatPlan, plan, PlanInputError, reviewAgentExample } from '../../loadtest/planner/index.ts';
+import { formatPlan, PlanInputError, plan, planInputIssues, reviewAgentExample } from '../../loadtest/planner/index.ts';
 import type { PlanInput } from '../../loadtest/planner/index.ts';
 
 const cli = fileURLToPath(new URL('../../loadtest/planner/cli.ts', import.meta.url));
@@ -133,6 +133,11 @@ describe('edge cases', () => {
     const call = () => plan({ ...reviewAgentExample, [field]: value });
     expect(call).toThrow(PlanInputError);
     expect(call).toThrow(new RegExp(`^${field}: `));
+  });
+
+  it('lists every issue in field order', () => {
+    const issues = planInputIssues({ ...reviewAgentExample, replicas: 0, latencySeconds: -1 });
+    expect(issues.map((issue) => issue.field)).toEqual(['latencySeconds', 'replicas']);
   });
 
   it('names the missing field and rejects unknown fields', () => {
@@ -297,6 +302,8 @@ describe('the CLI as a process', () => {
     [['--example', 'review-agent', '--colour'], '--colour'],
     [['--example', 'nope'], '--example'],
     [['--branches', '4', '--users-per-minute', '40'], '--input-tokens'],
+    // A bad value typed is reported before the flags left out.
+    [['--replicas', '0'], '--replicas'],
   ])('exits 2 with one line naming the flag: %j', async (args, flag) => {
     const { code, stdout, stderr } = await runCli(args);
     expect(code).toBe(2);

@@ -2,7 +2,7 @@
 // reproduces the run, and each fault looks to a client as it would from a real provider.
 import { ApiError, GoogleGenAI } from '@google/genai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type MockConfig, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
+import { type MockConfigPatch, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { generate, instant } from './helpers.ts';
 
 let providers: MockProvider[] = [];
@@ -11,7 +11,7 @@ afterEach(async () => {
   providers = [];
 });
 
-async function start(config: Partial<MockConfig>): Promise<MockProvider> {
+async function start(config: MockConfigPatch): Promise<MockProvider> {
   const provider = await startMockProvider({ ...instant, requestsPerMinute: 100_000, ...config }, { port: 0 });
   providers.push(provider);
   return provider;

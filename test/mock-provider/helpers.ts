@@ -1,5 +1,5 @@
 // Shared by the mock-provider tests: a fake clock and a zero-latency config.
-import type { Clock, MockConfig } from '../../mock-provider/index.ts';
+import type { Clock, MockConfigPatch } from '../../mock-provider/index.ts';
 
 export class FakeClock implements Clock {
   ms: number;
@@ -15,7 +15,7 @@ export class FakeClock implements Clock {
 }
 
 /** No latency, a fixed output length: tests run at socket speed. */
-export const instant: Partial<MockConfig> = {
+export const instant: MockConfigPatch = {
   timeToFirstTokenMs: { kind: 'fixed', value: 0 },
   perOutputTokenMs: { kind: 'fixed', value: 0 },
   outputTokens: { kind: 'fixed', value: 20 },

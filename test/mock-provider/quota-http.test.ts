@@ -1,6 +1,6 @@
 // Quota semantics through HTTP on a fake clock: the mock is the oracle other tests trust.
 import { afterEach, describe, expect, it } from 'vitest';
-import { type MockConfig, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
+import { type MockConfigPatch, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { FakeClock, type GoogleErrorBody, generate, instant, json } from './helpers.ts';
 
 let provider: MockProvider | undefined;
@@ -9,7 +9,7 @@ afterEach(async () => {
   provider = undefined;
 });
 
-async function start(config: Partial<MockConfig>, clock: FakeClock): Promise<MockProvider> {
+async function start(config: MockConfigPatch, clock: FakeClock): Promise<MockProvider> {
   provider = await startMockProvider({ ...instant, ...config }, { port: 0, clock });
   return provider;
 }

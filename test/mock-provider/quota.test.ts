@@ -10,7 +10,10 @@ const arrivals = fc
   .array(fc.record({ gap: fc.integer({ min: 0, max: 5_000 }), cost: fc.integer({ min: 1, max: 30 }) }), { maxLength: 300 })
   .map((steps) => {
     let t = 0;
-    return steps.map((s) => ({ t: (t += s.gap), cost: s.cost }));
+    return steps.map((s) => {
+      t += s.gap;
+      return { t, cost: s.cost };
+    });
   });
 
 function admitted(window: FixedWindow | SlidingWindow | RefillingBucket, limit: number, requests: { t: number; cost: number }[]) {

@@ -1,11 +1,18 @@
 // One `review` request end to end: real service, real ADK tree, real genai client, the mock
 // provider. 5 calls, the 4 reviewers overlapping, the synthesizer after them, and the
 // limiter's token counters agreeing with what the mock counted.
+//
+// `wide` with N = 20 and k = 4: one request never has more than 4 calls in flight, even
+// with permits to spare.
+//
+// `tools`: reviewers call a slow function tool and an AgentTool whose inner agent uses the
+// same limited model. With ONE permit (and a mock that allows one concurrent call) it
+// still completes: the permit is held for the model call only, not while tools run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { fastMock, metricsText, ProviderProbe, type Stack, sampleValue, startStack } from './stack.ts';
 
-const CALL_MS = 150;
+const CALL_MS = 300;
 
 describe('review tree', () => {
   let stack: Stack;
@@ -63,5 +70,77 @@ describe('review tree', () => {
     expect(sampleValue(agentText, 'agent_branch_outcomes_total', { tree: 'review', branch: 'security', outcome: 'ok' })).toBe(1);
     expect(sampleValue(agentText, 'agent_model_calls_per_request_sum', { tree: 'review' })).toBe(5);
     expect(sampleValue(agentText, limiterMetrics.permitsInUse.name, { limiter: 'gemini' })).toBe(0);
+  });
+});
+
+describe('review tree, streaming', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(fastMock(100), { streaming: true });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('streams every call over SSE; partial chunks do not count as answers or double tokens', async () => {
+    const { status, body } = await stack.run('review', { document: 'stream me' });
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect(stack.probe.calls).toHaveLength(5);
+    expect(stack.probe.calls.every((c) => c.path.includes(':streamGenerateContent?alt=sse'))).toBe(true);
+    expect(body.missingBranches).toEqual([]);
+    expect(body.text.length).toBeGreaterThan(0);
+    const mockText = await metricsText(stack.mock.url);
+    const mockTokens =
+      sampleValue(mockText, 'mock_provider_tokens_total', { type: 'input' }) + sampleValue(mockText, 'mock_provider_tokens_total', { type: 'output' });
+    expect(body.tokens.actual).toBe(mockTokens);
+  });
+});
+
+describe('wide tree', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(fastMock(150), { permits: 20 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('N = 20, k = 4: 21 calls, never more than 4 in flight', async () => {
+    const { status, body } = await stack.run('wide', { document: 'a wide document', branches: 20, width: 4 });
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect(body.modelCalls).toBe(21);
+    expect(body.branches).toHaveLength(21);
+    expect(body.missingBranches).toEqual([]);
+    const calls = stack.probe.calls;
+    expect(calls).toHaveLength(21);
+    expect(ProviderProbe.peakOverlap(calls)).toBe(4);
+    expect(stack.probe.peakInFlight).toBe(4);
+    expect(calls.at(-1)?.agent).toBe('synthesizer');
+  });
+});
+
+describe('tools tree', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(fastMock(40, { maxConcurrent: 1 }), { permits: 1, maxWaitMs: 20_000, toolDelayMs: 150 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('AgentTool with maxConcurrent 1 completes (no deadlock)', async () => {
+    const { status, body } = await stack.run('tools', { document: 'const x = eval(input);' });
+    expect(status, JSON.stringify(body)).toBe(200);
+    expect(body.missingBranches).toEqual([]);
+    expect(body.branches.map((b) => b.name)).toEqual(['security', 'tests', 'synthesizer']);
+    const agents = stack.probe.calls.map((c) => c.agent);
+    // Per reviewer: a call that asks for the tools, the inner explainer, the answer.
+    expect(agents.filter((a) => a === 'explainer')).toHaveLength(2);
+    expect(agents.filter((a) => a === 'security')).toHaveLength(2);
+    expect(agents.filter((a) => a === 'tests')).toHaveLength(2);
+    expect(agents.at(-1)).toBe('synthesizer');
+    expect(body.modelCalls).toBe(7);
+    expect(stack.probe.peakInFlight).toBe(1);
+    expect(stack.agent.limiter.snapshot().permitsInUse).toBe(0);
   });
 });

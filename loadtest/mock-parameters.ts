@@ -1,0 +1,69 @@
+// What the planner needs from the mock provider's live config (GET /admin/config): its
+// quota, the mean output tokens and the mean call latency its distributions produce.
+import { z } from 'zod';
+
+const distribution = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('fixed'), value: z.number() }),
+  z.object({ kind: z.literal('uniform'), min: z.number(), max: z.number() }),
+  z.object({ kind: z.literal('normal'), mean: z.number(), stddev: z.number() }),
+  z.object({ kind: z.literal('lognormal'), p50: z.number(), p99: z.number() }),
+]);
+type Distribution = z.infer<typeof distribution>;
+
+const mockConfigSchema = z.object({
+  requestsPerMinute: z.number().positive(),
+  tokensPerMinute: z.number().positive(),
+  timeToFirstTokenMs: distribution,
+  perOutputTokenMs: distribution,
+  outputTokens: distribution,
+});
+
+/** z for the 99th percentile of a standard normal. */
+const Z99 = 2.326_347_874;
+
+/** The mean of a distribution (lognormal: p50 · e^(σ²/2), σ from the p50/p99 pair). */
+export function meanOf(d: Distribution): number {
+  switch (d.kind) {
+    case 'fixed':
+      return d.value;
+    case 'uniform':
+      return (d.min + d.max) / 2;
+    case 'normal':
+      return d.mean;
+    case 'lognormal': {
+      const sigma = Math.log(d.p99 / d.p50) / Z99;
+      return d.p50 * Math.exp((sigma * sigma) / 2);
+    }
+  }
+}
+
+export interface MockParameters {
+  quotaRequestsPerMinute: number;
+  quotaTokensPerMinute: number;
+  outputTokensPerCall: number;
+  /** Mean provider-side call time: first token, then the rest of the output. */
+  latencySeconds: number;
+}
+
+export function mockParameters(config: unknown): MockParameters {
+  const parsed = mockConfigSchema.safeParse(config);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`mock provider config: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  const c = parsed.data;
+  const output = meanOf(c.outputTokens);
+  return {
+    quotaRequestsPerMinute: c.requestsPerMinute,
+    quotaTokensPerMinute: c.tokensPerMinute,
+    outputTokensPerCall: output,
+    latencySeconds: (meanOf(c.timeToFirstTokenMs) + Math.max(0, output - 1) * meanOf(c.perOutputTokenMs)) / 1000,
+  };
+}
+
+/** Reads the running mock provider's config. */
+export async function fetchMockParameters(mockUrl: string): Promise<MockParameters> {
+  const res = await fetch(`${mockUrl}/admin/config`, { signal: AbortSignal.timeout(5000) });
+  if (!res.ok) throw new Error(`mock provider at ${mockUrl}: GET /admin/config answered ${res.status}`);
+  return mockParameters(await res.json());
+}
