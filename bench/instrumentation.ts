@@ -23,7 +23,7 @@ class InstantLlm extends BaseLlm {
   constructor() {
     super({ model: 'instant' });
   }
-  async *generateContentAsync(): AsyncGenerator<LlmResponse, void> {
+  async *generateContentAsync(_request: LlmRequest): AsyncGenerator<LlmResponse, void> {
     yield response;
   }
   connect(): Promise<BaseLlmConnection> {

@@ -16,6 +16,8 @@ export {
 } from './errors.ts';
 export { estimateInputTokens, type TokenEstimator, UsageEstimator, type UsageEstimatorOptions } from './estimator.ts';
 export type { AdaptiveLimit, CallSample } from './limits/adaptive-limit.ts';
+export { AimdLimit, type AimdOptions } from './limits/aimd.ts';
+export { type QuotaShare, type QuotaShareInput, replicaShare } from './limits/replica-share.ts';
 export {
   ACQUIRE_OUTCOMES,
   ACQUIRE_SECONDS_BUCKETS,
@@ -26,7 +28,7 @@ export {
   limiterMetrics,
   TIMEOUT_REASONS,
 } from './metrics/definitions.ts';
-export { createLimiterMetrics, LimiterMetrics } from './metrics/limiter-metrics.ts';
+export { type AnyRegistry, createLimiterMetrics, type LimiterGaugeSource, LimiterMetrics } from './metrics/limiter-metrics.ts';
 export { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from './rate-limit-errors.ts';
 export {
   agentNameOf,

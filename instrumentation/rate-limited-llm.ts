@@ -12,7 +12,6 @@
 import type { BaseLlmConnection, LlmRequest, LlmResponse } from '@google/adk';
 import { BaseLlm } from '@google/adk';
 import { context, type Span, trace } from '@opentelemetry/api';
-import type { Registry } from 'prom-client';
 import { type BackoffOptions, DEFAULT_BACKOFF, fullJitterDelayMs } from './backoff.ts';
 import { type Clock, realClock, sleep, type TimerHandle } from './clock.ts';
 import {
@@ -26,7 +25,7 @@ import {
 } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
-import { createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from './rate-limit-errors.ts';
 import { ResponseChannel } from './response-channel.ts';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
@@ -79,7 +78,7 @@ export interface RateLimitedLlmOptions extends TelemetryOptions {
   /** True when the rate limit cannot clear soon (per-day quota): fail at once. */
   readonly isDailyQuota?: (error: unknown) => boolean;
   /** prom-client registry for the limiter metrics (default: prom-client's global registry). */
-  readonly registry?: Registry | Registry<never>;
+  readonly registry?: AnyRegistry;
   readonly onCallEnd?: (report: CallReport) => void;
   /** Adjusts the semaphore's limit from call samples (e.g. AimdLimit). */
   readonly adaptiveLimit?: AdaptiveLimit;

@@ -9,11 +9,14 @@ import { z } from 'zod';
 import type { ScenarioFile } from './k6/scenario-types.ts';
 import { type K6Summary, runK6 } from './k6-runner.ts';
 import { runNodeDriver } from './node-driver.ts';
-import { comparePlan, formatComparison, measureSteadyState } from './plan-vs-measured.ts';
+import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
+import { GaugeProbe } from './gauge-probe.ts';
+import { comparePlan, formatComparison, measureSteadyState, type PlanVsMeasured } from './plan-vs-measured.ts';
 import { freePort, ProcessGroup, waitForHealthy } from './processes.ts';
 import { AGENT_JOB, MOCK_JOB, startPrometheus } from './prometheus.ts';
 import { stackTotals, writePlot } from './report.ts';
 import { loadScenario, ScenarioError } from './scenario.ts';
+import { reviewPlanInput, steadyPhase, steadyWindow, whyNoComparison } from './steady-state.ts';
 import { findTool } from './tools.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -86,6 +89,141 @@ function mainScenario(f: Flags): ScenarioFile {
 
 const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
 
+/** Plan vs measured for the run's steady phase, or why there is none. */
+async function planVsMeasured(
+  flags: Flags,
+  scenario: ScenarioFile,
+  prometheusUrl: string,
+  testStartedAt: number,
+  endedAt: number,
+  probe: GaugeProbe,
+): Promise<PlanVsMeasured | { skipped: string }> {
+  const phase = steadyPhase(scenario);
+  const window = phase ? steadyWindow(phase, flags['call-seconds']) : { from: 0, to: 0 };
+  const why = scenario.mock ? 'the scenario changes the mock provider\'s quota mid-run' : whyNoComparison(scenario, phase, window);
+  if (why || !phase) return { skipped: why ?? 'no steady phase' };
+  const from = testStartedAt + window.from * 1000;
+  const to = Math.min(testStartedAt + window.to * 1000, endedAt);
+  if (to - from < 3000) return { skipped: `the steady window is too short (${((to - from) / 1000).toFixed(1)} s): raise --duration` };
+  const measured = await measureSteadyState(prometheusUrl, from, to);
+  measured.permitsInUseProbed = probe.meanBetween(from, to);
+  const input = reviewPlanInput(phase, {
+    outputTokensPerCall: OUTPUT_TOKENS,
+    latencySeconds: flags['call-seconds'],
+    quotaRequestsPerMinute: flags['quota-rpm'],
+    quotaTokensPerMinute: flags['quota-tpm'],
+    budgetFraction: BUDGET_FRACTION,
+    replicas: flags.replicas,
+    maxWaitSeconds: flags['max-wait-ms'] / 1000,
+    burstUsers: Math.max(1, flags['burst-users']),
+  });
+  return comparePlan(input, measured);
+}
+
+async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, reportDir: string, runId: string, signal: AbortSignal): Promise<number> {
+  console.log(`[main] run ${runId}: report in ${reportDir}`);
+  const node = process.execPath;
+  const mockPort = await freePort();
+  const mockUrl = `http://127.0.0.1:${mockPort}`;
+  group.start('mock-provider', node, [join(ROOT, 'mock-provider', 'cli.ts'), '--port', String(mockPort), '--host', '127.0.0.1']);
+  await waitForHealthy('mock provider', `${mockUrl}/healthz`, 30_000, () => group.assertRunning());
+  // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
+  const perTokenMs = (flags['call-seconds'] * 1000 * 0.9) / (OUTPUT_TOKENS - 1);
+  const mockConfig = {
+    requestsPerMinute: flags['quota-rpm'],
+    tokensPerMinute: flags['quota-tpm'],
+    timeToFirstTokenMs: { kind: 'fixed', value: Math.round(flags['call-seconds'] * 100) },
+    perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
+    outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
+  };
+  const put = await fetch(`${mockUrl}/admin/config`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(mockConfig) });
+  if (!put.ok) throw new Error(`mock provider refused the run's config: ${await put.text()}`);
+  console.log(`[main] mock provider on ${mockUrl} (quota ${flags['quota-rpm']} req/min, ${flags['quota-tpm']} tokens/min, ~${flags['call-seconds']} s per call)`);
+
+  const agentPort = await freePort();
+  group.start('agent', node, [
+    join(ROOT, 'agent', 'cli.ts'),
+    '--port', String(agentPort),
+    '--provider-url', mockUrl,
+    '--replicas', String(flags.replicas),
+    '--permits', String(flags.permits),
+    '--tokens-per-minute', String(Math.round(flags['quota-tpm'] * BUDGET_FRACTION)),
+    '--max-wait-ms', String(flags['max-wait-ms']),
+    '--estimated-tokens-per-call', String(flags.tokens + OUTPUT_TOKENS),
+  ]);
+  const agentUrls = Array.from({ length: flags.replicas }, (_, i) => `http://127.0.0.1:${agentPort + i}`);
+  for (const url of agentUrls) await waitForHealthy('agent service', `${url}/healthz`, 60_000, () => group.assertRunning());
+  console.log(`[main] agent service: ${flags.replicas} replica(s) at ${agentUrls.join(', ')}`);
+
+  const prometheusUrl = await startPrometheus(group, {
+    jobs: { [AGENT_JOB]: agentUrls.map((u) => u.replace('http://', '')), [MOCK_JOB]: [`127.0.0.1:${mockPort}`] },
+    dataDir: join(reportDir, 'prometheus'),
+    scrapeIntervalSeconds: 2,
+  });
+  console.log(`[main] prometheus on ${prometheusUrl}`);
+  if (signal.aborted) return 130;
+
+  // Permits in use sampled at random times (the periodic scrape can alias with k6's arrivals).
+  const probe = new GaugeProbe({ urls: agentUrls.map((u) => `${u}/metrics`), metric: limiterMetrics.permitsInUse.name, meanIntervalMs: 200 });
+  probe.start();
+  let summary: K6Summary | undefined;
+  let exitCode = 0;
+  const startedAt = Date.now();
+  let testStartedAt = startedAt;
+  try {
+    if (findTool('k6')) {
+      const onLine = (line: string) => console.log(`[k6] ${line}`);
+      const r = await runK6({ scenario, target: agentUrls.join(','), reportDir, runId, prometheusUrl, mockUrl, onLine, signal });
+      summary = r.summary;
+      exitCode = r.exitCode;
+      testStartedAt = r.testStartedAt;
+    } else {
+      console.log('[main] k6 is not installed (install it with: npm run tools); replaying the scenario with the Node driver');
+      summary = await runNodeDriver(scenario, agentUrls[0], (l) => console.log(`[driver] ${l}`), signal);
+    }
+  } finally {
+    await probe.stop();
+  }
+  if (signal.aborted) return 130;
+  const endedAt = Date.now();
+  await new Promise((r) => setTimeout(r, 3000)); // one more scrape after the last request
+
+  const totals = await stackTotals(prometheusUrl, startedAt, Date.now());
+  const plot = await writePlot(prometheusUrl, reportDir, testStartedAt, endedAt, `quotascope run ${runId}`);
+  const comparison = await planVsMeasured(flags, scenario, prometheusUrl, testStartedAt, endedAt, probe);
+
+  const report = {
+    runId,
+    scenario: scenario.name,
+    flags,
+    k6ExitCode: exitCode,
+    k6: summary,
+    stack: totals,
+    planVsMeasured: comparison,
+    plot,
+    processes: group.children.map(({ name, child }) => ({ name, pid: child.pid })),
+  };
+  writeFileSync(join(reportDir, 'summary.json'), JSON.stringify(report, null, 2));
+  const a = totals.acquireSeconds;
+  console.log(
+    [
+      '',
+      `quotascope run ${runId} (${scenario.name})`,
+      `  user requests:     ${totals.requests} (client saw ${summary?.requests ?? 0}, failed ${fmt((summary?.failedRate ?? 0) * 100, '%')}, with missing branches ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')})`,
+      `  model calls:       ${totals.modelCalls} at the provider`,
+      `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
+      `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')}`,
+      `  limiter timeouts:  ${totals.timeouts}`,
+      `  request duration:  p50 ${fmt((summary?.durationMs.p50 ?? 0) / 1000, ' s')}  p95 ${fmt((summary?.durationMs.p95 ?? 0) / 1000, ' s')}`,
+      `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
+      'skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison),
+      `  report:            ${join(reportDir, 'summary.json')}, ${plot}`,
+    ].join('\n'),
+  );
+  // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.
+  return exitCode;
+}
+
 async function main(): Promise<number> {
   let flags: Flags;
   let scenario: ScenarioFile;
@@ -104,8 +242,8 @@ async function main(): Promise<number> {
   const aborter = new AbortController();
   let finished: Promise<unknown> = Promise.resolve();
   let stopping = false;
-  // Ctrl-C / SIGTERM: stop k6 (SIGINT, then SIGKILL after 10 s) and every child, wait until
-  // the run has wound down, then exit 130. A second signal exits at once (children already signalled).
+  // Ctrl-C / SIGTERM: stop k6 (SIGINT, SIGKILL after 10 s) and every child, wait until the run
+  // has wound down, then exit 130. A second signal exits at once (the children are signalled).
   const onSignal = (sig: string) => {
     if (stopping) process.exit(130);
     stopping = true;
@@ -117,117 +255,15 @@ async function main(): Promise<number> {
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
 
-  try {
-    console.log(`[main] run ${runId}: report in ${reportDir}`);
-    const node = process.execPath;
-    const mockPort = await freePort();
-    const mockUrl = `http://127.0.0.1:${mockPort}`;
-    group.start('mock-provider', node, [join(ROOT, 'mock-provider', 'cli.ts'), '--port', String(mockPort), '--host', '127.0.0.1']);
-    await waitForHealthy('mock provider', `${mockUrl}/healthz`, 30_000, () => group.assertRunning());
-    // Quota and latency for this run: ~800 output tokens at callSeconds per call.
-    const perTokenMs = (flags['call-seconds'] * 1000 * 0.9) / OUTPUT_TOKENS;
-    const mockConfig = {
-      requestsPerMinute: flags['quota-rpm'],
-      tokensPerMinute: flags['quota-tpm'],
-      timeToFirstTokenMs: { kind: 'fixed', value: Math.round(flags['call-seconds'] * 100) },
-      perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
-      outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
-    };
-    const put = await fetch(`${mockUrl}/admin/config`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(mockConfig) });
-    if (!put.ok) throw new Error(`mock provider refused the run's config: ${await put.text()}`);
-    console.log(`[main] mock provider on ${mockUrl} (quota ${flags['quota-rpm']} req/min, ${flags['quota-tpm']} tokens/min, ~${flags['call-seconds']} s per call)`);
-
-    const agentPort = await freePort();
-    group.start('agent', node, [
-      join(ROOT, 'agent', 'cli.ts'),
-      '--port', String(agentPort),
-      '--provider-url', mockUrl,
-      '--replicas', String(flags.replicas),
-      '--permits', String(flags.permits),
-      '--tokens-per-minute', String(Math.round(flags['quota-tpm'] * BUDGET_FRACTION)),
-      '--max-wait-ms', String(flags['max-wait-ms']),
-      '--estimated-tokens-per-call', String(flags.tokens + OUTPUT_TOKENS),
-    ]);
-    const agentUrls = Array.from({ length: flags.replicas }, (_, i) => `http://127.0.0.1:${agentPort + i}`);
-    for (const url of agentUrls) await waitForHealthy('agent service', `${url}/healthz`, 60_000, () => group.assertRunning());
-    console.log(`[main] agent service: ${flags.replicas} replica(s) at ${agentUrls.join(', ')}`);
-
-    const prometheusUrl = await startPrometheus(group, {
-      jobs: { [AGENT_JOB]: agentUrls.map((u) => u.replace('http://', '')), [MOCK_JOB]: [`127.0.0.1:${mockPort}`] },
-      dataDir: join(reportDir, 'prometheus'),
-      scrapeIntervalSeconds: 2,
-    });
-    console.log(`[main] prometheus on ${prometheusUrl}`);
-
-    let summary: K6Summary | undefined;
-    let exitCode = 0;
-    const startedAt = Date.now();
-    const onLine = (line: string) => console.log(`[k6] ${line}`);
-    if (findTool('k6')) {
-      const r = await runK6({ scenario, target: agentUrls.join(','), reportDir, runId, prometheusUrl, mockUrl, onLine, signal: aborter.signal });
-      summary = r.summary;
-      exitCode = r.exitCode;
-    } else {
-      console.log('[main] k6 is not installed (install it with: npm run tools); replaying the scenario with the Node driver');
-      summary = await runNodeDriver(scenario, agentUrls[0], (l) => console.log(`[driver] ${l}`), aborter.signal);
-    }
-    const endedAt = Date.now();
-    await new Promise((r) => setTimeout(r, 3000)); // one more scrape after the last request
-
-    const totals = await stackTotals(prometheusUrl, startedAt, Date.now());
-    const plot = await writePlot(prometheusUrl, reportDir, startedAt, endedAt, `quotascope run ${runId}`);
-    const steady = scenario.arrivals.find((a) => a.kind === 'constant');
-    let comparison: ReturnType<typeof comparePlan> | undefined;
-    if (!flags.scenario && steady?.kind === 'constant' && flags.tree === 'review') {
-      // Skip the first third of the steady phase (queue filling) when measuring.
-      const from = startedAt + (steady.start + steady.duration / 3) * 1000;
-      const to = startedAt + (steady.start + steady.duration) * 1000;
-      const measured = await measureSteadyState(prometheusUrl, from, Math.min(to, endedAt));
-      comparison = comparePlan(
-        {
-          parallelBranches: 4,
-          sequentialSteps: 1,
-          userRequestsPerMinute: flags.rate,
-          inputTokensPerCall: flags.tokens,
-          outputTokensPerCall: OUTPUT_TOKENS,
-          latencySeconds: flags['call-seconds'],
-          quotaRequestsPerMinute: flags['quota-rpm'],
-          quotaTokensPerMinute: flags['quota-tpm'],
-          budgetFraction: BUDGET_FRACTION,
-          replicas: flags.replicas,
-          toleratedWaitSeconds: flags['max-wait-ms'] / 1000,
-          burstUsers: Math.max(1, flags['burst-users']),
-        },
-        measured,
-      );
-    }
-
-    const report = { runId, scenario: scenario.name, flags, k6ExitCode: exitCode, k6: summary, stack: totals, planVsMeasured: comparison, plot };
-    writeFileSync(join(reportDir, 'summary.json'), JSON.stringify(report, null, 2));
-    const a = totals.acquireSeconds;
-    console.log(
-      [
-        '',
-        `quotascope run ${runId} (${scenario.name})`,
-        `  user requests:     ${totals.requests} (client saw ${summary?.requests ?? 0}, failed ${fmt((summary?.failedRate ?? 0) * 100, '%')}, with missing branches ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')})`,
-        `  model calls:       ${totals.modelCalls} at the provider`,
-        `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
-        `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')}`,
-        `  limiter timeouts:  ${totals.timeouts}`,
-        `  request duration:  p50 ${fmt((summary?.durationMs.p50 ?? 0) / 1000, ' s')}  p95 ${fmt((summary?.durationMs.p95 ?? 0) / 1000, ' s')}`,
-        `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
-        comparison ? formatComparison(comparison) : '',
-        `  report:            ${join(reportDir, 'summary.json')}, ${plot}`,
-      ].join('\n'),
-    );
-    // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.
-    return exitCode;
-  } catch (e) {
-    console.error(`[main] failed: ${(e as Error).message}`);
-    return 1;
-  } finally {
-    await group.stopAll();
-  }
+  const running = run(flags, scenario, group, reportDir, runId, aborter.signal)
+    .catch((e) => {
+      if (aborter.signal.aborted) return 130;
+      console.error(`[main] failed: ${(e as Error).message}`);
+      return 1;
+    })
+    .finally(() => group.stopAll());
+  finished = running;
+  return running;
 }
 
 process.exitCode = await main();

@@ -1,10 +1,11 @@
 // The run report: totals from Prometheus over the run (the processes are fresh, so a
 // counter's last value is the run's total), acquire-time percentiles, alerts that fired,
-// and the SVG of acquire-time p95 and calls in flight.
+// and run.svg drawn from the dashboards' panel specs.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
-import { renderSvg } from './plot.ts';
+import { instantiate, limiterDashboard, loadtestDashboard, panelsOf } from '../dashboards/index.ts';
+import { type Panel, type PlotLine, type PlotSeries, renderSvg } from './plot.ts';
 import { alerts, alertsFiredBetween, queryRange, queryScalar } from './prometheus.ts';
 
 export interface StackTotals {
@@ -37,23 +38,49 @@ export async function stackTotals(prometheusUrl: string, start: number, end: num
   };
 }
 
-/** Writes run.svg (acquire-time p95 and calls in flight over the run) into reportDir. */
-export async function writePlot(prometheusUrl: string, reportDir: string, start: number, end: number, title: string): Promise<string> {
-  const step = Math.max(1, Math.round((end - start) / 1000 / 200));
-  const p95 = `histogram_quantile(0.95, sum by (le) (rate(${limiterMetrics.acquireDuration.name}_bucket[15s])))`;
-  const inFlight = `sum(${limiterMetrics.permitsInUse.name})`;
-  const waiting = `sum(${limiterMetrics.waitingCalls.name})`;
-  const first = async (expr: string) => (await queryRange(prometheusUrl, expr, start, end, step))[0]?.points ?? [];
-  const svg = renderSvg(
-    title,
-    [
-      { title: 'acquire time p95', unit: 's', points: await first(p95) },
-      { title: 'model calls in flight', unit: 'calls', points: await first(inFlight) },
-      { title: 'calls waiting for a permit or budget', unit: 'calls', points: await first(waiting) },
-    ],
-    start,
-    end,
-  );
+/** The report's panels: the dashboards' own specs (same expressions, titles, units, thresholds). */
+export const PLOT_PANELS = [
+  { dashboard: loadtestDashboard, key: 'agent-requests' },
+  { dashboard: limiterDashboard, key: 'acquire-quantiles' },
+  { dashboard: limiterDashboard, key: 'littles-law' },
+  { dashboard: limiterDashboard, key: 'waiting' },
+] as const;
+
+/** A Grafana legend format (`{{instance}} in use`) filled from a series' labels. */
+export function legendOf(format: string, labels: Record<string, string>): string {
+  return format.replace(/\{\{\s*(\w+)\s*\}\}/g, (_m, name: string) => labels[name] ?? '');
+}
+
+export interface PlotExtras {
+  /** The plan-vs-measured window, shaded on every panel. */
+  window?: { start: number; end: number };
+  /** Planned calls in flight, drawn on the calls-in-flight panel. */
+  plannedInFlight?: number;
+  subtitle?: string;
+  /** $__rate_interval for the panels' rate() windows (about 4 scrape intervals). */
+  rateInterval?: string;
+}
+
+/** Writes run.svg (requests, acquire time, calls in flight, waiting calls over the run) into reportDir. */
+export async function writePlot(prometheusUrl: string, reportDir: string, start: number, end: number, title: string, extras: PlotExtras = {}): Promise<string> {
+  const step = Math.max(1, Math.round((end - start) / 1000 / 300));
+  const panels: Panel[] = [];
+  for (const { dashboard, key } of PLOT_PANELS) {
+    const spec = panelsOf(dashboard).find((p) => p.key === key);
+    if (!spec) throw new Error(`dashboard ${dashboard.uid} has no panel ${key}`);
+    const series: PlotSeries[] = [];
+    for (const target of spec.targets) {
+      const expr = instantiate(target.expr, { rateInterval: extras.rateInterval ?? '10s' });
+      const result = await queryRange(prometheusUrl, expr, start, end, step);
+      for (const r of result) series.push({ label: legendOf(target.legend, r.metric).trim() || spec.title, points: r.points });
+      if (result.length === 0) series.push({ label: legendOf(target.legend, {}).trim() || spec.title, points: [] });
+    }
+    const lines: PlotLine[] = (spec.thresholds ?? []).map((t) => ({ label: t.color === 'red' ? 'alert line' : 'warning line', value: t.value, color: t.color === 'red' ? '#d62728' : '#ff9800' }));
+    if (key === 'littles-law' && extras.plannedInFlight !== undefined) lines.push({ label: 'planned', value: extras.plannedInFlight, color: '#555' });
+    panels.push({ title: spec.title, unit: spec.unit, series, lines });
+  }
+  const band = extras.window && { ...extras.window, label: 'plan vs measured window' };
+  const svg = renderSvg({ title, subtitle: extras.subtitle, band }, panels, start, end);
   const path = join(reportDir, 'run.svg');
   writeFileSync(path, svg);
   return path;

@@ -155,9 +155,9 @@ export function textOf(plan: CompletionPlan, from: number, to: number): string {
 
 /** Writes a JSON body without express's res.json machinery (this is the hot path). */
 export function sendJson(res: Response, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+  const bytes = Buffer.from(JSON.stringify(body)); // encode once; byteLength + write would scan twice
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': bytes.length });
+  res.end(bytes);
 }
 
 /** Answers one model call; resolves when the response is over (or the client left). */

@@ -3,9 +3,17 @@
 // are told apart by the `limiter` label. Gauges are read at scrape time from each
 // wrapper's snapshot, so the hot path only touches counters and histograms.
 //
-// Exemplars (trace ids on histogram observations) need an OpenMetrics registry
-// (`new Registry(Registry.OPENMETRICS_CONTENT_TYPE)`), served with that content type.
-import promClient, { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+// Exemplars (trace ids on histogram observations) need an OpenMetrics registry, set before
+// the first wrapper is created on it (`registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE)`)
+// and served with that content type.
+import promClient, {
+  Counter,
+  Gauge,
+  Histogram,
+  type OpenMetricsContentType,
+  type PrometheusContentType,
+  type Registry,
+} from 'prom-client';
 import { limiterMetrics } from './definitions.ts';
 
 /** What the gauges read from one wrapper at scrape time. */
@@ -20,15 +28,16 @@ export interface LimiterGaugeSource {
   };
 }
 
-type AnyRegistry = Registry<'text/plain; version=0.0.4; charset=utf-8'> | Registry<never>;
+/** A prom-client registry of either content type. */
+export type AnyRegistry = Registry<PrometheusContentType> | Registry<OpenMetricsContentType>;
 
 const byRegistry = new WeakMap<object, LimiterMetrics>();
 
 /** The limiter metrics registered on `registry` (created on first use, then shared). */
-export function createLimiterMetrics(registry: Registry | Registry<never> = promClient.register): LimiterMetrics {
+export function createLimiterMetrics(registry: AnyRegistry = promClient.register): LimiterMetrics {
   let metrics = byRegistry.get(registry);
   if (!metrics) {
-    metrics = new LimiterMetrics(registry as AnyRegistry);
+    metrics = new LimiterMetrics(registry);
     byRegistry.set(registry, metrics);
   }
   return metrics;

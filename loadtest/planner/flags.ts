@@ -39,6 +39,17 @@ export class FlagError extends Error {
   }
 }
 
+const treeFlags = ['--branches', '--calls-per-branch', '--sequential-steps'] as const;
+
+/** "4x1+1" = 4 parallel branches × 1 call each + 1 sequential step; "8x2" has no step after. */
+export function parseTree(text: string): Pick<ValidPlanInput, 'parallelBranches' | 'callsPerBranch' | 'sequentialSteps'> {
+  const match = /^\s*(\d+)\s*x\s*(\d+)\s*(?:\+\s*(\d+)\s*)?$/i.exec(text);
+  if (!match) {
+    throw new FlagError(`--tree: '${text}' is not BRANCHESxCALLS[+STEPS], e.g. 4x1+1 (4 parallel branches × 1 call + 1 step)`);
+  }
+  return { parallelBranches: Number(match[1]), callsPerBranch: Number(match[2]), sequentialSteps: Number(match[3] ?? 0) };
+}
+
 function isNumericFlag(name: string): name is NumericFlag {
   return Object.hasOwn(numericFlags, name);
 }
@@ -53,6 +64,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const values: Partial<Record<PlanInputField, number>> = {};
   let example: ExampleName | undefined;
   let json = false;
+  let treeGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const eq = arg.indexOf('=');
@@ -68,6 +80,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     if (name === '--help' || name === '-h') return { help: true };
     if (name === '--json') {
       json = true;
+    } else if (name === '--tree') {
+      Object.assign(values, parseTree(takeValue()));
+      treeGiven = true;
     } else if (name === '--example') {
       const value = takeValue();
       if (!Object.hasOwn(examples, value)) {
@@ -83,6 +98,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       throw new FlagError(`${name}: unknown flag (see --help)`);
     }
   }
+  if (treeGiven && argv.some((arg) => treeFlags.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) {
+    throw new FlagError(`--tree: give either --tree or ${treeFlags.join('/')}, not both`);
+  }
   const base = example ? examples[example] : {};
   const merged = { ...base, ...values };
   const issues = planInputIssues(merged);
@@ -90,7 +108,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     // A value the user typed is the likelier mistake than a flag left out: report it first.
     const issue = issues.find((i) => i.field in values) ?? issues[0];
     const given = values[issue.field as PlanInputField];
-    throw new FlagError(`${flagOf(issue.field)}: ${issue.message}${given === undefined ? '' : ` (got ${given})`}`);
+    const fromTree = treeGiven && ['parallelBranches', 'callsPerBranch', 'sequentialSteps'].includes(issue.field);
+    const flag = fromTree ? '--tree' : flagOf(issue.field);
+    throw new FlagError(`${flag}: ${issue.message}${given === undefined ? '' : ` (got ${given})`}`);
   }
   return { help: false, json, input: parsePlanInput(merged) };
 }
@@ -105,6 +125,7 @@ export function usage(): string {
     'Give the calls per request, or the tree: parallel branches × calls per branch + sequential steps.',
     '',
     ...lines,
+    `  ${'--tree BxC[+S]'.padEnd(width)}the tree in one flag: B parallel branches × C calls + S sequential steps (4x1+1)`,
     `  ${'--example NAME'.padEnd(width)}start from a named example (${Object.keys(examples).join(', ')}); flags override it`,
     `  ${'--json'.padEnd(width)}print the plan as JSON`,
     '',

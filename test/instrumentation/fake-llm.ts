@@ -2,7 +2,7 @@
 // Each call runs `script`, which yields responses or throws; the fake counts calls and
 // tracks how many are running at once.
 import { BaseLlm, type BaseLlmConnection, type LlmRequest, type LlmResponse } from '@google/adk';
-import type { Registry } from 'prom-client';
+import type { AnyRegistry as Registry } from '../../instrumentation/index.ts';
 
 export interface FakeCall {
   readonly index: number;

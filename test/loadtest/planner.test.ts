@@ -302,6 +302,9 @@ describe('the CLI as a process', () => {
     [['--example', 'review-agent', '--colour'], '--colour'],
     [['--example', 'nope'], '--example'],
     [['--branches', '4', '--users-per-minute', '40'], '--input-tokens'],
+    [['--example', 'review-agent', '--tree', '0x1'], '--tree'],
+    [['--example', 'review-agent', '--tree', 'four'], '--tree'],
+    [['--example', 'review-agent', '--tree', '4x1+1', '--branches', '3'], '--tree'],
     // A bad value typed is reported before the flags left out.
     [['--replicas', '0'], '--replicas'],
   ])('exits 2 with one line naming the flag: %j', async (args, flag) => {
@@ -310,6 +313,14 @@ describe('the CLI as a process', () => {
     expect(stdout).toBe('');
     expect(stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(stderr).toMatch(new RegExp(`^plan: ${flag}: `));
+  });
+
+  it('takes the tree in one flag: --tree 8x1+1 is 8 branches × 1 call + 1 step', async () => {
+    const { code, stdout } = await runCli(['--example', 'review-agent', '--tree', '8x1+1', '--json']);
+    expect(code).toBe(0);
+    const p = JSON.parse(stdout);
+    expect(p.tree).toMatchObject({ parallelBranches: 8, callsPerBranch: 1, sequentialSteps: 1, callsPerRequest: 9 });
+    expect(p.demand.callsPerMinute).toBe(360);
   });
 
   it('prints usage with --help', async () => {
