@@ -5,6 +5,7 @@
 // connections (node:http client) with a fixed concurrency.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +41,15 @@ async function stopChild(child: ChildProcess): Promise<void> {
   await once(child, 'exit');
 }
 
+/**
+ * CPU seconds (user + system) a process has used, from /proc (Linux). On a shared machine
+ * requests per server CPU second is the steadier figure: it is the rate one core would give.
+ */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
 /** One POST over a keep-alive agent; resolves with the status once the body is read. */
 function post(agent: Agent, url: URL, body: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -58,7 +68,7 @@ function post(agent: Agent, url: URL, body: Buffer): Promise<number> {
 }
 
 /** Fixed-concurrency closed loop; returns requests/s over the measuring window. */
-async function measure(url: string): Promise<{ opsPerSec: number; meanNs: number; requests: number }> {
+async function measure(url: string, pid: number): Promise<Measurement> {
   // node:http's client costs less CPU per request than fetch, so the generator is less of a limit.
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const target = new URL(`${url}/v1beta/models/gemini-2.5-flash:generateContent`);
@@ -81,14 +91,24 @@ async function measure(url: string): Promise<{ opsPerSec: number; meanNs: number
   const workers = Array.from({ length: CONCURRENCY }, worker);
   await new Promise((resolve) => setTimeout(resolve, WARMUP_MS));
   counting = true;
+  const cpuStart = cpuSeconds(pid);
   const started = performance.now();
   await new Promise((resolve) => setTimeout(resolve, MEASURE_MS));
   counting = false;
   const seconds = (performance.now() - started) / 1000;
+  const cpu = cpuSeconds(pid) - cpuStart;
   stop = true;
   await Promise.all(workers);
   agent.destroy();
-  return { opsPerSec: completed / seconds, meanNs: latencyNs / completed, requests: completed };
+  return { opsPerSec: completed / seconds, meanNs: latencyNs / completed, requests: completed, perCpuSecond: completed / cpu };
+}
+
+interface Measurement {
+  opsPerSec: number;
+  meanNs: number;
+  requests: number;
+  /** Requests served per CPU second of the server process. */
+  perCpuSecond: number;
 }
 
 /** The mock's answer for REQUEST_BODY, so the bare server sends a body of the same size. */
@@ -115,6 +135,22 @@ server.listen(0, '127.0.0.1', () => console.log('http://127.0.0.1:' + server.add
 process.on('SIGTERM', () => process.exit(0));
 `;
 
+// The framework's share: express 5 with one route answering the same fixed body.
+const expressServerSource = (body: string) => `
+import express from 'express';
+const body = Buffer.from(${JSON.stringify(body)});
+const app = express();
+app.post('/:version/models/:target', (req, res) => {
+  req.resume();
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+    res.end(body);
+  });
+});
+const server = app.listen(0, '127.0.0.1', () => console.log('http://127.0.0.1:' + server.address().port));
+process.on('SIGTERM', () => process.exit(0));
+`;
+
 const benchMockProvider: BenchModule = async () => {
   const mock = await startChild([
     'mock-provider/cli.ts',
@@ -127,19 +163,24 @@ const benchMockProvider: BenchModule = async () => {
     '--output-tokens=fixed:800',
   ]);
   let bare: { url: string; child: ChildProcess } | undefined;
+  let plainExpress: { url: string; child: ChildProcess } | undefined;
   try {
     const body = await sampleResponse(mock.url);
     bare = await startChild(['--input-type=module', '-e', bareServerSource(body)]);
-    const bareRounds: Awaited<ReturnType<typeof measure>>[] = [];
-    const mockRounds: Awaited<ReturnType<typeof measure>>[] = [];
+    plainExpress = await startChild(['--input-type=module', '-e', expressServerSource(body)]);
+    const bareRounds: Measurement[] = [];
+    const mockRounds: Measurement[] = [];
+    const expressRounds: Measurement[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      bareRounds.push(await measure(bare.url));
-      mockRounds.push(await measure(mock.url));
+      bareRounds.push(await measure(bare.url, bare.child.pid!));
+      expressRounds.push(await measure(plainExpress.url, plainExpress.child.pid!));
+      mockRounds.push(await measure(mock.url, mock.child.pid!));
     }
     const best = (rounds: typeof bareRounds) => rounds.reduce((a, b) => (b.opsPerSec > a.opsPerSec ? b : a));
     const rounds = (list: typeof bareRounds) => list.map((r) => r.opsPerSec.toFixed(0)).join(' ');
     const bareResult = best(bareRounds);
     const mockResult = best(mockRounds);
+    const expressResult = best(expressRounds);
     const rows: BenchRow[] = [
       {
         group: GROUP,
@@ -147,7 +188,15 @@ const benchMockProvider: BenchModule = async () => {
         baseline: true,
         opsPerSec: bareResult.opsPerSec,
         meanNs: bareResult.meanNs,
-        extra: { requests: bareResult.requests, concurrency: CONCURRENCY, responseBytes: body.length, rounds: rounds(bareRounds) },
+        extra: { requests: bareResult.requests, concurrency: CONCURRENCY, responseBytes: body.length, rounds: rounds(bareRounds), requestsPerCpuSecond: Math.round(bareResult.perCpuSecond) },
+      },
+      {
+        group: GROUP,
+        name: 'express 5, one route, fixed JSON body (the framework alone)',
+        baseline: false,
+        opsPerSec: expressResult.opsPerSec,
+        meanNs: expressResult.meanNs,
+        extra: { requests: expressResult.requests, concurrency: CONCURRENCY, rounds: rounds(expressRounds), requestsPerCpuSecond: Math.round(expressResult.perCpuSecond) },
       },
       {
         group: GROUP,
@@ -155,12 +204,13 @@ const benchMockProvider: BenchModule = async () => {
         baseline: false,
         opsPerSec: mockResult.opsPerSec,
         meanNs: mockResult.meanNs,
-        extra: { requests: mockResult.requests, concurrency: CONCURRENCY, rounds: rounds(mockRounds) },
+        extra: { requests: mockResult.requests, concurrency: CONCURRENCY, rounds: rounds(mockRounds), requestsPerCpuSecond: Math.round(mockResult.perCpuSecond) },
       },
     ];
     return rows;
   } finally {
     if (bare) await stopChild(bare.child);
+    if (plainExpress) await stopChild(plainExpress.child);
     await stopChild(mock.child);
   }
 };
@@ -170,7 +220,14 @@ export default benchMockProvider;
 if (import.meta.main) {
   const rows = await benchMockProvider();
   for (const row of rows) {
-    console.log(`${row.name}: ${row.opsPerSec.toFixed(0)} req/s, mean ${(row.meanNs! / 1e6).toFixed(2)} ms (rounds: ${row.extra?.rounds})`);
+    console.log(
+      `${row.name}: ${row.opsPerSec.toFixed(0)} req/s, mean ${(row.meanNs! / 1e6).toFixed(2)} ms (rounds: ${row.extra?.rounds}); ` +
+        `${row.extra?.requestsPerCpuSecond} requests per server CPU second`,
+    );
   }
-  console.log(`ratio mock/bare: ${(rows[1].opsPerSec / rows[0].opsPerSec).toFixed(2)}`);
+  for (const row of rows.slice(1)) {
+    const wall = row.opsPerSec / rows[0].opsPerSec;
+    const cpu = Number(row.extra?.requestsPerCpuSecond) / Number(rows[0].extra?.requestsPerCpuSecond);
+    console.log(`ratio ${row.name} / bare: ${wall.toFixed(2)} wall clock, ${cpu.toFixed(2)} per server CPU second`);
+  }
 }

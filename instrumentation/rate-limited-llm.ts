@@ -11,6 +11,7 @@
 // provider call ends, and a call held past maxCallMs is reclaimed and counted.
 import type { BaseLlmConnection, LlmRequest, LlmResponse } from '@google/adk';
 import { BaseLlm } from '@google/adk';
+import { z } from 'zod';
 import { context, type Span, trace } from '@opentelemetry/api';
 import { type BackoffOptions, DEFAULT_BACKOFF, fullJitterDelayMs } from './backoff.ts';
 import { type Clock, realClock, sleep, type TimerHandle } from './clock.ts';
@@ -97,6 +98,28 @@ export interface LimiterSnapshot {
 
 const UNKNOWN_AGENT = 'unknown';
 
+// The options a user types by hand; objects (delegate, budget, semaphore…) are checked by use.
+const optionsSchema = z.looseObject({
+  name: z.string().min(1),
+  maxConcurrent: z.number().int().min(1).optional(),
+  estimatedTokens: z.union([z.number().finite().nonnegative(), z.function(), z.object({ estimate: z.function() })]).optional(),
+  maxWaitMs: z.number().finite().positive().optional(),
+  maxAttempts: z.number().int().min(1).optional(),
+  maxCallMs: z.number().finite().positive().optional(),
+  backoff: z.object({ baseMs: z.number().finite().nonnegative(), capMs: z.number().finite().nonnegative() }).optional(),
+});
+
+function validateOptions(options: RateLimitedLlmOptions): void {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`);
+    throw new TypeError(`RateLimitedLlm options: ${problems.join('; ')}`);
+  }
+  if (!options.semaphore && options.maxConcurrent === undefined) {
+    throw new TypeError('RateLimitedLlm options: maxConcurrent: give maxConcurrent or a shared semaphore');
+  }
+}
+
 /** Shared between the consumer-facing generator and the call it drives. */
 interface CallState {
   /** The provider call is over (permit released, tokens settled). */
@@ -157,10 +180,7 @@ export class RateLimitedLlm extends BaseLlm {
 
   constructor(options: RateLimitedLlmOptions) {
     super({ model: options.delegate.model });
-    if (!options.name) throw new TypeError('RateLimitedLlm: options.name (the limiter label) is required');
-    if (!options.semaphore && options.maxConcurrent === undefined) {
-      throw new TypeError('RateLimitedLlm: give options.maxConcurrent or options.semaphore');
-    }
+    validateOptions(options);
     this.#options = options;
     this.name = options.name;
     this.delegate = options.delegate;
@@ -171,9 +191,9 @@ export class RateLimitedLlm extends BaseLlm {
       options.semaphore ?? new FairSemaphore(options.maxConcurrent as number, { clock: this.#clock });
     this.budget = options.budget;
     this.estimator = toEstimator(options.estimatedTokens, options.budget);
-    this.maxWaitMs = positive('maxWaitMs', options.maxWaitMs ?? 20_000);
-    this.maxAttempts = positive('maxAttempts', options.maxAttempts ?? 3);
-    this.maxCallMs = positive('maxCallMs', options.maxCallMs ?? 300_000);
+    this.maxWaitMs = options.maxWaitMs ?? 20_000;
+    this.maxAttempts = options.maxAttempts ?? 3;
+    this.maxCallMs = options.maxCallMs ?? 300_000;
     this.#retryBudget =
       options.retryBudget instanceof RetryBudget
         ? options.retryBudget
@@ -570,11 +590,6 @@ export class RateLimitedLlm extends BaseLlm {
       // A faulty observer must not break the call or leak the permit.
     }
   }
-}
-
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`RateLimitedLlm: ${name} must be > 0, got ${value}`);
-  return value;
 }
 
 function toEstimator(option: RateLimitedLlmOptions['estimatedTokens'], budget: TokenBudget | undefined): TokenEstimator {

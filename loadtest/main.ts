@@ -189,8 +189,15 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   await new Promise((r) => setTimeout(r, 3000)); // one more scrape after the last request
 
   const totals = await stackTotals(prometheusUrl, startedAt, Date.now());
-  const plot = await writePlot(prometheusUrl, reportDir, testStartedAt, endedAt, `quotascope run ${runId}`);
   const comparison = await planVsMeasured(flags, scenario, prometheusUrl, testStartedAt, endedAt, probe);
+  const compared = 'skipped' in comparison ? undefined : comparison;
+  const plot = await writePlot(prometheusUrl, reportDir, testStartedAt, endedAt, `quotascope run ${runId}`, {
+    subtitle: `${scenario.description ?? scenario.name}; ${flags.replicas} replica(s), ${flags.permits} permits each, ${flags['call-seconds']} s per call`,
+    window: compared?.window,
+    plannedInFlight: compared?.rows.find((r) => r.quantity === 'calls in flight')?.planned,
+    rateInterval: '8s',
+    probeSamples: probe.samples,
+  });
 
   const report = {
     runId,

@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { instantiate, limiterDashboard, loadtestDashboard, panelsOf } from '../dashboards/index.ts';
+import type { ProbeSample } from './gauge-probe.ts';
 import { type Panel, type PlotLine, type PlotSeries, renderSvg } from './plot.ts';
 import { alerts, alertsFiredBetween, queryRange, queryScalar } from './prometheus.ts';
 
@@ -57,8 +58,22 @@ export interface PlotExtras {
   /** Planned calls in flight, drawn on the calls-in-flight panel. */
   plannedInFlight?: number;
   subtitle?: string;
+  /** Random-time samples of the permits in use (GaugeProbe), drawn as a trailing mean on the calls-in-flight panel. */
+  probeSamples?: readonly ProbeSample[];
   /** $__rate_interval for the panels' rate() windows (about 4 scrape intervals). */
   rateInterval?: string;
+}
+
+const parseSeconds = (d: string): number => Number.parseFloat(d) * (d.endsWith('m') ? 60 : 1);
+
+/** At each step in [start, end], the mean of the samples in the trailing window (none: no point). */
+export function trailingMean(samples: readonly ProbeSample[], start: number, end: number, stepMs: number, windowMs: number): [number, number][] {
+  const points: [number, number][] = [];
+  for (let t = start; t <= end; t += stepMs) {
+    const inWindow = samples.filter((s) => s.at > t - windowMs && s.at <= t);
+    if (inWindow.length) points.push([t, inWindow.reduce((sum, s) => sum + s.value, 0) / inWindow.length]);
+  }
+  return points;
 }
 
 /** Writes run.svg (requests, acquire time, calls in flight, waiting calls over the run) into reportDir. */
@@ -76,6 +91,10 @@ export async function writePlot(prometheusUrl: string, reportDir: string, start:
       if (result.length === 0) series.push({ label: legendOf(target.legend, {}).trim() || spec.title, points: [] });
     }
     const lines: PlotLine[] = (spec.thresholds ?? []).map((t) => ({ label: t.color === 'red' ? 'alert line' : 'warning line', value: t.value, color: t.color === 'red' ? '#d62728' : '#ff9800' }));
+    if (key === 'littles-law' && extras.probeSamples?.length) {
+      const windowMs = parseSeconds(extras.rateInterval ?? '10s') * 1000;
+      series.push({ label: 'permits in use, random-time samples', points: trailingMean(extras.probeSamples, start, end, step * 1000, windowMs) });
+    }
     if (key === 'littles-law' && extras.plannedInFlight !== undefined) lines.push({ label: 'planned', value: extras.plannedInFlight, color: '#555' });
     panels.push({ title: spec.title, unit: spec.unit, series, lines });
   }

@@ -6,14 +6,16 @@ import { accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
-export type ToolName = 'k6' | 'prometheus' | 'promtool' | 'alertmanager' | 'redis-server';
+export type ToolName = 'k6' | 'prometheus' | 'promtool' | 'alertmanager' | 'amtool' | 'redis-server' | 'docker-compose';
 
 const binaryNames: Record<ToolName, readonly string[]> = {
   k6: ['k6'],
   prometheus: ['prometheus'],
   promtool: ['promtool'],
   alertmanager: ['prometheus-alertmanager', 'alertmanager'],
+  amtool: ['amtool'],
   'redis-server': ['redis-server'],
+  'docker-compose': ['docker-compose'],
 };
 
 /** The folder scripts/tools.sh installs k6 into (override with QUOTASCOPE_BIN). */

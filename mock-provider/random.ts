@@ -1,5 +1,4 @@
-// Seeded randomness: a small fast PRNG (sfc32), string hashing to derive per-request
-// generators, and sampling of the configured distributions.
+// Seeded randomness: a small fast PRNG (sfc32) and sampling of the configured distributions.
 import type { Distribution } from './config.ts';
 
 /** Returns floats in [0, 1). */
@@ -26,16 +25,6 @@ export function createRandom(seed: number): Random {
   };
   for (let i = 0; i < 12; i++) next(); // mix the seed into the whole state
   return next;
-}
-
-/** FNV-1a over a string, mixed with a seed: stable across runs and processes. */
-export function hashString(text: string, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
 }
 
 /** Standard normal variate (Box-Muller). */

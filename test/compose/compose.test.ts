@@ -6,7 +6,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,22 +32,7 @@ interface Service {
   profiles?: string[];
 }
 
-/**
- * docker-compose (Debian's 1.29) is not one of loadtest/tools.ts's tools yet, so it is looked
- * up on PATH here; a missing one fails the test with the command that installs it.
- */
-function composeBinary(): string {
-  for (const dir of (process.env.PATH ?? '').split(delimiter).concat('/usr/bin', '/usr/local/bin')) {
-    const candidate = join(dir, 'docker-compose');
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not in this folder
-    }
-  }
-  throw new Error('docker-compose is not installed; run: sudo apt-get install -y docker-compose');
-}
+const composeBinary = (): string => requireTool('docker-compose');
 
 async function composeConfig(env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -184,7 +169,7 @@ describe('compose-only configs under deploy/', () => {
 
   it('Alertmanager config is valid', async () => {
     // amtool ships in the same Debian package as Alertmanager (prometheus-alertmanager).
-    const amtool = join(dirname(requireTool('alertmanager')), 'amtool');
+    const amtool = requireTool('amtool');
     expect(() => accessSync(amtool, constants.X_OK), `${amtool} missing: run npm run tools`).not.toThrow();
     const { stdout } = await run(amtool, ['check-config', join(repo, 'deploy/alertmanager/alertmanager.yml')]);
     expect(stdout).toContain('SUCCESS');

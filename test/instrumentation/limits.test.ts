@@ -86,3 +86,13 @@ describe('replicaShare', () => {
     expect(() => replicaShare({ tokensPerMinute: 1000, maxConcurrent: 3, replicas: 2, headroom: 2 })).toThrow(/headroom/);
   });
 });
+
+describe('RateLimitedLlm options', () => {
+  it('rejects bad options with the field named', () => {
+    const delegate = new FakeLlm(async function* () {});
+    expect(() => new RateLimitedLlm({ delegate, name: 'x', maxConcurrent: 0, registry: new Registry() })).toThrow(/maxConcurrent/);
+    expect(() => new RateLimitedLlm({ delegate, name: 'x', maxConcurrent: 1, maxWaitMs: -1, registry: new Registry() })).toThrow(/maxWaitMs/);
+    expect(() => new RateLimitedLlm({ delegate, name: '', maxConcurrent: 1, registry: new Registry() })).toThrow(/name/);
+    expect(() => new RateLimitedLlm({ delegate, name: 'x', registry: new Registry() })).toThrow(/maxConcurrent/);
+  });
+});

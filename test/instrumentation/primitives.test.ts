@@ -216,3 +216,14 @@ describe('estimator', () => {
     expect(est.estimate(req, 'a')).toBe(2_000); // bounded by the budget's capacity
   });
 });
+
+describe('metric definitions', () => {
+  it('acquire-time buckets resolve both a 2 ms and a 20 s wait', async () => {
+    const { ACQUIRE_SECONDS_BUCKETS } = await import('../../instrumentation/index.ts');
+    const upperBoundFor = (v: number) => ACQUIRE_SECONDS_BUCKETS.find((b) => b >= v) ?? Number.POSITIVE_INFINITY;
+    const lowerBoundFor = (v: number) => [...ACQUIRE_SECONDS_BUCKETS].reverse().find((b) => b < v) ?? 0;
+    // Each wait falls in a bucket no wider than ~2.5x around it.
+    expect(upperBoundFor(0.002) / Math.max(lowerBoundFor(0.002), 1e-9)).toBeLessThanOrEqual(2.5);
+    expect(upperBoundFor(20) / lowerBoundFor(20)).toBeLessThanOrEqual(1.5);
+  });
+});

@@ -110,3 +110,30 @@ describe('the stranded consumer', () => {
     expect(h.reconcile).toHaveBeenCalledTimes(1);
   });
 });
+
+describe('onCallEnd', () => {
+  it('is called once per call, inside the async context of the request that made it', async () => {
+    const { AsyncLocalStorage } = await import('node:async_hooks');
+    const als = new AsyncLocalStorage<string>();
+    const seen: { agent: string; store: string | undefined }[] = [];
+    const llm = new RateLimitedLlm({
+      delegate: new FakeLlm(async function* () {
+        await delay(10);
+        yield textResponse('ok', 3);
+      }),
+      name: 'als',
+      maxConcurrent: 1, // the second and third calls queue: their reports must still see their own context
+      estimatedTokens: 1,
+      registry: new (await import('prom-client')).Registry(),
+      onCallEnd: (r) => seen.push({ agent: r.agent, store: als.getStore() }),
+    });
+    await Promise.all(
+      ['a', 'b', 'c'].map((id) => als.run(`request-${id}`, () => consume(llm.generateContentAsync(request(id))))),
+    );
+    expect(seen.sort((x, y) => x.agent.localeCompare(y.agent))).toEqual([
+      { agent: 'a', store: 'request-a' },
+      { agent: 'b', store: 'request-b' },
+      { agent: 'c', store: 'request-c' },
+    ]);
+  });
+});

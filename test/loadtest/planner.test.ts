@@ -188,6 +188,18 @@ describe('edge cases', () => {
     expect(Math.round(p.inFlight.perReplica * 10) / 10).toBeCloseTo((100 / 3 / 60) * 8, 1);
   });
 
+  it('flags a burst that queues beyond maxWait or overruns the budget', () => {
+    // 100 users on 3 replicas: 34 × 4 = 136 calls on the busiest replica against 10 permits.
+    const p = plan({ ...reviewAgentExample, burstUsers: 100 });
+    expect(p.burst.busiestReplicaCallsAtStart).toBe(136);
+    expect(p.burst.queuedWaitSeconds).toBe(13 * 8);
+    expect(p.burst.withinMaxWait).toBe(false);
+    expect(p.burst.tokensFitBudget).toBe(false); // 136 × 5,800 = 788,800 > 300 k
+    const text = formatPlan(p);
+    expect(text).toContain('BEYOND maxWait');
+    expect(text).toContain('DOES NOT fit');
+  });
+
   it('takes a bare call count as one fan-out for the burst', () => {
     const p = plan({ ...reviewAgentExample, parallelBranches: undefined, callsPerRequest: 5 });
     expect(p.tree).toMatchObject({ source: 'assumed', parallelBranches: 5, sequentialSteps: 0 });

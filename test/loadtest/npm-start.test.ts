@@ -1,0 +1,155 @@
+// `npm start` end to end, as a user runs it: `node loadtest/main.ts` as a child process with a
+// short, scaled-down run (real mock provider, agent service with 2 replicas, Prometheus, k6).
+// Asserts the exit code, the printed summary, reports/<run-id>/summary.json and that no
+// process it started (nor any port it served) survives it; also after a SIGTERM mid-run.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { requireTool } from '../../loadtest/tools.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'qs-npm-start-'));
+const FLAGS = ['--duration', '10', '--rate', '60', '--call-seconds', '0.5', '--tokens', '1000', '--replicas', '2', '--burst-users', '3'];
+const started: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Every descendant of `pid` right now (children, grandchildren, …), from ps. */
+function descendants(pid: number): number[] {
+  const table = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).map(Number));
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length) {
+    const parent = queue.shift() as number;
+    for (const [child, ppid] of table) {
+      if (ppid === parent && !found.includes(child)) {
+        found.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return found;
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** True when nothing accepts connections at `url` any more. */
+async function refused(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  out: string;
+  /** Every process seen below `npm start` while it ran. */
+  pids: number[];
+  /** Base URLs it printed (mock provider, agent replicas, Prometheus). */
+  urls: string[];
+}
+
+/** Runs `node loadtest/main.ts` with `args`; `whileRunning` may act on it (e.g. signal it). */
+function npmStart(args: string[], whileRunning?: (child: ChildProcess, out: () => string) => void): Promise<Run> {
+  const child = spawn(process.execPath, ['loadtest/main.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
+  let out = '';
+  child.stdout?.on('data', (d) => {
+    out += d;
+  });
+  child.stderr?.on('data', (d) => {
+    out += d;
+  });
+  const pids = new Set<number>();
+  const watch = setInterval(() => {
+    if (child.pid) for (const p of descendants(child.pid)) pids.add(p);
+    whileRunning?.(child, () => out);
+  }, 250);
+  return new Promise((resolve) => {
+    child.on('exit', (code, signal) => {
+      clearInterval(watch);
+      const urls = [...out.matchAll(/http:\/\/127\.0\.0\.1:\d+/g)].map((m) => m[0]);
+      resolve({ code, signal, out, pids: [...pids], urls: [...new Set(urls)] });
+    });
+  });
+}
+
+async function expectNothingLeft(run: Run): Promise<void> {
+  // mock provider, agent, prometheus and k6 at least
+  expect(run.pids.length, 'processes seen while it ran').toBeGreaterThanOrEqual(4);
+  await new Promise((r) => setTimeout(r, 200)); // let the kernel reap the last exits
+  expect(run.pids.filter(alive), 'processes still alive after npm start exited').toEqual([]);
+  expect(run.urls.length, 'URLs printed').toBeGreaterThanOrEqual(4);
+  for (const url of run.urls) expect(await refused(url), `${url} still answers`).toBe(true);
+}
+
+describe('npm start (loadtest/main.ts)', () => {
+  it('a short run exits 0, prints the summary, writes summary.json and leaves no process behind', async () => {
+    requireTool('k6');
+    requireTool('prometheus');
+    const reports = join(dir, 'ok');
+    const run = await npmStart([...FLAGS, '--report-dir', reports]);
+    expect(run.code, run.out).toBe(0);
+    for (const line of ['user requests:', 'model calls:', '429s:', 'acquire time:', 'limiter timeouts:', 'alerts fired:', 'plan vs measured', 'report:']) {
+      expect(run.out).toContain(line);
+    }
+    expect(run.out).toMatch(/\[k6\] /); // progress lines
+
+    const [runId] = readdirSync(reports);
+    const summary = JSON.parse(readFileSync(join(reports, runId, 'summary.json'), 'utf8'));
+    expect(summary.runId).toBe(runId);
+    expect(summary.k6ExitCode).toBe(0);
+    // 3 burst users + 60/min for 10 s = 13 requests, 5 model calls each.
+    expect(summary.k6.requests).toBe(13);
+    expect(summary.k6.failedRate).toBe(0);
+    expect(summary.stack.requests).toBe(13);
+    expect(summary.stack.modelCalls).toBe(65);
+    expect(summary.stack.providerRateLimited).toBe(0);
+    expect(summary.stack.timeouts).toBe(0);
+    expect(summary.stack.acquireSeconds.p95).toBeGreaterThanOrEqual(0);
+    expect(summary.stack.alertsFired).toEqual(expect.any(Array));
+    expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
+    expect(summary.planVsMeasured.rows[0].planned).toBe(60);
+    expect(summary.processes.map((p: { name: string }) => p.name)).toEqual(['mock-provider', 'agent', 'prometheus']);
+    for (const f of ['run.svg', 'scenario.json', 'k6-summary.json', 'agent.log', 'mock-provider.log', 'prometheus.log']) {
+      expect(existsSync(join(reports, runId, f)), f).toBe(true);
+    }
+    expect(readFileSync(join(reports, runId, 'run.svg'), 'utf8')).toContain('Calls in flight');
+    for (const p of summary.processes) expect(run.pids).toContain(p.pid);
+    await expectNothingLeft(run);
+  }, 150_000);
+
+  it('SIGTERM mid-run stops k6 and every child, and exits 130', async () => {
+    let signalled = false;
+    const run = await npmStart([...FLAGS, '--duration', '60', '--report-dir', join(dir, 'term')], (child, out) => {
+      // Once k6 is running (its first progress line), stop the run the way a supervisor would.
+      if (!signalled && out().includes('[k6] ')) {
+        signalled = true;
+        child.kill('SIGTERM');
+      }
+    });
+    expect(signalled).toBe(true);
+    expect(run.code, run.out).toBe(130);
+    expect(run.out).toContain('SIGTERM: stopping the run');
+    expect(run.out).not.toContain('user requests:'); // no summary of a run that did not finish
+    await expectNothingLeft(run);
+  }, 90_000);
+});
