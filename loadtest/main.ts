@@ -11,12 +11,11 @@ import { type K6Summary, runK6 } from './k6-runner.ts';
 import { runNodeDriver } from './node-driver.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { GaugeProbe } from './gauge-probe.ts';
-import { comparePlan, formatComparison, measureSteadyState, type PlanVsMeasured } from './plan-vs-measured.ts';
+import { compareRun, formatComparison } from './plan-vs-measured.ts';
 import { freePort, ProcessGroup, waitForHealthy } from './processes.ts';
 import { AGENT_JOB, MOCK_JOB, startPrometheus } from './prometheus.ts';
 import { stackTotals, writePlot } from './report.ts';
 import { loadScenario, ScenarioError } from './scenario.ts';
-import { reviewPlanInput, steadyPhase, steadyWindow, whyNoComparison } from './steady-state.ts';
 import { findTool } from './tools.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -89,37 +88,6 @@ function mainScenario(f: Flags): ScenarioFile {
 
 const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
 
-/** Plan vs measured for the run's steady phase, or why there is none. */
-async function planVsMeasured(
-  flags: Flags,
-  scenario: ScenarioFile,
-  prometheusUrl: string,
-  testStartedAt: number,
-  endedAt: number,
-  probe: GaugeProbe,
-): Promise<PlanVsMeasured | { skipped: string }> {
-  const phase = steadyPhase(scenario);
-  const window = phase ? steadyWindow(phase, flags['call-seconds']) : { from: 0, to: 0 };
-  const why = scenario.mock ? 'the scenario changes the mock provider\'s quota mid-run' : whyNoComparison(scenario, phase, window);
-  if (why || !phase) return { skipped: why ?? 'no steady phase' };
-  const from = testStartedAt + window.from * 1000;
-  const to = Math.min(testStartedAt + window.to * 1000, endedAt);
-  if (to - from < 3000) return { skipped: `the steady window is too short (${((to - from) / 1000).toFixed(1)} s): raise --duration` };
-  const measured = await measureSteadyState(prometheusUrl, from, to);
-  measured.permitsInUseProbed = probe.meanBetween(from, to);
-  const input = reviewPlanInput(phase, {
-    outputTokensPerCall: OUTPUT_TOKENS,
-    latencySeconds: flags['call-seconds'],
-    quotaRequestsPerMinute: flags['quota-rpm'],
-    quotaTokensPerMinute: flags['quota-tpm'],
-    budgetFraction: BUDGET_FRACTION,
-    replicas: flags.replicas,
-    maxWaitSeconds: flags['max-wait-ms'] / 1000,
-    burstUsers: Math.max(1, flags['burst-users']),
-  });
-  return comparePlan(input, measured);
-}
-
 async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, reportDir: string, runId: string, signal: AbortSignal): Promise<number> {
   console.log(`[main] run ${runId}: report in ${reportDir}`);
   const node = process.execPath;
@@ -189,7 +157,23 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   await new Promise((r) => setTimeout(r, 3000)); // one more scrape after the last request
 
   const totals = await stackTotals(prometheusUrl, startedAt, Date.now());
-  const comparison = await planVsMeasured(flags, scenario, prometheusUrl, testStartedAt, endedAt, probe);
+  const comparison = await compareRun({
+    scenario,
+    prometheusUrl,
+    testStartedAt,
+    endedAt,
+    probe,
+    stack: {
+      outputTokensPerCall: OUTPUT_TOKENS,
+      latencySeconds: flags['call-seconds'],
+      quotaRequestsPerMinute: flags['quota-rpm'],
+      quotaTokensPerMinute: flags['quota-tpm'],
+      budgetFraction: BUDGET_FRACTION,
+      replicas: flags.replicas,
+      maxWaitSeconds: flags['max-wait-ms'] / 1000,
+      burstUsers: Math.max(1, flags['burst-users']),
+    },
+  });
   const compared = 'skipped' in comparison ? undefined : comparison;
   const plot = await writePlot(prometheusUrl, reportDir, testStartedAt, endedAt, `quotascope run ${runId}`, {
     subtitle: `${scenario.description ?? scenario.name}; ${flags.replicas} replica(s), ${flags.permits} permits each, ${flags['call-seconds']} s per call`,

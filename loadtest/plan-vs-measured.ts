@@ -11,7 +11,10 @@
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import type { PlanInput } from './planner/index.ts';
 import { plan } from './planner/index.ts';
-import { queryScalar } from './prometheus.ts';
+import type { GaugeProbe } from './gauge-probe.ts';
+import type { ScenarioFile } from './k6/scenario-types.ts';
+import { AGENT_JOB, queryScalar } from './prometheus.ts';
+import { reviewPlanInput, type StackParameters, steadyPhase, steadyWindow, whyNoComparison } from './steady-state.ts';
 
 export interface Measured {
   userRequestsPerMinute: number;
@@ -103,4 +106,32 @@ export function formatComparison(c: PlanVsMeasured): string {
     lines.push(`  ${r.quantity.padEnd(20)}${r.planned.toFixed(1).padStart(10)}${r.measured.toFixed(1).padStart(10)}${err.padStart(9)}`);
   }
   return lines.join('\n');
+}
+
+export interface RunComparisonInput {
+  scenario: ScenarioFile;
+  prometheusUrl: string;
+  /** Time 0 of the scenario (K6Result.testStartedAt) and the end of the run, epoch ms. */
+  testStartedAt: number;
+  endedAt: number;
+  stack: StackParameters;
+  /** Random-time samples of the permits in use during the run. */
+  probe?: GaugeProbe;
+}
+
+/** Plan vs measured over a finished run's steady phase, or why it cannot be compared. */
+export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured | { skipped: string }> {
+  const phase = steadyPhase(r.scenario);
+  const window = phase ? steadyWindow(phase, r.stack.latencySeconds) : { from: 0, to: 0 };
+  const why = r.scenario.mock ? "the scenario changes the mock provider's quota mid-run" : whyNoComparison(r.scenario, phase, window);
+  if (why || !phase) return { skipped: why ?? 'no steady phase' };
+  const from = r.testStartedAt + window.from * 1000;
+  const to = Math.min(r.testStartedAt + window.to * 1000, r.endedAt);
+  if (to - from < 3000) return { skipped: `the steady window is too short (${((to - from) / 1000).toFixed(1)} s): lengthen the steady phase` };
+  const measured = await measureSteadyState(r.prometheusUrl, from, to);
+  if (measured.userRequestsPerMinute === 0 && measured.callSeconds === undefined) {
+    return { skipped: `Prometheus at ${r.prometheusUrl} has no agent service metrics for the run: does it scrape the agent (job ${AGENT_JOB})?` };
+  }
+  measured.permitsInUseProbed = r.probe?.meanBetween(from, to);
+  return comparePlan(reviewPlanInput(phase, r.stack), measured);
 }
