@@ -1,11 +1,15 @@
-// `npm run loadtest -- <scenario> [--target URL] [--prometheus URL] [--mock-url URL] [--scale F] [--load F]`
-// runs one scenario with k6 against a running stack; `npm run loadtest -- convert-trace
+// `npm run loadtest -- <scenario> [--target URL] [--prometheus URL] [--mock-url URL] [--scale F] [--load F] [--plan]`
+// runs one scenario with k6 against a running stack (and with --plan compares it with the planner); `npm run loadtest -- convert-trace
 // access.log [--out trace.jsonl]` turns the agent service's access log into a trace.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
+import { GaugeProbe } from './gauge-probe.ts';
 import { runK6, THRESHOLDS_FAILED } from './k6-runner.ts';
+import { fetchMockParameters, type MockParameters } from './mock-parameters.ts';
+import { compareRun, formatComparison } from './plan-vs-measured.ts';
 import { loadScenario, ScenarioError, scaleScenario } from './scenario.ts';
 import { ToolMissingError } from './tools.ts';
 import { convertAccessLog, toJsonLines } from './trace-convert.ts';
@@ -18,6 +22,11 @@ const USAGE = `usage: npm run loadtest -- <scenario> [flags]
   --scale F           multiply every time in the scenario by F (0.1 = ten times faster; rates scale by 1/F)
   --load F            multiply users and rates by F
   --report-dir DIR    reports go to DIR/<run-id> (default reports)
+  --plan              then print the planner's prediction beside the steady state the run measured
+                      (needs --prometheus scraping the agent service; quota and latency are read from
+                      the mock provider at --mock-url; the scenario's longest constant rate is the steady phase)
+  --replicas N        agent replicas sharing the budget, for --plan (default: the number of --target URLs)
+  --budget-fraction F share of the quota the agents' budget was set to, for --plan (default 0.9)
        npm run loadtest -- convert-trace <access.jsonl> [--out trace.jsonl]`;
 
 const flagsSchema = z.object({
@@ -28,7 +37,12 @@ const flagsSchema = z.object({
   load: z.coerce.number().positive().default(1),
   'report-dir': z.string().default('reports'),
   out: z.string().optional(),
+  replicas: z.coerce.number().int().positive().max(1000).optional(),
+  'budget-fraction': z.coerce.number().positive().max(1).default(0.9),
 });
+
+/** Seconds to wait after k6 so Prometheus scrapes the agent once more (compose scrapes every 5 s). */
+const LAST_SCRAPE_WAIT_MS = 6000;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -37,13 +51,15 @@ async function main(argv: string[]): Promise<number> {
     options: {
       ...Object.fromEntries(Object.keys(flagsSchema.shape).map((k) => [k, { type: 'string' as const }])),
       help: { type: 'boolean' as const },
+      plan: { type: 'boolean' as const },
     },
   });
   if (values.help || positionals.length === 0) {
     console.log(USAGE);
     return values.help ? 0 : 2;
   }
-  const parsed = flagsSchema.safeParse(values);
+  const { help: _help, plan: wantPlan, ...rest } = values;
+  const parsed = flagsSchema.safeParse(rest);
   if (!parsed.success) throw new Error(`--${String(parsed.error.issues[0].path[0])}: ${parsed.error.issues[0].message}`);
   const flags = parsed.data;
 
@@ -56,12 +72,21 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const scenario = scaleScenario(loadScenario(positionals[0]), { time: flags.scale, load: flags.load });
+  const targets = flags.target.split(',').map((t) => t.trim().replace(/\/$/, ''));
+  // --plan: fail before the run when the comparison could not be made after it.
+  let mock: MockParameters | undefined;
+  if (wantPlan) {
+    if (!flags.prometheus) throw new Error('--plan needs --prometheus (the Prometheus that scrapes the agent service)');
+    mock = await fetchMockParameters(flags['mock-url']);
+  }
   const runId = `${new Date().toISOString().replace(/[:.]/g, '-')}-${scenario.name}`;
   const reportDir = resolve(flags['report-dir'], runId);
   console.log(`[loadtest] ${scenario.name} against ${flags.target}${flags.prometheus ? `, remote write to ${flags.prometheus}` : ''}; report in ${reportDir}`);
   const aborter = new AbortController();
   process.once('SIGINT', () => aborter.abort());
   process.once('SIGTERM', () => aborter.abort());
+  const probe = mock ? new GaugeProbe({ urls: targets.map((t) => `${t}/metrics`), metric: limiterMetrics.permitsInUse.name, meanIntervalMs: 200 }) : undefined;
+  probe?.start();
   const result = await runK6({
     scenario,
     target: flags.target,
@@ -71,7 +96,20 @@ async function main(argv: string[]): Promise<number> {
     mockUrl: flags['mock-url'],
     onLine: (l) => console.log(`[k6] ${l}`),
     signal: aborter.signal,
-  });
+  }).finally(() => probe?.stop());
+  if (mock && flags.prometheus && !aborter.signal.aborted) {
+    await new Promise((r) => setTimeout(r, LAST_SCRAPE_WAIT_MS));
+    const comparison = await compareRun({
+      scenario,
+      prometheusUrl: flags.prometheus,
+      testStartedAt: result.testStartedAt,
+      endedAt: result.endedAt,
+      probe,
+      stack: { ...mock, budgetFraction: flags['budget-fraction'], replicas: flags.replicas ?? targets.length },
+    });
+    writeFileSync(join(reportDir, 'plan-vs-measured.json'), JSON.stringify(comparison, null, 2));
+    console.log('skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison));
+  }
   if (result.exitCode === THRESHOLDS_FAILED) console.log('[loadtest] thresholds failed (k6 exit 99)');
   return result.exitCode;
 }
