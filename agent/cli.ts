@@ -1,5 +1,6 @@
 // `npm run agent -- --port 8080 --provider-url URL [--replicas N ...]`: starts N
 // independent agent service replicas on consecutive ports and serves until SIGINT/SIGTERM.
+import { type AccessLog, AccessLogError, openAccessLog } from './access-log.ts';
 import { AgentConfigError, CLI_USAGE, parseCliConfig } from './config.ts';
 import type { AgentService } from './service.ts';
 
@@ -19,6 +20,20 @@ async function main(): Promise<void> {
     return;
   }
   const { service, replicas } = parsed;
+  // One access log for all replicas, opened before the slow imports so a bad path fails
+  // at once; with `-` stdout carries only log lines and the status lines go to stderr.
+  let accessLog: AccessLog | undefined;
+  try {
+    accessLog = service.accessLog ? openAccessLog(service.accessLog) : undefined;
+  } catch (error) {
+    if (error instanceof AccessLogError) {
+      const fromFlag = process.argv.some((a) => a === '--access-log' || a.startsWith('--access-log='));
+      console.error(`agent: ${fromFlag ? '--access-log' : 'AGENT_ACCESS_LOG'}: ${error.message}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const say = service.accessLog === '-' ? console.error : console.log;
   // Loaded after the flags are checked (ADK and the OTel SDK take seconds to import; a typo
   // should fail at once), and tracing starts BEFORE @google/adk is imported: see tracing.ts.
   const { startTracing } = await import('./tracing.ts');
@@ -27,8 +42,9 @@ async function main(): Promise<void> {
 
   const started: AgentService[] = [];
   const stop = async (signal: string) => {
-    console.log(`agent: ${signal}, stopping ${started.length} replica(s)`);
+    say(`agent: ${signal}, stopping ${started.length} replica(s)`);
     await Promise.allSettled(started.map((s) => s.close()));
+    await accessLog?.close();
     await tracing?.shutdown();
     process.exit(0);
   };
@@ -38,10 +54,10 @@ async function main(): Promise<void> {
   try {
     for (let i = 0; i < replicas; i++) {
       const port = service.port === 0 ? 0 : service.port + i;
-      const replica = await startAgentService({ ...service, port });
+      const replica = await startAgentService({ ...service, port }, { accessLog });
       started.push(replica);
       // The API key is deliberately not printed.
-      console.log(
+      say(
         `agent: replica ${i + 1}/${replicas} listening on ${replica.url} ` +
           `(provider ${service.providerUrl}, model ${service.model}, permits ${service.permits}, ` +
           `budget ${Math.round(service.tokensPerMinute * service.replicaShare)} tokens/min, maxWait ${service.maxWaitMs} ms)`,
@@ -50,6 +66,7 @@ async function main(): Promise<void> {
   } catch (error) {
     console.error(`agent: failed to start: ${(error as Error).message}`);
     await Promise.allSettled(started.map((s) => s.close()));
+    await accessLog?.close();
     await tracing?.shutdown();
     process.exit(1);
   }

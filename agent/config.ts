@@ -37,6 +37,11 @@ export const agentServiceOptionsSchema = z.object({
   streaming: z.boolean().default(false),
   /** How long the `tools` tree's slow function tool takes. */
   toolDelayMs: z.int().min(0).max(600_000).default(1_000),
+  /**
+   * JSON-lines access log (one line per finished run request, the shape
+   * loadtest/trace-convert.ts replays): a file appended to, or `-` for stdout. Off if unset.
+   */
+  accessLog: z.string().min(1).optional(),
 });
 
 export type AgentServiceOptions = z.infer<typeof agentServiceOptionsSchema>;
@@ -63,6 +68,7 @@ export const OPTION_SOURCES = {
   httpTimeoutMs: { flag: 'http-timeout-ms', env: 'PROVIDER_TIMEOUT_MS' },
   toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS' },
   streaming: { flag: 'streaming', env: 'AGENT_STREAMING' },
+  accessLog: { flag: 'access-log', env: 'AGENT_ACCESS_LOG' },
 } as const satisfies Record<keyof AgentServiceOptions, { flag: string; env: string }>;
 
 const NUMERIC = new Set<string>([
@@ -108,6 +114,7 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --http-timeout-ms N            provider HTTP timeout (PROVIDER_TIMEOUT_MS, default 120000)
   --tool-delay-ms N              the tools tree's slow tool (TOOL_DELAY_MS, default 1000)
   --streaming true|false         SSE model calls (AGENT_STREAMING, default false)
+  --access-log FILE|-            JSON-lines access log, appended; - = stdout (AGENT_ACCESS_LOG, default off)
   --replicas N                   start N replicas on consecutive ports (AGENT_REPLICAS, default 1)
   --help`;
 

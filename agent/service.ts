@@ -17,6 +17,7 @@ import {
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, openAccessLog, sinceArrival } from './access-log.ts';
 import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts';
 import { createLimiter, type Limiter } from './limiter.ts';
 import { createAgentMetrics } from './metrics.ts';
@@ -31,6 +32,8 @@ import { type BuiltTree, buildTree, SYNTHESIZER, TREE_NAMES, type TreeName } fro
 setLogLevel(LogLevel.ERROR);
 
 const APP_NAME = 'quotascope';
+/** How long close() waits for aborted runs to unwind (and log) before it returns anyway. */
+const CLOSE_GRACE_MS = 5_000;
 const tracer = trace.getTracer('quotascope-agent');
 
 export interface StartAgentServiceExtras {
@@ -39,6 +42,12 @@ export interface StartAgentServiceExtras {
    * (and the test of a non-Error failure) pass their own BaseLlm.
    */
   delegate?: BaseLlm;
+  /**
+   * An access log opened by the caller and shared by several replicas (the CLI); it wins
+   * over options.accessLog and the caller closes it. Otherwise the service opens and
+   * closes its own.
+   */
+  accessLog?: AccessLog;
 }
 
 export interface AgentService {
@@ -79,6 +88,9 @@ export async function startAgentService(
   extras: StartAgentServiceExtras = {},
 ): Promise<AgentService> {
   const config = parseServiceOptions(options);
+  // Opened first: a path that cannot be opened fails the start before anything listens.
+  const ownAccessLog = !extras.accessLog && config.accessLog ? openAccessLog(config.accessLog) : undefined;
+  const accessLog = extras.accessLog ?? ownAccessLog;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = createAgentMetrics(registry);
@@ -102,6 +114,8 @@ export async function startAgentService(
   }
 
   const inFlight = new Set<AbortController>();
+  /** Run handlers still going: close() lets aborted runs finish writing their log lines. */
+  const runs = new Set<Promise<void>>();
   const app = express();
   app.disable('x-powered-by');
 
@@ -117,17 +131,32 @@ export async function startAgentService(
     res.json({ trees: TREE_NAMES });
   });
 
-  app.post('/v1/agents/:tree/run', express.json({ limit: MAX_BODY_BYTES, strict: true }), async (req: Request, res: Response) => {
+  /** Access-log line of a run request answered without running a tree (no `tree`: not replayed). */
+  function logRejected(req: Request, res: Response, status: number): void {
+    const arrival = res.locals.arrival as Arrival | undefined;
+    if (accessLog && arrival) accessLog.write({ ...sinceArrival(arrival), path: req.path, status });
+  }
+
+  // Stamped before the body is read, so the access log has the time the request arrived.
+  const stampArrival = (_req: Request, res: Response, next: NextFunction) => {
+    res.locals.arrival = arrivalNow();
+    next();
+  };
+
+  app.post('/v1/agents/:tree/run', stampArrival, express.json({ limit: MAX_BODY_BYTES, strict: true }), async (req: Request, res: Response) => {
+    const arrival = res.locals.arrival as Arrival;
     const treeName = String(req.params.tree);
     if (!isTreeName(treeName)) {
       res.status(404).json({ error: `unknown tree "${treeName}"; known trees: ${TREE_NAMES.join(', ')}` });
       metrics.requests.inc({ tree: 'unknown', status: '404' });
+      logRejected(req, res, 404);
       return;
     }
     const parsed = runRequestSchema.safeParse(req.body);
     if (!parsed.success) {
       res.status(400).json({ error: `invalid request: ${describeIssues(parsed.error)}` });
       metrics.requests.inc({ tree: treeName, status: '400' });
+      logRejected(req, res, 400);
       return;
     }
     const request = parsed.data;
@@ -142,7 +171,7 @@ export async function startAgentService(
       if (!res.writableFinished) abort.abort(new Error('client disconnected'));
     });
 
-    await tracer.startActiveSpan(`agent.run ${treeName}`, async (span) => {
+    const run = tracer.startActiveSpan(`agent.run ${treeName}`, async (span) => {
       span.setAttributes({ 'agent.tree': treeName, 'agent.traffic_class': request.trafficClass });
       const events: Event[] = [];
       const { reports, result } = withCallReports(async () => {
@@ -162,6 +191,8 @@ export async function startAgentService(
         }
       });
       let status = 200;
+      // What the access-log line reports of the run (the rest comes from the request).
+      let runSummary: Partial<AccessLogRecord> = {};
       try {
         await result;
         const usage = summarizeUsage(reports);
@@ -169,6 +200,7 @@ export async function startAgentService(
         for (const b of branches) metrics.branchOutcomes.inc({ tree: treeName, branch: b.name, outcome: b.outcome });
         metrics.modelCallsPerRequest.observe({ tree: treeName }, usage.modelCalls);
         const missingBranches = branches.filter((b) => b.outcome !== 'ok').map((b) => b.name);
+        runSummary = { modelCalls: usage.modelCalls, missingBranches, permitWaitMs: usage.permitWaitMs, tokens: usage.tokens };
         span.setAttributes({ 'agent.model_calls': usage.modelCalls, 'agent.missing_branches': missingBranches.length });
         if (abort.signal.aborted) {
           status = 499; // client closed the request: nobody to answer
@@ -191,6 +223,7 @@ export async function startAgentService(
         // ADK rethrows non-Error values out of runAsync (notes §5); Errors from outside the
         // model (session service, a bug) land here too. The wrapper released its permits.
         status = 500;
+        runSummary = { modelCalls: reports.length };
         span.setStatus({ code: SpanStatusCode.ERROR, message: describeThrown(thrown) });
         const kind = thrown instanceof Error ? thrown.name : `non-Error value (${typeof thrown})`;
         if (!res.headersSent && !abort.signal.aborted) {
@@ -205,8 +238,24 @@ export async function startAgentService(
         metrics.requestDuration.observe({ tree: treeName }, (performance.now() - startedAt) / 1000);
         span.setAttribute('http.response.status_code', status);
         span.end();
+        accessLog?.write({
+          ...sinceArrival(arrival),
+          tree: treeName,
+          documentChars: request.document.length,
+          trafficClass: request.trafficClass,
+          width: treeName === 'wide' ? request.width : null,
+          ...(treeName === 'wide' ? { branches: request.branches } : {}),
+          status,
+          ...runSummary,
+        });
       }
     });
+    runs.add(run);
+    try {
+      await run;
+    } finally {
+      runs.delete(run);
+    }
   });
 
   app.use((_req: Request, res: Response) => {
@@ -214,7 +263,7 @@ export async function startAgentService(
   });
 
   // Body-parser failures (malformed JSON, oversized body, wrong charset) carry a status.
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const err = error as { status?: number; type?: string; message?: string };
     const status = typeof err.status === 'number' && err.status >= 400 && err.status < 600 ? err.status : 500;
     const message =
@@ -224,10 +273,17 @@ export async function startAgentService(
           ? `request body too large: the limit is ${MAX_BODY_BYTES} bytes`
           : (err.message ?? 'internal error');
     if (!res.headersSent) res.status(status).json({ error: message });
+    logRejected(req, res, status); // only run requests carry an arrival stamp
   });
 
   const server: Server = app.listen(config.port, config.host);
-  await once(server, 'listening');
+  try {
+    await once(server, 'listening');
+  } catch (error) {
+    limiter.close?.();
+    await ownAccessLog?.close();
+    throw error;
+  }
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
 
@@ -241,7 +297,16 @@ export async function startAgentService(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await closed;
+      if (runs.size > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        const grace = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, CLOSE_GRACE_MS);
+        });
+        await Promise.race([Promise.allSettled([...runs]), grace]);
+        clearTimeout(timer);
+      }
       limiter.close?.();
+      await ownAccessLog?.close(); // after the aborted runs wrote their lines
     },
   };
 }

@@ -14,7 +14,7 @@ import { BaseLlm } from '@google/adk';
 import { z } from 'zod';
 import { context, type Span, trace } from '@opentelemetry/api';
 import { type BackoffOptions, DEFAULT_BACKOFF, fullJitterDelayMs } from './backoff.ts';
-import { type Clock, realClock, sleep, type TimerHandle } from './clock.ts';
+import { type Clock, realClock, sleep } from './clock.ts';
 import {
   BudgetRequestTooLarge,
   DeadlineExceeded,
@@ -26,12 +26,13 @@ import {
 } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
-import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+import { type AnyRegistry, type CounterTally, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+import { type HeldCall, PermitSweeper } from './permit-sweeper.ts';
 import { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from './rate-limit-errors.ts';
 import { ResponseChannel } from './response-channel.ts';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
 import { FairSemaphore, type Permit } from './semaphore.ts';
-import { endSpan, errorType, exemplarTrace, GenAiTelemetry, SPAN_ATTRIBUTES, type TelemetryOptions } from './telemetry.ts';
+import { endSpan, errorType, GenAiTelemetry, SPAN_ATTRIBUTES, type TelemetryOptions } from './telemetry.ts';
 import type { TokenBudget } from './token-budget.ts';
 
 export type CallOutcome = 'ok' | 'error' | 'rate_limited' | 'cancelled' | 'timeout';
@@ -120,28 +121,6 @@ function validateOptions(options: RateLimitedLlmOptions): void {
   }
 }
 
-/** Shared between the consumer-facing generator and the call it drives. */
-interface CallState {
-  /** The provider call is over (permit released, tokens settled). */
-  ended: boolean;
-  /** Abort the provider call (set synchronously when the call starts). */
-  cancel: ((reason: unknown) => void) | undefined;
-}
-
-/** The calling agent's name, set by ADK in the request labels (read before delegating: Gemini deletes it). */
-export function agentNameOf(request: LlmRequest): string {
-  const name = request.config?.labels?.adk_agent_name;
-  return typeof name === 'string' && name !== '' ? name : UNKNOWN_AGENT;
-}
-
-/** Signals the consumer returned early; the provider call is aborted with it. */
-class ConsumerReturned extends Error {
-  constructor() {
-    super('the consumer stopped reading the model response');
-    this.name = 'ConsumerReturned';
-  }
-}
-
 interface Usage {
   total: number;
   input?: number;
@@ -158,6 +137,78 @@ function usageOf(response: LlmResponse): Usage | undefined {
   const total = u.totalTokenCount ?? (input ?? 0) + (output ?? 0);
   if (u.totalTokenCount === undefined && input === undefined && output === undefined) return undefined;
   return { total, input, output };
+}
+
+/**
+ * One model call's shared state: between the consumer-facing generator, the call the wrapper
+ * drives, and the sweeper that reclaims a permit held too long. A class, so the hot path
+ * allocates one object instead of a closure per concern.
+ */
+class CallState implements HeldCall {
+  /** The provider call is over (permit released, tokens settled). */
+  ended = false;
+  /** When the permit is reclaimed if still held (set on admission). */
+  deadline = Number.POSITIVE_INFINITY;
+  permit: Permit | undefined;
+  /** Set by the running delegate step: makes it give up at once when the call is aborted. */
+  interrupt: ((reason: unknown) => void) | undefined;
+  /** Its signal goes to the delegate and to every wait. */
+  readonly controller = new AbortController();
+  /** A response reached the consumer's buffer (a retry would show output twice). */
+  yielded = false;
+  /** Usage of the final (non-partial) response, and of the last partial one that reported usage. */
+  finalUsage: Usage | undefined;
+  lastPartialUsage: Usage | undefined;
+  readonly #onReclaim: (state: CallState) => void;
+
+  constructor(onReclaim: (state: CallState) => void) {
+    this.#onReclaim = onReclaim;
+  }
+
+  /**
+   * Abort the provider call. Every abort goes through here, which also stops the running
+   * delegate step without an event listener (Node's EventTarget listeners are costly on the hot path).
+   */
+  cancel(reason: unknown): void {
+    if (this.controller.signal.aborted) return;
+    this.controller.abort(reason);
+    this.interrupt?.(reason);
+  }
+
+  reclaim(): void {
+    this.#onReclaim(this);
+  }
+
+  /** Note a response from the delegate. Streamed partials carry usage too: keep the final response's, else the last seen. Never sum. */
+  sawResponse(response: LlmResponse): void {
+    this.yielded = true;
+    const u = usageOf(response);
+    if (u && !response.partial) this.finalUsage = u;
+    else if (u) this.lastPartialUsage = u;
+  }
+}
+
+/** The metric series of one agent, built on its first call and reused (no label objects or hashing per call). */
+interface AgentSeries {
+  readonly labels: { limiter: string; agent: string };
+  readonly acquired: { limiter: string; agent: string; outcome: string };
+  readonly tokensReserved: CounterTally;
+  readonly tokensActual: CounterTally;
+  readonly calls: Record<CallOutcome, CounterTally>;
+}
+
+/** The calling agent's name, set by ADK in the request labels (read before delegating: Gemini deletes it). */
+export function agentNameOf(request: LlmRequest): string {
+  const name = request.config?.labels?.adk_agent_name;
+  return typeof name === 'string' && name !== '' ? name : UNKNOWN_AGENT;
+}
+
+/** Signals the consumer returned early; the provider call is aborted with it. */
+class ConsumerReturned extends Error {
+  constructor() {
+    super('the consumer stopped reading the model response');
+    this.name = 'ConsumerReturned';
+  }
 }
 
 export class RateLimitedLlm extends BaseLlm {
@@ -177,6 +228,7 @@ export class RateLimitedLlm extends BaseLlm {
   readonly #retryBudget: RetryBudget;
   readonly #telemetry: GenAiTelemetry;
   readonly #removeGaugeSource: () => void;
+  readonly #sweeper: PermitSweeper;
 
   constructor(options: RateLimitedLlmOptions) {
     super({ model: options.delegate.model });
@@ -199,6 +251,7 @@ export class RateLimitedLlm extends BaseLlm {
         ? options.retryBudget
         : new RetryBudget({ clock: this.#clock, ...options.retryBudget });
     this.#telemetry = new GenAiTelemetry(options);
+    this.#sweeper = new PermitSweeper(this.#clock);
     this.metrics = createLimiterMetrics(options.registry);
     this.#removeGaugeSource = this.metrics.addSource({
       name: this.name,
@@ -222,6 +275,7 @@ export class RateLimitedLlm extends BaseLlm {
   /** Stop reporting this limiter's gauges (the counters keep their values). */
   close(): void {
     this.#removeGaugeSource();
+    this.#sweeper.close();
   }
 
   override connect(_request: LlmRequest): Promise<BaseLlmConnection> {
@@ -240,7 +294,7 @@ export class RateLimitedLlm extends BaseLlm {
     // The body runs on the first pull: a call that is never consumed acquires nothing.
     const agent = agentNameOf(request);
     const channel = new ResponseChannel<LlmResponse>();
-    const state: CallState = { ended: false, cancel: undefined };
+    const state = new CallState(this.#reclaim);
     void this.#drive(request, stream, agent, channel, abortSignal, state);
     try {
       for (;;) {
@@ -250,9 +304,17 @@ export class RateLimitedLlm extends BaseLlm {
       }
     } finally {
       // The consumer left early (return() or a throw into the generator): end the provider call.
-      if (!state.ended) state.cancel?.(new ConsumerReturned());
+      if (!state.ended) state.cancel(new ConsumerReturned());
     }
   }
+
+  /** Called by the sweeper for a call still holding its permit past maxCallMs. */
+  readonly #reclaim = (state: CallState): void => {
+    if (state.permit?.release()) {
+      this.metrics.permitsReclaimed.inc({ limiter: this.name });
+      state.cancel(new MaxCallTimeExceeded(this.name, this.maxCallMs));
+    }
+  };
 
   /** Admission, attempts, release and accounting for one model call. Never rejects. */
   async #drive(
@@ -266,80 +328,57 @@ export class RateLimitedLlm extends BaseLlm {
     const clock = this.#clock;
     const start = clock.now();
     const model = request.model ?? this.model;
-    // One controller per call: its signal goes to the delegate and to every wait. Every
-    // abort goes through abortWith, which also settles `aborted` without an event listener
-    // (Node's EventTarget listeners are costly on the hot path).
-    const abort = new AbortController();
-    const signal = abort.signal;
-    let rejectAborted: (reason: unknown) => void = () => {};
-    const aborted = new Promise<never>((_, reject) => {
-      rejectAborted = reject;
-    });
-    aborted.catch(() => {});
-    const abortWith = (reason: unknown) => {
-      if (signal.aborted) return;
-      abort.abort(reason);
-      rejectAborted(reason);
-    };
-    state.cancel = abortWith;
-    const onCallerAbort = () => abortWith(callerSignal?.reason);
-    if (callerSignal?.aborted) abortWith(callerSignal.reason);
-    callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
+    const signal = state.controller.signal;
+    let onCallerAbort: (() => void) | undefined;
+    if (callerSignal) {
+      if (callerSignal.aborted) state.cancel(callerSignal.reason);
+      onCallerAbort = () => state.cancel(callerSignal.reason);
+      callerSignal.addEventListener('abort', onCallerAbort, { once: true });
+    }
 
     const span = this.#telemetry.startCallSpan(context.active(), this.name, agent, model);
     // Without a tracing SDK the span is a no-op: skip the context work on the hot path.
-    const traced = span.isRecording() || trace.isSpanContextValid(span.spanContext());
-    const callContext = traced ? trace.setSpan(context.active(), span) : undefined;
-    const exemplar = exemplarTrace(span.spanContext());
+    const spanContext = span.spanContext();
+    const validTrace = trace.isSpanContextValid(spanContext);
+    const callContext = validTrace || span.isRecording() ? trace.setSpan(context.active(), span) : undefined;
     const m = this.metrics;
-    const labels = this.#labels(agent);
+    const exemplar = validTrace && m.exemplars ? { traceId: spanContext.traceId, spanId: spanContext.spanId } : undefined;
+    const series = this.#series(agent);
+    const labels = series.labels;
 
     let outcome: CallOutcome = 'ok';
     let error: unknown;
     let reserved = 0;
-    let finalUsage: Usage | undefined;
-    let lastPartialUsage: Usage | undefined;
     let attempts = 0;
     let sawRateLimit = false;
-    let permit: Permit | undefined;
-    let admittedAt: number | undefined;
-    let reclaimTimer: TimerHandle | undefined;
     const deadline = start + this.maxWaitMs;
 
     // Uncontended calls are admitted synchronously; only a call that must wait pays for the async path.
     const admission = this.#admitNow(request, agent, signal) ?? (await this.#admit(request, agent, deadline, signal, callContext));
-    const waitMs = clock.now() - start;
-    m.observe(m.acquireDuration, this.#labels(agent, admission.acquireOutcome), waitMs / 1000, exemplar);
+    const admittedAt = clock.now();
+    const waitMs = admittedAt - start;
+    const acquireLabels = admission.acquireOutcome === 'acquired' ? series.acquired : this.#labels(agent, admission.acquireOutcome);
+    m.observe(m.acquireDuration, acquireLabels, waitMs / 1000, exemplar);
     if (admission.kind === 'refused') {
       outcome = admission.outcome;
       error = admission.error;
     } else {
-      permit = admission.permit;
+      state.permit = admission.permit;
       reserved = admission.reserved;
-      admittedAt = clock.now();
-      m.tokensReserved.inc(labels, reserved);
-      reclaimTimer = clock.setTimeout(() => {
-        if (permit?.release()) {
-          m.permitsReclaimed.inc({ limiter: this.name });
-          abortWith(new MaxCallTimeExceeded(this.name, this.maxCallMs));
-        }
-      }, this.maxCallMs);
+      series.tokensReserved.add(reserved);
+      // The safety net: one sweeper per wrapper reclaims a permit still held at the deadline.
+      state.deadline = admittedAt + this.maxCallMs;
+      this.#sweeper.add(state);
 
       this.#retryBudget.recordCall();
-      let yielded = false;
       let backoffWaited = 0;
       for (;;) {
         attempts++;
         try {
-          const pump = () =>
-            this.#pump(request, stream, signal, aborted, channel, (response) => {
-              yielded = true;
-              const u = usageOf(response);
-              // Streamed partials carry usage too: keep the final response's, else the last seen. Never sum.
-              if (u && !response.partial) finalUsage = u;
-              else if (u) lastPartialUsage = u;
-            });
-          await (callContext ? context.with(callContext, pump) : pump());
+          // The delegate runs inside the call span's context when there is a trace.
+          await (callContext
+            ? context.with(callContext, () => this.#pump(request, stream, state, channel))
+            : this.#pump(request, stream, state, channel));
           outcome = 'ok';
           break;
         } catch (err) {
@@ -357,7 +396,7 @@ export class RateLimitedLlm extends BaseLlm {
           }
           sawRateLimit = true;
           m.rateLimited.inc(labels);
-          if (yielded) {
+          if (state.yielded) {
             // Partial output already reached the consumer: a retry would show it twice.
             outcome = 'rate_limited';
             error = err;
@@ -384,17 +423,18 @@ export class RateLimitedLlm extends BaseLlm {
     }
 
     // The provider call is over: release, settle tokens, measure, then let the consumer see the end.
-    if (reclaimTimer !== undefined) clock.clearTimeout(reclaimTimer);
+    const end = clock.now();
+    if (admission.kind === 'admitted') this.#sweeper.delete(state);
     const inFlight = this.semaphore.inUse;
-    permit?.release();
-    callerSignal?.removeEventListener('abort', onCallerAbort);
-    const usage = finalUsage ?? lastPartialUsage;
+    state.permit?.release();
+    if (onCallerAbort) callerSignal?.removeEventListener('abort', onCallerAbort);
+    const usage = state.finalUsage ?? state.lastPartialUsage;
     const actual = usage?.total ?? reserved;
     if (admission.kind === 'admitted') {
       this.budget?.reconcile(reserved, actual);
-      m.tokensActual.inc(labels, actual);
+      series.tokensActual.add(actual);
       if (usage) this.estimator.observe?.(request, agent, usage.total);
-      const callMs = clock.now() - (admittedAt as number);
+      const callMs = end - admittedAt;
       m.observe(m.callDuration, labels, callMs / 1000, exemplar);
       this.#telemetry.recordCall(
         model,
@@ -412,28 +452,35 @@ export class RateLimitedLlm extends BaseLlm {
         if (limit !== this.semaphore.limit) this.semaphore.setLimit(limit);
       }
     }
-    m.calls.inc(this.#labels(agent, outcome));
-    endSpan(
-      span,
-      {
-        [SPAN_ATTRIBUTES.reservedTokens]: reserved,
-        [SPAN_ATTRIBUTES.actualTokens]: actual,
-        [SPAN_ATTRIBUTES.attempts]: attempts,
-        [SPAN_ATTRIBUTES.outcome]: outcome,
-        [SPAN_ATTRIBUTES.waitMs]: waitMs,
-      },
-      outcome === 'ok' ? undefined : error,
-    );
-    this.#report({
-      limiter: this.name,
-      agent,
-      outcome,
-      waitMs,
-      reservedTokens: reserved,
-      actualTokens: admission.kind === 'admitted' ? actual : 0,
-      attempts,
-      durationMs: clock.now() - start,
-    });
+    series.calls[outcome].add();
+    // A non-recording span ignores attributes: do not build them.
+    if (span.isRecording()) {
+      endSpan(
+        span,
+        {
+          [SPAN_ATTRIBUTES.reservedTokens]: reserved,
+          [SPAN_ATTRIBUTES.actualTokens]: actual,
+          [SPAN_ATTRIBUTES.attempts]: attempts,
+          [SPAN_ATTRIBUTES.outcome]: outcome,
+          [SPAN_ATTRIBUTES.waitMs]: waitMs,
+        },
+        outcome === 'ok' ? undefined : error,
+      );
+    } else {
+      span.end();
+    }
+    if (this.#options.onCallEnd) {
+      this.#report({
+        limiter: this.name,
+        agent,
+        outcome,
+        waitMs,
+        reservedTokens: reserved,
+        actualTokens: admission.kind === 'admitted' ? actual : 0,
+        attempts,
+        durationMs: end - start,
+      });
+    }
     state.ended = true;
     if (outcome === 'ok') channel.end();
     else channel.fail(error);
@@ -541,34 +588,83 @@ export class RateLimitedLlm extends BaseLlm {
     return { kind: 'retry', delayMs: Math.min(delayMs, Math.max(0, this.maxWaitMs - waitedMs)) };
   }
 
-  /** One delegate call, its responses pushed into the channel. Rejects with the delegate's error or on abort. */
-  async #pump(
+  /**
+   * One delegate call, its responses pushed into the channel. Rejects with the delegate's
+   * error, or with the abort reason as soon as the call is aborted: a delegate that ignores
+   * its signal may never settle, so it is not waited for. Callbacks rather than a race per
+   * step keep the uncontended path to one promise per call.
+   */
+  #pump(
     request: LlmRequest,
     stream: boolean,
-    signal: AbortSignal,
-    aborted: Promise<never>,
+    state: CallState,
     channel: ResponseChannel<LlmResponse>,
-    onResponse: (response: LlmResponse) => void,
   ): Promise<void> {
-    if (signal.aborted) throw signal.reason;
-    const iterator = this.delegate.generateContentAsync(request, stream, signal);
-    try {
-      for (;;) {
-        const next = iterator.next();
-        // If the abort wins the race, the delegate's pending step must not become an unhandled rejection.
-        next.catch(() => {});
-        const result = await Promise.race([next, aborted]);
-        if (result.done) return;
-        onResponse(result.value);
+    const signal = state.controller.signal;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      let over = false;
+      const finish = (error: unknown, failed: boolean) => {
+        if (over) return;
+        over = true;
+        state.interrupt = undefined;
+        if (failed) reject(error);
+        else resolve();
+      };
+      const onError = (error: unknown) => finish(error, true);
+      const step = () => {
+        try {
+          iterator.next().then(onResult, onError);
+        } catch (error) {
+          onError(error);
+        }
+      };
+      const onResult = (result: IteratorResult<LlmResponse, void>) => {
+        if (over) return;
+        if (result.done) {
+          finish(undefined, false);
+          return;
+        }
+        state.sawResponse(result.value);
         channel.push(result.value);
-      }
-    } finally {
-      if (signal.aborted) {
-        // Do not wait: a delegate that ignores its signal may never settle.
+        step();
+      };
+      const iterator = this.delegate.generateContentAsync(request, stream, signal);
+      state.interrupt = (reason) => {
+        finish(reason, true);
+        // Do not wait: the delegate's pending step settles into the void.
         iterator.return(undefined).catch(() => {});
-      }
-    }
+      };
+      step();
+    });
   }
+
+  /** The cached series of an agent's hot-path metrics. */
+  #series(agent: string): AgentSeries {
+    let series = this.#seriesByAgent.get(agent);
+    if (!series) {
+      const m = this.metrics;
+      const labels = { limiter: this.name, agent };
+      const tally = (outcome: CallOutcome) => m.tally('calls', { limiter: this.name, agent, outcome });
+      series = {
+        labels,
+        acquired: { limiter: this.name, agent, outcome: 'acquired' },
+        tokensReserved: m.tally('tokensReserved', labels),
+        tokensActual: m.tally('tokensActual', labels),
+        calls: {
+          ok: tally('ok'),
+          error: tally('error'),
+          rate_limited: tally('rate_limited'),
+          cancelled: tally('cancelled'),
+          timeout: tally('timeout'),
+        },
+      };
+      this.#seriesByAgent.set(agent, series);
+    }
+    return series;
+  }
+
+  readonly #seriesByAgent = new Map<string, AgentSeries>();
 
   // Label objects are cached per agent and outcome: prom-client takes them on every call.
   readonly #labelCache = new Map<string, { limiter: string; agent: string; outcome?: string }>();

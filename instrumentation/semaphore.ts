@@ -97,20 +97,14 @@ export class FairSemaphore {
   }
 
   #newPermit(): Permit {
-    let released = false;
-    return {
-      get released() {
-        return released;
-      },
-      release: () => {
-        if (released) return false;
-        released = true;
-        this.#inUse--;
-        this.#admit();
-        return true;
-      },
-    };
+    return new HeldPermit(this.#releaseOne);
   }
+
+  // One function per semaphore, shared by its permits (a permit is taken on every call).
+  readonly #releaseOne = (): void => {
+    this.#inUse--;
+    this.#admit();
+  };
 
   #admit(): void {
     while (this.#inUse < this.#limit && this.#waiters.size > 0) {
@@ -118,6 +112,27 @@ export class FairSemaphore {
       this.#inUse++;
       first.grant(this.#newPermit());
     }
+  }
+}
+
+/** A permit as a small class: no per-permit closures or accessors on the hot path. */
+class HeldPermit implements Permit {
+  #released = false;
+  readonly #onRelease: () => void;
+
+  constructor(onRelease: () => void) {
+    this.#onRelease = onRelease;
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  release(): boolean {
+    if (this.#released) return false;
+    this.#released = true;
+    this.#onRelease();
+    return true;
   }
 }
 

@@ -79,18 +79,35 @@ export class GenAiTelemetry {
   }
 
   startCallSpan(parent: Context, limiter: string, agent: string, model: string): Span {
-    return this.tracer.startSpan(
-      CALL_SPAN_NAME,
-      {
-        attributes: {
-          ...this.#baseAttributes,
-          'gen_ai.request.model': model,
-          [SPAN_ATTRIBUTES.limiter]: limiter,
-          [SPAN_ATTRIBUTES.agent]: agent,
-        },
-      },
-      parent,
-    );
+    return this.tracer.startSpan(CALL_SPAN_NAME, { attributes: this.#callSpanAttributes(limiter, agent, model) }, parent);
+  }
+
+  // Start attributes are built once per (limiter, model, agent) and frozen (tracers copy
+  // them); nested maps, so a lookup allocates no key.
+  readonly #spanAttributes = new Map<string, Map<string, Map<string, Attributes>>>();
+
+  #callSpanAttributes(limiter: string, agent: string, model: string): Attributes {
+    let byModel = this.#spanAttributes.get(limiter);
+    if (!byModel) {
+      byModel = new Map();
+      this.#spanAttributes.set(limiter, byModel);
+    }
+    let byAgent = byModel.get(model);
+    if (!byAgent) {
+      byAgent = new Map();
+      byModel.set(model, byAgent);
+    }
+    let attributes = byAgent.get(agent);
+    if (!attributes) {
+      attributes = Object.freeze({
+        ...this.#baseAttributes,
+        'gen_ai.request.model': model,
+        [SPAN_ATTRIBUTES.limiter]: limiter,
+        [SPAN_ATTRIBUTES.agent]: agent,
+      });
+      byAgent.set(agent, attributes);
+    }
+    return attributes;
   }
 
   startWaitSpan(callContext: Context): Span {

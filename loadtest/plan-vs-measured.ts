@@ -43,6 +43,8 @@ export interface PlanVsMeasured {
   /** The latency the planner was given, s (compare with measured.callSeconds). */
   plannedCallSeconds: number;
   measuredCallSeconds: number | undefined;
+  /** Diagnostic: the scraped gauge's mean (aliases with periodic arrivals; not compared). */
+  permitsInUseScraped: number | undefined;
   window: { start: number; end: number };
   rows: ComparisonRow[];
 }
@@ -72,6 +74,7 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
     binding: p.binding.axis,
     plannedCallSeconds: p.input.latencySeconds,
     measuredCallSeconds: measured.callSeconds,
+    permitsInUseScraped: measured.permitsInUseScraped,
     window: measured.window,
     rows,
   };
@@ -98,7 +101,7 @@ export function formatComparison(c: PlanVsMeasured): string {
   const seconds = Math.round((c.window.end - c.window.start) / 1000);
   const call = c.measuredCallSeconds === undefined ? '-' : `${c.measuredCallSeconds.toFixed(3)} s`;
   const lines = [
-    `plan vs measured (binding quota: ${c.binding}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds} s, measured ${call})`,
+    `plan vs measured (binding quota: ${c.binding}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
     `  ${'quantity'.padEnd(20)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,
   ];
   for (const r of c.rows) {
@@ -117,6 +120,12 @@ export interface RunComparisonInput {
   stack: StackParameters;
   /** Random-time samples of the permits in use during the run. */
   probe?: GaugeProbe;
+  /**
+   * The latency the planner is given: the stack's configured one (default; what a user plans
+   * with, so client overhead shows as error), or the mean call time the limiter measured in
+   * the window (checks the planner's model itself, whatever the machine's load adds per call).
+   */
+  planLatency?: 'configured' | 'measured';
 }
 
 /** Plan vs measured over a finished run's steady phase, or why it cannot be compared. */
@@ -133,5 +142,6 @@ export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured 
     return { skipped: `Prometheus at ${r.prometheusUrl} has no agent service metrics for the run: does it scrape the agent (job ${AGENT_JOB})?` };
   }
   measured.permitsInUseProbed = r.probe?.meanBetween(from, to);
-  return comparePlan(reviewPlanInput(phase, r.stack), measured);
+  const latencySeconds = r.planLatency === 'measured' && measured.callSeconds ? measured.callSeconds : r.stack.latencySeconds;
+  return comparePlan(reviewPlanInput(phase, { ...r.stack, latencySeconds }), measured);
 }

@@ -32,9 +32,11 @@ export interface PlotOptions {
   band?: { start: number; end: number; label: string };
 }
 
-const W = 860;
+const W = 900;
 const PANEL_H = 220;
-const PAD = { left: 70, right: 190, top: 34, bottom: 40 };
+const PAD = { left: 70, right: 230, top: 34, bottom: 40 };
+/** Legend text wraps after this many characters. */
+const LEGEND_CHARS = 30;
 const COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 
 const esc = (s: string): string => s.replace(/[<>&"]/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -59,6 +61,20 @@ export function niceStep(span: number, count: number): number {
   const pow = 10 ** Math.floor(Math.log10(raw));
   const m = raw / pow;
   return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * pow;
+}
+
+/** Splits text into lines of at most `max` characters at spaces (a longer word stays whole). */
+export function wrap(text: string, max: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line && line.length + 1 + word.length > max) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
 }
 
 function panelSvg(p: Panel, y0: number, t0: number, t1: number, band: PlotOptions['band']): string {
@@ -120,13 +136,16 @@ function panelSvg(p: Panel, y0: number, t0: number, t1: number, band: PlotOption
   }
   if (band) legend.push({ label: band.label, color: '#d0d0d0', dashed: false });
   const lx = PAD.left + plotW + 14;
-  legend.forEach((item, i) => {
-    const ly = y0 + PAD.top + 8 + i * 18;
-    out.push(
-      `<line x1="${lx}" x2="${lx + 22}" y1="${ly}" y2="${ly}" stroke="${item.color}" stroke-width="${item.label === band?.label ? 8 : 2}"${item.dashed ? ' stroke-dasharray="6 4"' : ''}/>`,
-    );
-    out.push(`<text x="${lx + 28}" y="${ly + 4}" font-size="11">${esc(item.label)}</text>`);
-  });
+  let ly = y0 + PAD.top + 8;
+  for (const item of legend) {
+    const width = item.label === band?.label ? 8 : 2;
+    out.push(`<line x1="${lx}" x2="${lx + 22}" y1="${ly}" y2="${ly}" stroke="${item.color}" stroke-width="${width}"${item.dashed ? ' stroke-dasharray="6 4"' : ''}/>`);
+    for (const [i, text] of wrap(item.label, LEGEND_CHARS).entries()) {
+      out.push(`<text x="${lx + 28}" y="${ly + 4 + i * 13}" font-size="11">${esc(text)}</text>`);
+      if (i > 0) ly += 13;
+    }
+    ly += 18;
+  }
   return out.join('\n');
 }
 

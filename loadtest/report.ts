@@ -87,13 +87,15 @@ export async function writePlot(prometheusUrl: string, reportDir: string, start:
     for (const target of spec.targets) {
       const expr = instantiate(target.expr, { rateInterval: extras.rateInterval ?? '10s' });
       const result = await queryRange(prometheusUrl, expr, start, end, step);
-      for (const r of result) series.push({ label: legendOf(target.legend, r.metric).trim() || spec.title, points: r.points });
+      // A gauge's scraped values can alias with periodic arrivals: say that it is scraped.
+      const suffix = key === 'littles-law' && target.expr.includes(limiterMetrics.permitsInUse.name) ? ', scraped' : '';
+      for (const r of result) series.push({ label: `${legendOf(target.legend, r.metric).trim() || spec.title}${suffix}`, points: r.points });
       if (result.length === 0) series.push({ label: legendOf(target.legend, {}).trim() || spec.title, points: [] });
     }
     const lines: PlotLine[] = (spec.thresholds ?? []).map((t) => ({ label: t.color === 'red' ? 'alert line' : 'warning line', value: t.value, color: t.color === 'red' ? '#d62728' : '#ff9800' }));
     if (key === 'littles-law' && extras.probeSamples?.length) {
       const windowMs = parseSeconds(extras.rateInterval ?? '10s') * 1000;
-      series.push({ label: 'permits in use, random-time samples', points: trailingMean(extras.probeSamples, start, end, step * 1000, windowMs) });
+      series.push({ label: 'permits in use, sampled at random times', points: trailingMean(extras.probeSamples, start, end, step * 1000, windowMs) });
     }
     if (key === 'littles-law' && extras.plannedInFlight !== undefined) lines.push({ label: 'planned', value: extras.plannedInFlight, color: '#555' });
     panels.push({ title: spec.title, unit: spec.unit, series, lines });

@@ -2,7 +2,7 @@
 // fault selection, sampling of output length and latency, then a plain or streamed answer
 // paced by those latencies. gemini.ts and openai.ts supply the wire format.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FaultName, ApiName } from './metrics.ts';
 import type { QuotaLease, QuotaName } from './quota.ts';
 import { sample } from './random.ts';
@@ -51,10 +51,10 @@ export interface RateLimit {
 /** The wire format of one API. */
 export interface ApiFormat {
   /** Headers every response carries (OpenAI's x-ratelimit-*). */
-  commonHeaders?(res: Response, request: CompletionRequest): void;
-  rateLimited(res: Response, request: CompletionRequest, limit: RateLimit): void;
-  serverError(res: Response, status: 500 | 503): void;
-  complete(res: Response, plan: CompletionPlan): void;
+  commonHeaders?(res: ServerResponse, request: CompletionRequest): void;
+  rateLimited(res: ServerResponse, request: CompletionRequest, limit: RateLimit): void;
+  serverError(res: ServerResponse, status: 500 | 503): void;
+  complete(res: ServerResponse, plan: CompletionPlan): void;
   /** One SSE event for tokens [from, to); `last` carries finish reason and full usage. */
   chunk(plan: CompletionPlan, from: number, to: number, last: boolean): string;
   streamError(plan: CompletionPlan): string;
@@ -154,7 +154,7 @@ export function textOf(plan: CompletionPlan, from: number, to: number): string {
 }
 
 /** Writes a JSON body without express's res.json machinery (this is the hot path). */
-export function sendJson(res: Response, status: number, body: unknown): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const bytes = Buffer.from(JSON.stringify(body)); // encode once; byteLength + write would scan twice
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': bytes.length });
   res.end(bytes);
@@ -163,8 +163,8 @@ export function sendJson(res: Response, status: number, body: unknown): void {
 /** Answers one model call; resolves when the response is over (or the client left). */
 export async function serveCompletion(
   state: MockState,
-  req: Request,
-  res: Response,
+  req: IncomingMessage,
+  res: ServerResponse,
   request: CompletionRequest,
   format: ApiFormat,
 ): Promise<void> {

@@ -1,33 +1,13 @@
 // The Gemini REST API (generativelanguage.googleapis.com) as @google/genai and ADK use it:
 // POST /{v1,v1beta}/models/{model}:generateContent | :streamGenerateContent?alt=sse | :countTokens.
-import { type Request, type Response, Router } from 'express';
-import { z } from 'zod';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parse as parseQuery } from 'node:querystring';
 import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, sendJson, serveCompletion, textOf, type ToolCall } from './completion.ts';
+import { countTokensRequestSchema, type GenerateRequest, parseGenerateRequest } from './gemini-request.ts';
 import { HttpProblem, parseBody, readJsonBody } from './http.ts';
 import type { QuotaName } from './quota.ts';
 import type { MockState } from './state.ts';
 import { tokensForCharacters } from './tokens.ts';
-
-const partSchema = z.looseObject({ text: z.string().optional() });
-const contentSchema = z.looseObject({ role: z.string().optional(), parts: z.array(partSchema).min(1) });
-const functionDeclarationSchema = z.looseObject({
-  name: z.string().min(1),
-  parameters: z.unknown().optional(),
-  parametersJsonSchema: z.unknown().optional(),
-});
-const generateRequestSchema = z.looseObject({
-  contents: z.array(contentSchema).min(1, 'contents must hold at least one content'),
-  systemInstruction: z.looseObject({ parts: z.array(partSchema) }).optional(),
-  tools: z.array(z.looseObject({ functionDeclarations: z.array(functionDeclarationSchema).optional() })).optional(),
-  generationConfig: z
-    .looseObject({ maxOutputTokens: z.number().int().positive().optional(), candidateCount: z.literal(1).optional() })
-    .optional(),
-});
-type GenerateRequest = z.infer<typeof generateRequestSchema>;
-const countTokensRequestSchema = z.union([
-  z.looseObject({ contents: z.array(contentSchema).min(1) }),
-  z.looseObject({ generateContentRequest: generateRequestSchema }),
-]);
 
 /** All text of the request, system instruction first: what the token rule counts. */
 function requestText(request: Pick<GenerateRequest, 'contents' | 'systemInstruction'>): string {
@@ -65,9 +45,9 @@ function errorBody(code: number, message: string, details?: unknown[]): object {
   return { error: { code, message, status: STATUS_NAMES[code] ?? 'UNKNOWN', ...(details ? { details } : {}) } };
 }
 
-export function sendGeminiError(res: Response, code: number, message: string, details?: unknown[]): void {
+export function sendGeminiError(res: ServerResponse, code: number, message: string, details?: unknown[]): void {
   if (code === 413) res.setHeader('connection', 'close');
-  res.status(code).json(errorBody(code, message, details));
+  sendJson(res, code, errorBody(code, message, details));
 }
 
 /** A protobuf JSON Duration: seconds with 0, 3, 6 or 9 fractional digits, e.g. "45.837906927s". */
@@ -127,7 +107,7 @@ function answerParts(plan: CompletionPlan, from: number, to: number): object[] {
 }
 
 const geminiFormat = (state: MockState): ApiFormat => ({
-  rateLimited(res: Response, request: CompletionRequest, limit: RateLimit) {
+  rateLimited(res: ServerResponse, request: CompletionRequest, limit: RateLimit) {
     if (limit.reason === 'random' || limit.retryMs === undefined) {
       sendGeminiError(res, 429, 'Resource has been exhausted (e.g. check quota).');
       return;
@@ -161,14 +141,14 @@ const geminiFormat = (state: MockState): ApiFormat => ({
     if (!never && state.config.geminiRetryAfterHeader) res.setHeader('retry-after', String(Math.ceil(limit.retryMs / 1000)));
     sendGeminiError(res, 429, message, details);
   },
-  serverError(res: Response, status: 500 | 503) {
+  serverError(res: ServerResponse, status: 500 | 503) {
     sendGeminiError(
       res,
       status,
       status === 500 ? 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting' : 'The model is overloaded. Please try again later.',
     );
   },
-  complete(res: Response, plan: CompletionPlan) {
+  complete(res: ServerResponse, plan: CompletionPlan) {
     sendJson(res, 200, response(plan, answerParts(plan, 0, plan.outputTokenCount), true, plan.outputTokenCount));
   },
   chunk(plan: CompletionPlan, from: number, to: number, last: boolean) {
@@ -181,9 +161,20 @@ const geminiFormat = (state: MockState): ApiFormat => ({
   streamEnd: '',
 });
 
-function apiKeyOf(req: Request): string {
+/** The query string, parsed the way express's default ("simple") query parser does. */
+function queryOf(req: IncomingMessage): Record<string, string | string[] | undefined> {
+  const url = req.url ?? '';
+  const mark = url.indexOf('?');
+  return mark < 0 ? {} : parseQuery(url.slice(mark + 1));
+}
+
+function apiKeyOf(req: IncomingMessage): string {
   const header = req.headers['x-goog-api-key'];
-  const key = typeof header === 'string' && header !== '' ? header : typeof req.query.key === 'string' ? req.query.key : '';
+  let key = typeof header === 'string' ? header : '';
+  if (key === '') {
+    const fromQuery = queryOf(req).key;
+    key = typeof fromQuery === 'string' ? fromQuery : '';
+  }
   if (key === '') {
     throw new HttpProblem(
       403,
@@ -193,60 +184,98 @@ function apiKeyOf(req: Request): string {
   return key;
 }
 
-/** Routes for /v1 and /v1beta; errors answer in Google's error format. */
-export function geminiRouter(state: MockState): Router {
-  const router = Router();
+/** POST /{version}/models/{target}, matched like express's '/:version/models/:target' (case-insensitive, optional trailing slash). */
+const MODEL_ROUTE = /^\/([^/]+)\/models\/([^/]+?)\/?$/i;
+
+/** Answers the request if it is a Gemini model call and returns true; false: not one of ours. */
+export type GeminiHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+/**
+ * The Gemini routes on plain node:http objects: this is the hot path, so it skips express's
+ * router (a sizeable share of a zero-latency call's CPU). Errors answer in Google's format.
+ */
+export function geminiHandler(state: MockState): GeminiHandler {
   const format = geminiFormat(state);
-  router.post('/:version/models/:target', async (req, res) => {
-    const version = String(req.params.version);
-    const target = String(req.params.target);
+  return (req, res) => {
+    if (req.method !== 'POST') return false;
+    const url = req.url ?? '';
+    const mark = url.indexOf('?');
+    const match = MODEL_ROUTE.exec(mark < 0 ? url : url.slice(0, mark));
+    if (!match) return false;
+    handleModelCall(state, format, req, res, match[1], match[2]).catch((error: unknown) => {
+      console.error('[mock-provider] unexpected error:', error);
+      if (res.headersSent) return void res.destroy();
+      sendGeminiError(res, 500, 'internal error in the mock provider');
+    });
+    return true;
+  };
+}
+
+async function handleModelCall(
+  state: MockState,
+  format: ApiFormat,
+  req: IncomingMessage,
+  res: ServerResponse,
+  rawVersion: string,
+  rawTarget: string,
+): Promise<void> {
+  let model = '';
+  try {
+    const version = decodePathParameter(rawVersion);
+    const target = decodePathParameter(rawTarget);
     const colon = target.lastIndexOf(':');
-    const model = colon > 0 ? target.slice(0, colon) : target;
+    model = colon > 0 ? target.slice(0, colon) : target;
     const method = colon > 0 ? target.slice(colon + 1) : '';
-    try {
-      if (version !== 'v1' && version !== 'v1beta') throw new HttpProblem(404, `unknown API version ${version} (use v1 or v1beta)`);
-      if (!['generateContent', 'streamGenerateContent', 'countTokens'].includes(method)) {
-        throw new HttpProblem(404, `unknown method ${JSON.stringify(method)} (generateContent, streamGenerateContent, countTokens)`);
-      }
-      const apiKey = apiKeyOf(req);
-      const config = state.config;
-      if (!config.models.includes(model)) {
-        throw new HttpProblem(404, `models/${model} is not found for API version ${version}, or is not supported for ${method}.`);
-      }
-      const body = await readJsonBody(req, config.maxBodyBytes);
-      if (method === 'countTokens') {
-        const parsed = parseBody(countTokensRequestSchema, body, 'CountTokensRequest');
-        const text = requestText('generateContentRequest' in parsed ? (parsed.generateContentRequest as GenerateRequest) : (parsed as GenerateRequest));
-        const totalTokens = tokensForCharacters(text.length);
-        res.json({ totalTokens, promptTokensDetails: [{ modality: 'TEXT', tokenCount: totalTokens }] });
-        return;
-      }
-      const stream = method === 'streamGenerateContent';
-      if (stream && req.query.alt !== 'sse') throw new HttpProblem(400, 'streamGenerateContent needs ?alt=sse (the mock streams server-sent events only)');
-      const request = parseBody(generateRequestSchema, body, 'GenerateContentRequest');
-      const prompt = requestText(request);
-      await serveCompletion(
-        state,
-        req,
-        res,
-        {
-          api: 'gemini',
-          model,
-          apiKey,
-          prompt,
-          inputTokens: tokensForCharacters(prompt.length),
-          maxOutputTokens: request.generationConfig?.maxOutputTokens,
-          stream,
-          toolCalls: config.answerToolCalls ? toolCallsFor(request) : undefined,
-        },
-        format,
-      );
-    } catch (error) {
-      if (!(error instanceof HttpProblem)) throw error;
-      const knownModel = state.config.models.includes(model) ? model : 'unknown';
-      state.metrics.requests.inc({ api: 'gemini', model: knownModel, status: String(error.status) });
-      sendGeminiError(res, error.status, error.message);
+    if (version !== 'v1' && version !== 'v1beta') throw new HttpProblem(404, `unknown API version ${version} (use v1 or v1beta)`);
+    if (method !== 'generateContent' && method !== 'streamGenerateContent' && method !== 'countTokens') {
+      throw new HttpProblem(404, `unknown method ${JSON.stringify(method)} (generateContent, streamGenerateContent, countTokens)`);
     }
-  });
-  return router;
+    const apiKey = apiKeyOf(req);
+    const config = state.config;
+    if (!config.models.includes(model)) {
+      throw new HttpProblem(404, `models/${model} is not found for API version ${version}, or is not supported for ${method}.`);
+    }
+    const body = await readJsonBody(req, config.maxBodyBytes);
+    if (method === 'countTokens') {
+      const parsed = parseBody(countTokensRequestSchema, body, 'CountTokensRequest');
+      const text = requestText('generateContentRequest' in parsed ? (parsed.generateContentRequest as GenerateRequest) : (parsed as GenerateRequest));
+      const totalTokens = tokensForCharacters(text.length);
+      sendJson(res, 200, { totalTokens, promptTokensDetails: [{ modality: 'TEXT', tokenCount: totalTokens }] });
+      return;
+    }
+    const stream = method === 'streamGenerateContent';
+    if (stream && queryOf(req).alt !== 'sse') throw new HttpProblem(400, 'streamGenerateContent needs ?alt=sse (the mock streams server-sent events only)');
+    const request = parseGenerateRequest(body);
+    const prompt = requestText(request);
+    await serveCompletion(
+      state,
+      req,
+      res,
+      {
+        api: 'gemini',
+        model,
+        apiKey,
+        prompt,
+        inputTokens: tokensForCharacters(prompt.length),
+        maxOutputTokens: request.generationConfig?.maxOutputTokens,
+        stream,
+        toolCalls: config.answerToolCalls ? toolCallsFor(request) : undefined,
+      },
+      format,
+    );
+  } catch (error) {
+    if (!(error instanceof HttpProblem)) throw error;
+    const knownModel = state.config.models.includes(model) ? model : 'unknown';
+    state.metrics.requests.inc({ api: 'gemini', model: knownModel, status: String(error.status) });
+    sendGeminiError(res, error.status, error.message);
+  }
+}
+
+function decodePathParameter(value: string): string {
+  if (!value.includes('%')) return value;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    throw new HttpProblem(400, `malformed percent-encoding in the path: ${JSON.stringify(value)}`);
+  }
 }

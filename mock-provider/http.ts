@@ -1,6 +1,6 @@
 // Request plumbing shared by both APIs: a bounded JSON body reader whose failures carry the
 // HTTP status and a readable message, and zod issue formatting for request bodies.
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
 
 /** A client error to answer in the API's own error format. */
@@ -13,7 +13,7 @@ export class HttpProblem extends Error {
 }
 
 /** Reads and parses a JSON body of at most maxBytes; 415 / 413 / 400 otherwise. */
-export async function readJsonBody(req: Request, maxBytes: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
   const type = req.headers['content-type'] ?? '';
   if (!/^application\/json(\s*;|$)/i.test(type)) {
     throw new HttpProblem(415, `content-type must be application/json (got ${type === '' ? 'none' : JSON.stringify(type)})`);

@@ -1,7 +1,8 @@
 // OpenAI chat completions (POST /v1/chat/completions) as the `openai` client uses it: plain and
 // streamed (SSE chunks, `data: [DONE]`, usage with stream_options.include_usage), x-ratelimit-*
 // headers on every response, 429 rate_limit_exceeded with retry-after.
-import { type Request, type Response, Router } from 'express';
+import type { ServerResponse } from 'node:http';
+import { type Request, Router } from 'express';
 import { z } from 'zod';
 import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, sendJson, serveCompletion, textOf, type ToolCall } from './completion.ts';
 import { HttpProblem, parseBody, readJsonBody } from './http.ts';
@@ -53,9 +54,9 @@ function errorBody(message: string, type: ErrorType, code: string | null, param:
   return { error: { message, type, param, code } };
 }
 
-export function sendOpenAiError(res: Response, status: number, message: string, code: string | null = null): void {
+export function sendOpenAiError(res: ServerResponse, status: number, message: string, code: string | null = null): void {
   if (status === 413) res.setHeader('connection', 'close');
-  res.status(status).json(errorBody(message, status >= 500 ? 'server_error' : 'invalid_request_error', code));
+  sendJson(res, status, errorBody(message, status >= 500 ? 'server_error' : 'invalid_request_error', code));
 }
 
 /** OpenAI's reset format: "20ms", "1s", "6m0s", "17.5s". */
@@ -100,7 +101,7 @@ interface OpenAiExtras {
 }
 
 const openAiFormat = (state: MockState, extras: WeakMap<CompletionRequest, OpenAiExtras>): ApiFormat => ({
-  commonHeaders(res: Response, request: CompletionRequest) {
+  commonHeaders(res: ServerResponse, request: CompletionRequest) {
     const status = state.quota.status(request.apiKey, state.config);
     res.setHeader('x-ratelimit-limit-requests', String(status.requests.limit));
     res.setHeader('x-ratelimit-limit-tokens', String(status.tokens.limit));
@@ -109,28 +110,28 @@ const openAiFormat = (state: MockState, extras: WeakMap<CompletionRequest, OpenA
     res.setHeader('x-ratelimit-reset-requests', openAiDuration(status.requests.resetMs));
     res.setHeader('x-ratelimit-reset-tokens', openAiDuration(status.tokens.resetMs));
   },
-  rateLimited(res: Response, request: CompletionRequest, limit: RateLimit) {
+  rateLimited(res: ServerResponse, request: CompletionRequest, limit: RateLimit) {
     const org = 'org-mock';
     if (limit.reason === 'random' || limit.retryMs === undefined) {
       res.setHeader('retry-after', String(THROTTLE_RETRY_MS / 1000));
       res.setHeader('retry-after-ms', String(THROTTLE_RETRY_MS));
       const message = `Rate limit reached for ${request.model} in organization ${org}: the service is throttling requests. Please try again in 1s.`;
-      res.status(429).json(errorBody(message, 'requests', 'rate_limit_exceeded'));
+      sendJson(res, 429, errorBody(message, 'requests', 'rate_limit_exceeded'));
       return;
     }
     const quota = QUOTA_WORDS[limit.reason];
     const requested = quota.type === 'tokens' ? request.inputTokens : 1;
     if (!Number.isFinite(limit.retryMs)) {
       const message = `Request too large for ${request.model} in organization ${org} on ${quota.words}: Limit ${limit.limit}, Requested ${requested}. The input or output tokens must be reduced in order to run successfully.`;
-      res.status(429).json(errorBody(message, quota.type, 'rate_limit_exceeded'));
+      sendJson(res, 429, errorBody(message, quota.type, 'rate_limit_exceeded'));
       return;
     }
     res.setHeader('retry-after', String(Math.ceil(limit.retryMs / 1000)));
     res.setHeader('retry-after-ms', String(Math.ceil(limit.retryMs)));
     const message = `Rate limit reached for ${request.model} in organization ${org} on ${quota.words}: Limit ${limit.limit}, Requested ${requested}. Please try again in ${openAiDuration(limit.retryMs)}. Visit https://platform.openai.com/account/rate-limits to learn more.`;
-    res.status(429).json(errorBody(message, quota.type, 'rate_limit_exceeded'));
+    sendJson(res, 429, errorBody(message, quota.type, 'rate_limit_exceeded'));
   },
-  serverError(res: Response, status: 500 | 503) {
+  serverError(res: ServerResponse, status: 500 | 503) {
     sendOpenAiError(
       res,
       status,
@@ -139,7 +140,7 @@ const openAiFormat = (state: MockState, extras: WeakMap<CompletionRequest, OpenA
         : 'The server is overloaded or not ready yet.',
     );
   },
-  complete(res: Response, plan: CompletionPlan) {
+  complete(res: ServerResponse, plan: CompletionPlan) {
     const toolCalls = plan.request.toolCalls ? toolCallsJson(plan) : undefined;
     sendJson(res, 200, {
       id: `chatcmpl-${plan.id}`,

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { adminRouter } from './admin.ts';
 import { defaultConfig, type MockConfigPatch, mergeConfig } from './config.ts';
-import { geminiRouter } from './gemini.ts';
+import { type GeminiHandler, geminiHandler } from './gemini.ts';
 import { openAiRouter } from './openai.ts';
 import type { Clock } from './quota.ts';
 import { MockState } from './state.ts';
@@ -37,7 +37,7 @@ export interface MockProvider {
 
 export const wallClock: Clock = { now: () => performance.timeOrigin + performance.now() };
 
-export function createMockApp(state: MockState, adminToken: string | undefined): express.Express {
+export function createMockApp(state: MockState, adminToken: string | undefined, gemini: GeminiHandler = geminiHandler(state)): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -49,7 +49,9 @@ export function createMockApp(state: MockState, adminToken: string | undefined):
     res.send(await state.metrics.registry.metrics());
   });
   app.use(adminRouter(state, adminToken));
-  app.use(geminiRouter(state));
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (!gemini(req, res)) next();
+  });
   app.use(openAiRouter(state));
   app.use((req: Request, res: Response) => {
     res.status(404).json({ error: { code: 404, message: `no route for ${req.method} ${req.path}`, status: 'NOT_FOUND' } });
@@ -65,7 +67,12 @@ export function createMockApp(state: MockState, adminToken: string | undefined):
 /** Starts a mock provider; `config` is merged over the defaults and validated (throws ConfigError). */
 export async function startMockProvider(config: MockConfigPatch = {}, options: MockProviderOptions = {}): Promise<MockProvider> {
   const state = new MockState(mergeConfig(defaultConfig, config), options.clock ?? wallClock);
-  const server = createServer(createMockApp(state, options.adminToken));
+  const gemini = geminiHandler(state);
+  const app = createMockApp(state, options.adminToken, gemini);
+  // Gemini model calls (the hot path) skip express; everything else goes through the app.
+  const server = createServer((req, res) => {
+    if (!gemini(req, res)) app(req, res);
+  });
   const host = options.host ?? DEFAULT_HOST;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

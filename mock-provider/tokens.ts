@@ -36,7 +36,22 @@ const PHRASES = (() => {
  * the same for the same (seed, prompt) in every run.
  */
 export function outputText(seed: number, prompt: string, count: number): string {
-  const random = createRandom(promptSeed(seed, prompt));
+  return textForSeed(promptSeed(seed, prompt), count);
+}
+
+/** The text is a function of (prompt seed, count) only, so caching on those two is exact. */
+function textForSeed(seed: number, count: number): string {
+  const key = `${seed}:${count}`;
+  const cached = recentTexts.get(key);
+  if (cached !== undefined) return cached;
+  const text = buildText(seed, count);
+  recentTexts.set(key, text);
+  return text;
+}
+
+/** `count` tokens drawn from the phrase and word tables with a generator seeded by `promptSeed` (uncached). */
+export function buildText(seed: number, count: number): string {
+  const random = createRandom(seed);
   const parts: string[] = [];
   let left = count;
   for (; left >= PHRASE_TOKENS; left -= PHRASE_TOKENS) parts.push(PHRASES[Math.floor(random() * PHRASES.length)]);
@@ -44,7 +59,50 @@ export function outputText(seed: number, prompt: string, count: number): string 
   return parts.join(''); // a flat string serializes faster than a concatenation rope
 }
 
+/**
+ * Recently generated texts: a load test that replays the same documents with a fixed output
+ * length asks for the same text again and again. Bounded in entries and in characters; the
+ * oldest entry goes first (a hit does not reorder: that would cost more than it saves here).
+ */
+export class RecentTexts {
+  readonly #maxEntries: number;
+  readonly #maxCharacters: number;
+  #texts = new Map<string, string>();
+  #characters = 0;
+
+  constructor(maxEntries = 256, maxCharacters = 4 * 1024 * 1024) {
+    this.#maxEntries = maxEntries;
+    this.#maxCharacters = maxCharacters;
+  }
+
+  get size(): number {
+    return this.#texts.size;
+  }
+
+  get characters(): number {
+    return this.#characters;
+  }
+
+  get(key: string): string | undefined {
+    return this.#texts.get(key);
+  }
+
+  set(key: string, text: string): void {
+    if (text.length > this.#maxCharacters / 16) return; // a huge answer would push out everything else
+    if (this.#texts.has(key)) return; // same key, same text: the text is a function of the key
+    this.#texts.set(key, text);
+    this.#characters += text.length;
+    for (const [oldest, old] of this.#texts) {
+      if (this.#texts.size <= this.#maxEntries && this.#characters <= this.#maxCharacters) break;
+      this.#texts.delete(oldest);
+      this.#characters -= old.length;
+    }
+  }
+}
+
+export const recentTexts = new RecentTexts();
+
 /** 32 bits from (seed, prompt); native SHA-1 is several times faster than a JS loop over long prompts. */
-function promptSeed(seed: number, prompt: string): number {
+export function promptSeed(seed: number, prompt: string): number {
   return ((hash('sha1', prompt, 'buffer') as Buffer).readUInt32LE(0) ^ Math.imul(seed, 0x9e3779b1)) >>> 0;
 }

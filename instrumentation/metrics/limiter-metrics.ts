@@ -1,7 +1,9 @@
 // The limiter metrics of DESIGN.md as prom-client instruments on a caller's registry.
 // One LimiterMetrics per registry: several wrappers (one per model and quota) share it and
 // are told apart by the `limiter` label. Gauges are read at scrape time from each
-// wrapper's snapshot, so the hot path only touches counters and histograms.
+// wrapper's snapshot, and the busiest counters are tallied as plain numbers on the hot path
+// (`tally()`) and added to prom-client when it collects (every read goes through collect), so
+// an uncontended call does not pay prom-client's label hashing for them.
 //
 // Exemplars (trace ids on histogram observations) need an OpenMetrics registry, set before
 // the first wrapper is created on it (`registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE)`)
@@ -31,6 +33,38 @@ export interface LimiterGaugeSource {
 /** A prom-client registry of either content type. */
 export type AnyRegistry = Registry<PrometheusContentType> | Registry<OpenMetricsContentType>;
 
+/**
+ * One counter series incremented on the hot path as a plain number and added to its
+ * prom-client counter when that counter is collected (scrape, `get()`, `metrics()`).
+ */
+export class CounterTally {
+  readonly labels: Record<string, string>;
+  #pending = 0;
+  #touched = false;
+
+  constructor(labels: Record<string, string>) {
+    this.labels = labels;
+  }
+
+  add(value = 1): void {
+    // The same checks prom-client makes, at the same moment (the call, not the scrape).
+    if (!Number.isFinite(value)) throw new TypeError(`Value is not a valid number: ${value}`);
+    if (value < 0) throw new Error('It is not possible to decrease a counter');
+    this.#pending += value;
+    this.#touched = true;
+  }
+
+  /** Move the pending amount into the counter (creating the series even for 0, as inc would). */
+  flushInto(counter: Counter<string>): void {
+    if (!this.#touched) return;
+    counter.inc(this.labels, this.#pending);
+    this.#pending = 0;
+    this.#touched = false;
+  }
+}
+
+type TalliedCounter = 'tokensReserved' | 'tokensActual' | 'calls';
+
 const byRegistry = new WeakMap<object, LimiterMetrics>();
 
 /** The limiter metrics registered on `registry` (created on first use, then shared). */
@@ -59,14 +93,26 @@ export class LimiterMetrics {
   readonly calls: Counter<Labels<'calls'>>;
   readonly permitsReclaimed: Counter<Labels<'permitsReclaimed'>>;
   readonly #sources = new Set<LimiterGaugeSource>();
+  readonly #tallies = new Map<string, CounterTally[]>();
 
   constructor(registry: AnyRegistry) {
     this.registry = registry;
     this.exemplars = (registry.contentType as string) === promClient.Registry.OPENMETRICS_CONTENT_TYPE;
     const registers = [registry as Registry];
+    const tallies = this.#tallies;
     const counter = <K extends keyof typeof limiterMetrics>(key: K) => {
       const d = limiterMetrics[key];
-      return new Counter<Labels<K>>({ name: d.name, help: d.help, labelNames: d.labelNames, registers });
+      const own: CounterTally[] = [];
+      tallies.set(key, own);
+      return new Counter<Labels<K>>({
+        name: d.name,
+        help: d.help,
+        labelNames: d.labelNames,
+        registers,
+        collect() {
+          for (const tally of own) tally.flushInto(this);
+        },
+      });
     };
     const histogram = <K extends 'acquireDuration' | 'callDuration'>(key: K) => {
       const d = limiterMetrics[key];
@@ -117,6 +163,16 @@ export class LimiterMetrics {
   addSource(source: LimiterGaugeSource): () => void {
     this.#sources.add(source);
     return () => this.#sources.delete(source);
+  }
+
+  /**
+   * A hot-path series of one of the tallied counters. Create it once per label set and keep
+   * it: every tally is flushed at every collect for the life of the registry.
+   */
+  tally(key: TalliedCounter, labels: Record<string, string>): CounterTally {
+    const tally = new CounterTally(labels);
+    this.#tallies.get(key)?.push(tally);
+    return tally;
   }
 
   /** Observe a histogram value, with the trace as exemplar when there is one and the registry keeps them. */

@@ -1,7 +1,7 @@
 // End to end: real k6 against the real agent service and mock provider (in-process, on
 // loopback, latencies scaled down), with a real Prometheus receiving k6's remote write.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,17 +11,16 @@ import type { ScenarioFile } from '../../loadtest/k6/scenario-types.ts';
 import { runK6, THRESHOLDS_FAILED } from '../../loadtest/k6-runner.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { GaugeProbe } from '../../loadtest/gauge-probe.ts';
-import { comparePlan, formatComparison, measureSteadyState } from '../../loadtest/plan-vs-measured.ts';
+import { compareRun, formatComparison } from '../../loadtest/plan-vs-measured.ts';
 import { ProcessGroup } from '../../loadtest/processes.ts';
 import { AGENT_JOB, MOCK_JOB, query, startPrometheus } from '../../loadtest/prometheus.ts';
 import { loadScenario, scaleScenario } from '../../loadtest/scenario.ts';
-import { reviewPlanInput, steadyPhase, steadyWindow, whyNoComparison } from '../../loadtest/steady-state.ts';
 import { requireTool } from '../../loadtest/tools.ts';
 import { startMockProvider } from '../../mock-provider/index.ts';
 
 const CALL_MS = 397; // mock call latency: 100 ms to first token + 99 more tokens x 3 ms
 /** Plan-vs-measured tolerance per row, from measurements (README: "Plan vs measured"). */
-const TOLERANCE: Record<string, number> = { 'user requests/min': 0.05, 'calls in flight': 0.12, 'permits in use': 0.15 };
+const TOLERANCE: Record<string, number> = { 'user requests/min': 0.05, 'calls in flight': 0.05, 'permits in use': 0.1 };
 const dir = mkdtempSync(join(tmpdir(), 'qs-loadtest-'));
 let mock: Awaited<ReturnType<typeof startMockProvider>>;
 let agent: Awaited<ReturnType<typeof startAgentService>>;
@@ -102,9 +101,10 @@ describe('k6 against the stack', () => {
     expect(existsSync(reports)).toBe(false); // nothing ran
   }, 30_000);
 
-  // Tolerance (TOLERANCE above) set from repeated runs on the 2-core dev machine, see the
-  // README's table. The planner gets the mock's configured latency (what a user plans with),
-  // so the in-flight rows also check that the limiter adds little to the provider's time.
+  // Tolerances (TOLERANCE above) from repeated runs on the 2-core dev machine, alone and
+  // beside the other loadtest files (README: "Plan vs measured"). The planner gets the call
+  // time the limiter measured: under a loaded machine client overhead grows (0.41 → 0.47 s
+  // per call), which is the machine, not the planner's model.
   it('plan vs measured on a short steady run stays within the documented tolerance', async () => {
     const perMinute = 120;
     const scenario: ScenarioFile = {
@@ -117,27 +117,52 @@ describe('k6 against the stack', () => {
     const r = await runK6({ scenario, target: agent.url, reportDir: join(dir, 'steady'), runId: 'e2e-steady', prometheusUrl }).finally(() => probe.stop());
     expect(r.exitCode).toBe(0);
     await new Promise((res) => setTimeout(res, 2500));
-    const phase = steadyPhase(scenario);
-    if (!phase) throw new Error('no steady phase');
-    const window = steadyWindow(phase, CALL_MS / 1000);
-    expect(whyNoComparison(scenario, phase, window)).toBeUndefined();
-    const from = r.testStartedAt + window.from * 1000;
-    const to = r.testStartedAt + window.to * 1000;
-    const measured = await measureSteadyState(prometheusUrl, from, to);
-    measured.permitsInUseProbed = probe.meanBetween(from, to);
-    const c = comparePlan(
-      reviewPlanInput(phase, {
+    const c = await compareRun({
+      scenario,
+      prometheusUrl,
+      testStartedAt: r.testStartedAt,
+      endedAt: r.endedAt,
+      probe,
+      planLatency: 'measured',
+      stack: {
         outputTokensPerCall: 100,
         latencySeconds: CALL_MS / 1000,
         quotaRequestsPerMinute: 1000 * 10,
         quotaTokensPerMinute: 1_000_000,
         budgetFraction: 0.9,
         replicas: 1,
-      }),
-      measured,
-    );
-    console.log(formatComparison(c), `\nscraped permits-in-use mean ${measured.permitsInUseScraped?.toFixed(2)} (periodic, may alias)`);
+      },
+    });
+    if ('skipped' in c) throw new Error(`plan vs measured skipped: ${c.skipped}`);
+    console.log(formatComparison(c), `\nscraped permits-in-use mean ${c.permitsInUseScraped?.toFixed(2)} (periodic, may alias)`);
+    expect(c.window.end - c.window.start).toBeGreaterThanOrEqual(15_000);
+    // A call takes the mock's latency plus client overhead, never less, and no permit/budget wait.
+    expect(c.measuredCallSeconds).toBeGreaterThanOrEqual(CALL_MS / 1000);
+    expect(c.measuredCallSeconds).toBeLessThan(CALL_MS / 1000 + 0.25);
     expect(c.rows.map((row) => row.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
     for (const row of c.rows) expect(Math.abs(row.relativeError), row.quantity).toBeLessThan(TOLERANCE[row.quantity]);
   }, 90_000);
+
+  it('npm run loadtest -- <scenario> --plan prints plan vs measured and writes it to the report', async () => {
+    const file = join(dir, 'steady-cli.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ name: 'steady-cli', defaults: { inputTokensPerCall: 1000 }, arrivals: [{ kind: 'constant', start: 0, perMinute: 120, duration: 16 }] }),
+    );
+    const reports = join(dir, 'cli-reports');
+    const args = ['loadtest/cli.ts', file, '--target', agent.url, '--prometheus', prometheusUrl, '--mock-url', mock.url, '--plan', '--report-dir', reports];
+    const { stdout } = await promisify(execFile)(process.execPath, args);
+    expect(stdout).toMatch(/plan vs measured \(binding quota: tokens; steady window \d+ s; call time planned 0\.397 s/);
+    expect(stdout).toMatch(/user requests\/min +120\.0 +\d/);
+    const [runId] = readdirSync(reports);
+    const saved = JSON.parse(readFileSync(join(reports, runId, 'plan-vs-measured.json'), 'utf8'));
+    expect(saved.rows.map((r: { quantity: string }) => r.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
+    for (const row of saved.rows) expect(row.measured, row.quantity).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('--plan without --prometheus is refused before k6 starts', async () => {
+    const err = await promisify(execFile)(process.execPath, ['loadtest/cli.ts', 'steady-40rpm', '--target', agent.url, '--plan', '--report-dir', join(dir, 'x')]).catch((e) => e);
+    expect(err?.code).toBe(2);
+    expect(err?.stderr).toMatch(/--plan needs --prometheus/);
+  }, 30_000);
 });
