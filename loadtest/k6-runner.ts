@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScenarioFile } from './k6/scenario-types.ts';
 import { K6_ENV, requireTool } from './tools.ts';
+import { getMockConfig, putMockConfig } from './mock-admin.ts';
 
 export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'k6', 'run.ts');
 /** Trend stats k6 remote-writes, so Prometheus gets e.g. k6_qs_request_duration_p95. */
@@ -92,15 +93,6 @@ function isNoise(line: string): boolean {
   return /^\s*$/.test(line) || /[‾/\\]{2}|Grafana|^\s*\/\s/.test(line) || /^\S+\s+[✓✗•↓]?\s*\[\s*\d+%\s*\]/.test(line);
 }
 
-async function adminPut(mockUrl: string, body: unknown): Promise<void> {
-  const res = await fetch(`${mockUrl}/admin/config`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`mock provider rejected the scenario's mock settings: ${res.status} ${await res.text()}`);
-}
-
 export async function runK6(opts: K6RunOptions): Promise<K6Result> {
   const k6 = requireTool('k6');
   mkdirSync(opts.reportDir, { recursive: true });
@@ -112,8 +104,8 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
   const mock = opts.scenario.mock;
   if (mock?.config || mock?.timeline) {
     if (!opts.mockUrl) throw new Error(`scenario ${opts.scenario.name} changes the mock provider: pass --mock-url`);
-    restore = await (await fetch(`${opts.mockUrl}/admin/config`)).json();
-    await adminPut(opts.mockUrl, { ...mock.config, timeline: mock.timeline ?? [] });
+    restore = await getMockConfig(opts.mockUrl);
+    await putMockConfig(opts.mockUrl, { ...mock.config, timeline: mock.timeline ?? [] });
   }
 
   const args = ['run', '--tag', `testid=${opts.runId}`];
@@ -155,7 +147,7 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
   if (killTimer) clearTimeout(killTimer);
   const endedAt = Date.now();
   writeFileSync(join(opts.reportDir, 'k6.log'), log.join('\n'));
-  if (restore && opts.mockUrl) await adminPut(opts.mockUrl, { ...(restore as object), timeline: [] }).catch(() => {});
+  if (restore && opts.mockUrl) await putMockConfig(opts.mockUrl, { ...(restore as object), timeline: [] }).catch(() => {});
 
   let summary: K6Summary | undefined;
   try {

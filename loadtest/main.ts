@@ -17,6 +17,7 @@ import { AGENT_JOB, MOCK_JOB, startPrometheus } from './prometheus.ts';
 import { stackTotals, writePlot } from './report.ts';
 import { loadScenario, ScenarioError } from './scenario.ts';
 import { findTool } from './tools.ts';
+import { putMockConfig } from './mock-admin.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -104,8 +105,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
     outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
   };
-  const put = await fetch(`${mockUrl}/admin/config`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(mockConfig) });
-  if (!put.ok) throw new Error(`mock provider refused the run's config: ${await put.text()}`);
+  await putMockConfig(mockUrl, mockConfig);
   console.log(`[main] mock provider on ${mockUrl} (quota ${flags['quota-rpm']} req/min, ${flags['quota-tpm']} tokens/min, ~${flags['call-seconds']} s per call)`);
 
   const agentPort = await freePort();

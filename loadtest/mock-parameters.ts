@@ -1,6 +1,7 @@
 // What the planner needs from the mock provider's live config (GET /admin/config): its
 // quota, the mean output tokens and the mean call latency its distributions produce.
 import { z } from 'zod';
+import { getMockConfig } from './mock-admin.ts';
 
 const distribution = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('fixed'), value: z.number() }),
@@ -63,7 +64,5 @@ export function mockParameters(config: unknown): MockParameters {
 
 /** Reads the running mock provider's config. */
 export async function fetchMockParameters(mockUrl: string): Promise<MockParameters> {
-  const res = await fetch(`${mockUrl}/admin/config`, { signal: AbortSignal.timeout(5000) });
-  if (!res.ok) throw new Error(`mock provider at ${mockUrl}: GET /admin/config answered ${res.status}`);
-  return mockParameters(await res.json());
+  return mockParameters(await getMockConfig(mockUrl));
 }
