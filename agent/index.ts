@@ -1,4 +1,5 @@
 // Public entry of the agent service: start it programmatically, or read its contracts.
+export { type AccessLog, AccessLogError, type AccessLogRecord, openAccessLog } from './access-log.ts';
 export {
   type AgentServiceOptions,
   type AgentServiceOptionsInput,

@@ -64,7 +64,7 @@ export class PermitSweeper {
     const due: HeldCall[] = [];
     let next = Number.POSITIVE_INFINITY;
     for (const call of this.#held) {
-      if (call.deadline < now) due.push(call);
+      if (call.deadline <= now) due.push(call);
       else if (call.deadline < next) next = call.deadline;
     }
     for (const call of due) this.#held.delete(call);

@@ -11,7 +11,6 @@ import {
   type MeterProvider,
   metrics,
   type Span,
-  type SpanContext,
   SpanStatusCode,
   type Tracer,
   type TracerProvider,
@@ -152,9 +151,4 @@ export function errorType(error: unknown): string {
   if (typeof status === 'number') return String(status);
   if (error instanceof Error) return error.name || 'Error';
   return '_OTHER';
-}
-
-/** The trace to attach as exemplar, when the span belongs to a real trace. */
-export function exemplarTrace(spanContext: SpanContext): { traceId: string; spanId: string } | undefined {
-  return trace.isSpanContextValid(spanContext) ? { traceId: spanContext.traceId, spanId: spanContext.spanId } : undefined;
 }

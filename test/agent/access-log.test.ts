@@ -57,18 +57,19 @@ describe('access log → trace', () => {
         send('tools', 500, 'tools', { document: 'y'.repeat(40), trafficClass: 'batch' }),
         send('invalid', 500, 'review', { document: 'z', width: 0 }),
         send('unknown', 500, 'no-such-tree', { document: 'z' }),
+        send('malformed', 500, 'tools', '{"document": "MALFORMED-MARKER'),
       ]);
     } finally {
       await stack.close(); // flushes and closes the log
     }
-    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 400, 404]);
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 400, 404, 400]);
 
     const text = readFileSync(logPath, 'utf8');
-    for (const secret of ['DOCUMENT-TEXT-MARKER', userId, API_KEY, 'userId']) expect(text).not.toContain(secret);
+    for (const secret of ['DOCUMENT-TEXT-MARKER', 'MALFORMED-MARKER', userId, API_KEY, 'userId']) expect(text).not.toContain(secret);
     const lines = text.trimEnd().split('\n');
     expect(lines[0]).toBe(earlier); // appended, not truncated
     const records = lines.slice(1).map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(records).toHaveLength(5); // one per request, rejected ones included
+    expect(records).toHaveLength(6); // one per request, rejected ones included
 
     const byTree = (tree: string) => records.find((r) => r.tree === tree)!;
     expect(byTree('review')).toMatchObject({
@@ -89,7 +90,11 @@ describe('access log → trace', () => {
       expect(r.durationMs as number).toBeGreaterThanOrEqual(CALL_MS);
     }
     const rejected = records.filter((r) => r.tree === undefined);
-    expect(rejected.map((r) => `${r.status} ${r.path}`).sort()).toEqual(['400 /v1/agents/review/run', '404 /v1/agents/no-such-tree/run']);
+    expect(rejected.map((r) => `${r.status} ${r.path}`).sort()).toEqual([
+      '400 /v1/agents/review/run',
+      '400 /v1/agents/tools/run',
+      '404 /v1/agents/no-such-tree/run',
+    ]);
     // Lines are written as requests finish: the slow `wide` is logged after `review`.
     const order = records.filter((r) => r.tree).map((r) => r.tree);
     expect(order.indexOf('wide')).toBeGreaterThan(order.indexOf('review'));
