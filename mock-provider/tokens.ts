@@ -21,14 +21,16 @@ const WORDS = (
   .map((word) => `${word} `);
 
 const PHRASE_TOKENS = 8;
-/** 512 fixed phrases of 8 tokens: picking phrases, not words, makes long answers cheap to build. */
+/**
+ * 512 fixed phrases of 8 tokens: picking phrases, not words, makes long answers cheap to build.
+ * Built with join so each phrase is a flat string (`+=` would leave a rope that every answer
+ * using the phrase has to walk again).
+ */
 const PHRASES = (() => {
   const random = createRandom(0x5eed);
-  return Array.from({ length: 512 }, () => {
-    let phrase = '';
-    for (let i = 0; i < PHRASE_TOKENS; i++) phrase += WORDS[Math.floor(random() * WORDS.length)];
-    return phrase;
-  });
+  return Array.from({ length: 512 }, () =>
+    Array.from({ length: PHRASE_TOKENS }, () => WORDS[Math.floor(random() * WORDS.length)]).join(''),
+  );
 })();
 
 /**
@@ -92,8 +94,8 @@ export class RecentTexts {
     if (this.#texts.has(key)) return; // same key, same text: the text is a function of the key
     this.#texts.set(key, text);
     this.#characters += text.length;
-    for (const [oldest, old] of this.#texts) {
-      if (this.#texts.size <= this.#maxEntries && this.#characters <= this.#maxCharacters) break;
+    while (this.#texts.size > this.#maxEntries || this.#characters > this.#maxCharacters) {
+      const [oldest, old] = this.#texts.entries().next().value as [string, string]; // Map order: oldest first
       this.#texts.delete(oldest);
       this.#characters -= old.length;
     }
