@@ -4,6 +4,9 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 
+export const QUOTA_SHARING_MODES = ['static', 'central', 'adaptive'] as const;
+export type QuotaSharing = (typeof QUOTA_SHARING_MODES)[number];
+
 export const agentServiceOptionsSchema = z.object({
   /** Port of the first replica; 0 picks a free one. */
   port: z.int().min(0).max(65_535).default(8080),
@@ -42,6 +45,25 @@ export const agentServiceOptionsSchema = z.object({
    * loadtest/trace-convert.ts replays): a file appended to, or `-` for stdout. Off if unset.
    */
   accessLog: z.string().min(1).optional(),
+  /**
+   * How replicas share the provider quota: `static` (each replica a fixed share of the
+   * budget, its own token bucket), `central` (one token bucket in Redis for the whole fleet),
+   * `adaptive` (the static token share, and AIMD moves the permit limit on 429s / slow calls).
+   */
+  quotaSharing: z.enum(QUOTA_SHARING_MODES).default('static'),
+  /** Redis for `central`: the bucket's key is `quotascope:budget:<limiterName>`. */
+  redisUrl: z.url({ protocol: /^rediss?$/ }).optional(),
+  /** `adaptive`: the most permits AIMD may grow to (default 2 × permits). */
+  adaptiveMaxPermits: z.int().min(1).max(10_000).optional(),
+  /** `adaptive`: a model call slower than this counts as congestion, like a 429 (default: only 429s). */
+  adaptiveLatencyMs: z.int().min(1).optional(),
+}).superRefine((options, ctx) => {
+  if (options.quotaSharing === 'central' && options.redisUrl === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'required when quotaSharing is "central" (the shared token bucket lives in Redis)' });
+  }
+  if (options.adaptiveMaxPermits !== undefined && options.adaptiveMaxPermits < options.permits) {
+    ctx.addIssue({ code: 'custom', path: ['adaptiveMaxPermits'], message: `must be >= permits (${options.permits})` });
+  }
 });
 
 export type AgentServiceOptions = z.infer<typeof agentServiceOptionsSchema>;
@@ -69,6 +91,10 @@ export const OPTION_SOURCES = {
   toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS' },
   streaming: { flag: 'streaming', env: 'AGENT_STREAMING' },
   accessLog: { flag: 'access-log', env: 'AGENT_ACCESS_LOG' },
+  quotaSharing: { flag: 'quota-sharing', env: 'AGENT_QUOTA_SHARING' },
+  redisUrl: { flag: 'redis-url', env: 'REDIS_URL' },
+  adaptiveMaxPermits: { flag: 'adaptive-max-permits', env: 'LIMITER_ADAPTIVE_MAX_PERMITS' },
+  adaptiveLatencyMs: { flag: 'adaptive-latency-ms', env: 'LIMITER_ADAPTIVE_LATENCY_MS' },
 } as const satisfies Record<keyof AgentServiceOptions, { flag: string; env: string }>;
 
 const NUMERIC = new Set<string>([
@@ -81,6 +107,8 @@ const NUMERIC = new Set<string>([
   'maxWaitMs',
   'httpTimeoutMs',
   'toolDelayMs',
+  'adaptiveMaxPermits',
+  'adaptiveLatencyMs',
 ]);
 
 const BOOLEAN = new Set<string>(['streaming']);
@@ -115,6 +143,10 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --tool-delay-ms N              the tools tree's slow tool (TOOL_DELAY_MS, default 1000)
   --streaming true|false         SSE model calls (AGENT_STREAMING, default false)
   --access-log FILE|-            JSON-lines access log, appended; - = stdout (AGENT_ACCESS_LOG, default off)
+  --quota-sharing MODE           static | central | adaptive (AGENT_QUOTA_SHARING, default static)
+  --redis-url URL                Redis of the shared token bucket, for central (REDIS_URL)
+  --adaptive-max-permits N       adaptive: most permits AIMD may grow to (LIMITER_ADAPTIVE_MAX_PERMITS, default 2 x permits)
+  --adaptive-latency-ms N        adaptive: a slower call counts as congestion (LIMITER_ADAPTIVE_LATENCY_MS, default off)
   --replicas N                   start N replicas on consecutive ports (AGENT_REPLICAS, default 1)
   --help`;
 

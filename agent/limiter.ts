@@ -1,35 +1,110 @@
-// The one RateLimitedLlm a replica's trees share: permits, this replica's share of the
-// token budget, the bounded wait, and the per-call report hook that feeds each request's
-// accounting.
+// The one RateLimitedLlm a replica's trees share: permits, the token budget, the bounded
+// wait, and the per-call report hook that feeds each request's accounting. The token budget
+// and the permit limit depend on how the replicas share the provider quota:
+//
+// - static:   a local TokenBudget of this replica's share (tokensPerMinute × replicaShare),
+//             a fixed permit limit. No coordination; the fleet stays under the quota by
+//             construction, at the price of capacity idle on quiet replicas.
+// - central:  one RedisTokenBudget of the whole fleet's tokensPerMinute, shared by every
+//             replica with the same limiter name (key quotascope:budget:<limiterName>).
+//             Redis unreachable mid-run: fail open to the static share (counted in
+//             llm_limiter_budget_central_unavailable_total{handling="local_share"}); Redis
+//             unreachable at start: the replica does not start (a wrong URL must not run
+//             silently on the fallback).
+// - adaptive: the static token share, and an AIMD limit moving the permit limit: down on
+//             429s (and calls slower than adaptiveLatencyMs), up by one on busy successes.
 import type { BaseLlm } from '@google/adk';
 import type { Registry } from 'prom-client';
-import { type CallReport, type LimiterSnapshot, RateLimitedLlm, TokenBudget, UsageEstimator } from '../instrumentation/index.ts';
-import type { AgentServiceOptions } from './config.ts';
+import {
+  AimdLimit,
+  type Budget,
+  type BudgetRedisClient,
+  type CallReport,
+  connectBudgetRedis,
+  type LimiterSnapshot,
+  RateLimitedLlm,
+  RedisTokenBudget,
+  redactUrl,
+  TokenBudget,
+  UsageEstimator,
+} from '../instrumentation/index.ts';
+import type { AgentServiceOptions, QuotaSharing } from './config.ts';
 
 export interface Limiter {
   /** Give this to every LlmAgent of every tree. */
   readonly model: RateLimitedLlm;
+  readonly quotaSharing: QuotaSharing;
+  readonly budget: Budget;
   snapshot(): LimiterSnapshot;
-  close(): void;
+  close(): Promise<void>;
 }
 
-export function createLimiter(
+export async function createLimiter(
   config: AgentServiceOptions,
   delegate: BaseLlm,
   registry: Registry,
   onCallEnd: (report: CallReport) => void,
-): Limiter {
-  const budget = new TokenBudget(Math.max(1, Math.floor(config.tokensPerMinute * config.replicaShare)));
+  log: (line: string) => void = console.error,
+): Promise<Limiter> {
+  const staticShare = Math.max(1, Math.floor(config.tokensPerMinute * config.replicaShare));
+  let redis: BudgetRedisClient | undefined;
+  let budget: Budget;
+  if (config.quotaSharing === 'central') {
+    const url = config.redisUrl as string; // required by the schema for central
+    try {
+      redis = await connectBudgetRedis(url);
+    } catch (error) {
+      throw new Error(`quotaSharing "central": ${(error as Error).message}`, { cause: error });
+    }
+    budget = new RedisTokenBudget({
+      client: redis,
+      name: config.limiterName,
+      tokensPerMinute: config.tokensPerMinute,
+      localShareTokensPerMinute: staticShare,
+      registry,
+      onCentralChange: (central, error) =>
+        log(
+          central
+            ? `agent: limiter "${config.limiterName}": central token budget at ${redactUrl(url)} reachable again`
+            : `agent: limiter "${config.limiterName}": central token budget at ${redactUrl(url)} unreachable (${(error as Error)?.message}); using the local share of ${staticShare} tokens/min`,
+        ),
+    });
+  } else {
+    budget = new TokenBudget(staticShare);
+  }
+  const adaptiveLimit =
+    config.quotaSharing === 'adaptive'
+      ? new AimdLimit({
+          initial: config.permits,
+          max: config.adaptiveMaxPermits ?? config.permits * 2,
+          latencyThresholdMs: config.adaptiveLatencyMs,
+        })
+      : undefined;
   const model = new RateLimitedLlm({
     delegate,
     name: config.limiterName,
     maxConcurrent: config.permits,
     budget,
+    // Capped by the static share: in central mode a call must also fit the fallback bucket.
     estimatedTokens:
-      config.estimatedTokensPerCall ?? new UsageEstimator({ initialOutputTokens: config.initialOutputTokens, maxTokens: budget.capacity }),
+      config.estimatedTokensPerCall ?? new UsageEstimator({ initialOutputTokens: config.initialOutputTokens, maxTokens: Math.min(budget.capacity, staticShare) }),
     maxWaitMs: config.maxWaitMs,
     registry,
     onCallEnd,
+    adaptiveLimit,
   });
-  return { model, snapshot: () => model.snapshot(), close: () => model.close() };
+  return {
+    model,
+    quotaSharing: config.quotaSharing,
+    budget,
+    snapshot: () => model.snapshot(),
+    async close() {
+      model.close();
+      if (budget instanceof RedisTokenBudget) {
+        budget.close();
+        await budget.settled(); // bounded by the client's command timeout
+      }
+      if (redis?.isOpen) await redis.close().catch(() => redis?.destroy());
+    },
+  };
 }

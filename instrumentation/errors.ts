@@ -8,6 +8,7 @@ export const ERROR_CODES = {
   timeout: 'RATE_LIMIT_TIMEOUT',
   rateLimited: 'RATE_LIMITED',
   maxCallTime: 'MAX_CALL_TIME_EXCEEDED',
+  budgetUnavailable: 'BUDGET_UNAVAILABLE',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
@@ -95,5 +96,22 @@ export class BudgetRequestTooLarge extends Error {
     this.name = 'BudgetRequestTooLarge';
     this.requested = requested;
     this.capacity = capacity;
+  }
+}
+
+/**
+ * The central (Redis) token budget could not be reached and no local share was configured
+ * to fall back on (RedisTokenBudget failing closed). `cause` is the Redis error.
+ */
+export class CentralBudgetUnavailable extends Error {
+  readonly code = ERROR_CODES.budgetUnavailable;
+  readonly key: string;
+
+  constructor(key: string, cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    const text = `central token budget "${key}" is unreachable (${detail}) and no local share is configured: reservation refused`;
+    super(jsonMessage(ERROR_CODES.budgetUnavailable, { key }, text), { cause });
+    this.name = 'CentralBudgetUnavailable';
+    this.key = key;
   }
 }

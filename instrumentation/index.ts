@@ -1,10 +1,12 @@
 // Public API of quotascope's instrumentation: the rate-limited ADK model wrapper, the
 // primitives it is built from, its errors and its metric definitions.
 
+export type { Budget, ReserveOptions } from './budget.ts';
 export { type BackoffOptions, DEFAULT_BACKOFF, fullJitterDelayMs } from './backoff.ts';
 export { type Clock, ManualClock, realClock, sleep } from './clock.ts';
 export {
   BudgetRequestTooLarge,
+  CentralBudgetUnavailable,
   DeadlineExceeded,
   ERROR_CODES,
   type ErrorCode,
@@ -23,6 +25,7 @@ export {
   ACQUIRE_SECONDS_BUCKETS,
   CALL_OUTCOMES,
   CALL_SECONDS_BUCKETS,
+  CENTRAL_UNAVAILABLE_HANDLING,
   type LimiterMetricKey,
   type MetricDefinition,
   limiterMetrics,
@@ -38,7 +41,9 @@ export {
   RateLimitedLlm,
   type RateLimitedLlmOptions,
 } from './rate-limited-llm.ts';
+export { type BudgetRedisClient, type BudgetRedisOptions, connectBudgetRedis, redactUrl } from './redis-client.ts';
+export { RedisTokenBudget, type RedisTokenBudgetOptions, type RedisScriptClient, TOKEN_BUCKET_SCRIPT } from './redis-token-budget.ts';
 export { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
 export { type AcquireOptions, FairSemaphore, type Permit } from './semaphore.ts';
 export { CALL_SPAN_NAME, GenAiTelemetry, SPAN_ATTRIBUTES, WAIT_SPAN_NAME } from './telemetry.ts';
-export { type ReserveOptions, TokenBudget } from './token-budget.ts';
+export { TokenBudget } from './token-budget.ts';

@@ -33,7 +33,7 @@ import { ResponseChannel } from './response-channel.ts';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
 import { FairSemaphore, type Permit } from './semaphore.ts';
 import { endSpan, errorType, GenAiTelemetry, SPAN_ATTRIBUTES, type TelemetryOptions } from './telemetry.ts';
-import type { TokenBudget } from './token-budget.ts';
+import type { Budget } from './budget.ts';
 
 export type CallOutcome = 'ok' | 'error' | 'rate_limited' | 'cancelled' | 'timeout';
 
@@ -61,8 +61,8 @@ export interface RateLimitedLlmOptions extends TelemetryOptions {
   /** Concurrency limit; or pass a `semaphore` to share one. */
   readonly maxConcurrent?: number;
   readonly semaphore?: FairSemaphore;
-  /** Tokens-per-minute budget; without one only concurrency is limited. */
-  readonly budget?: TokenBudget;
+  /** Tokens-per-minute budget (TokenBudget, or RedisTokenBudget shared by replicas); without one only concurrency is limited. */
+  readonly budget?: Budget;
   /** Tokens to reserve per call: a number, a function of the request, or an estimator. Default: UsageEstimator. */
   readonly estimatedTokens?: number | ((request: LlmRequest) => number) | TokenEstimator;
   /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms (default 20,000). */
@@ -150,6 +150,8 @@ class CallState implements HeldCall {
   /** When the permit is reclaimed if still held (set on admission). */
   deadline = Number.POSITIVE_INFINITY;
   permit: Permit | undefined;
+  /** When the permit was acquired (clock ms): its held time feeds llm_limiter_permit_seconds_total. */
+  permitAt = 0;
   /** Set by the running delegate step: makes it give up at once when the call is aborted. */
   interrupt: ((reason: unknown) => void) | undefined;
   /** Its signal goes to the delegate and to every wait. */
@@ -215,7 +217,7 @@ export class RateLimitedLlm extends BaseLlm {
   readonly name: string;
   readonly delegate: BaseLlm;
   readonly semaphore: FairSemaphore;
-  readonly budget: TokenBudget | undefined;
+  readonly budget: Budget | undefined;
   readonly estimator: TokenEstimator;
   readonly metrics: LimiterMetrics;
   readonly maxWaitMs: number;
@@ -229,6 +231,8 @@ export class RateLimitedLlm extends BaseLlm {
   readonly #telemetry: GenAiTelemetry;
   readonly #removeGaugeSource: () => void;
   readonly #sweeper: PermitSweeper;
+  /** Seconds permits were held, acquire to release (its rate is the mean number of permits in use). */
+  readonly #permitSeconds: CounterTally;
 
   constructor(options: RateLimitedLlmOptions) {
     super({ model: options.delegate.model });
@@ -253,6 +257,7 @@ export class RateLimitedLlm extends BaseLlm {
     this.#telemetry = new GenAiTelemetry(options);
     this.#sweeper = new PermitSweeper(this.#clock);
     this.metrics = createLimiterMetrics(options.registry);
+    this.#permitSeconds = this.metrics.tally('permitSeconds', { limiter: this.name });
     this.#removeGaugeSource = this.metrics.addSource({
       name: this.name,
       snapshot: () => ({
@@ -311,6 +316,7 @@ export class RateLimitedLlm extends BaseLlm {
   /** Called by the sweeper for a call still holding its permit past maxCallMs. */
   readonly #reclaim = (state: CallState): void => {
     if (state.permit?.release()) {
+      this.#permitSeconds.add((this.#clock.now() - state.permitAt) / 1000);
       this.metrics.permitsReclaimed.inc({ limiter: this.name });
       state.cancel(new MaxCallTimeExceeded(this.name, this.maxCallMs));
     }
@@ -364,6 +370,8 @@ export class RateLimitedLlm extends BaseLlm {
       error = admission.error;
     } else {
       state.permit = admission.permit;
+      // The synchronous path took its permit in this same turn, at admittedAt.
+      state.permitAt = admission.permitAt ?? admittedAt;
       reserved = admission.reserved;
       series.tokensReserved.add(reserved);
       // The safety net: one sweeper per wrapper reclaims a permit still held at the deadline.
@@ -426,7 +434,7 @@ export class RateLimitedLlm extends BaseLlm {
     const end = clock.now();
     if (admission.kind === 'admitted') this.#sweeper.delete(state);
     const inFlight = this.semaphore.inUse;
-    state.permit?.release();
+    if (state.permit?.release()) this.#permitSeconds.add((end - state.permitAt) / 1000);
     if (onCallerAbort) callerSignal?.removeEventListener('abort', onCallerAbort);
     const usage = state.finalUsage ?? state.lastPartialUsage;
     const actual = usage?.total ?? reserved;
@@ -491,7 +499,7 @@ export class RateLimitedLlm extends BaseLlm {
     request: LlmRequest,
     agent: string,
     signal: AbortSignal,
-  ): { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number } | undefined {
+  ): { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number; permitAt?: number } | undefined {
     if (signal.aborted) return undefined;
     const permit = this.semaphore.tryAcquire();
     if (!permit) return undefined;
@@ -501,6 +509,7 @@ export class RateLimitedLlm extends BaseLlm {
     } catch {
       // The slow path reports the error.
     }
+    // Held for no time (taken and given back in this same synchronous turn): no permit seconds.
     permit.release();
     return undefined;
   }
@@ -513,7 +522,7 @@ export class RateLimitedLlm extends BaseLlm {
     signal: AbortSignal,
     callContext: ReturnType<typeof context.active> | undefined,
   ): Promise<
-    | { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number }
+    | { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number; permitAt: number }
     | { kind: 'refused'; acquireOutcome: 'timeout' | 'aborted'; outcome: CallOutcome; error: unknown }
   > {
     const waitStart = this.#clock.now();
@@ -543,6 +552,8 @@ export class RateLimitedLlm extends BaseLlm {
         return refuse(err, 'permit');
       }
     }
+    // The permit is held while the call waits for budget: that time counts as permit time.
+    const permitAt = this.#clock.now();
     let reserved: number;
     try {
       reserved = this.#estimate(request, agent);
@@ -552,10 +563,11 @@ export class RateLimitedLlm extends BaseLlm {
       }
     } catch (err) {
       permit.release();
+      this.#permitSeconds.add((this.#clock.now() - permitAt) / 1000);
       return refuse(err, 'budget');
     }
     waitSpan?.end();
-    return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved };
+    return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved, permitAt };
   }
 
   #estimate(request: LlmRequest, agent: string): number {
@@ -688,7 +700,7 @@ export class RateLimitedLlm extends BaseLlm {
   }
 }
 
-function toEstimator(option: RateLimitedLlmOptions['estimatedTokens'], budget: TokenBudget | undefined): TokenEstimator {
+function toEstimator(option: RateLimitedLlmOptions['estimatedTokens'], budget: Budget | undefined): TokenEstimator {
   if (typeof option === 'number') return { estimate: () => option };
   if (typeof option === 'function') return { estimate: (request) => option(request) };
   return option ?? new UsageEstimator({ maxTokens: budget?.capacity });

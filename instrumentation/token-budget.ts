@@ -4,13 +4,10 @@
 // usage afterwards: an underestimate drives the level negative, so the debt is repaid
 // before new calls start.
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
+import type { Budget, ReserveOptions } from './budget.ts';
 import { BudgetRequestTooLarge, DeadlineExceeded } from './errors.ts';
 
-export interface ReserveOptions {
-  /** Absolute time on the budget's clock after which the reservation gives up. */
-  readonly deadline?: number;
-  readonly signal?: AbortSignal;
-}
+export type { ReserveOptions } from './budget.ts';
 
 interface Waiter {
   readonly tokens: number;
@@ -20,7 +17,7 @@ interface Waiter {
 // Refill is computed from elapsed time in floating point; tolerate rounding noise.
 const EPSILON = 1e-6;
 
-export class TokenBudget {
+export class TokenBudget implements Budget {
   readonly tokensPerMinute: number;
   readonly capacity: number;
   readonly #perMs: number;

@@ -111,6 +111,18 @@ export const limiterMetrics = {
     type: 'counter',
     labelNames: ['limiter'],
   },
+  permitSeconds: {
+    name: 'llm_limiter_permit_seconds_total',
+    help: "Seconds permits were held, permit acquired to released (budget wait included); its rate is the exact mean number of permits in use (Little's law L).",
+    type: 'counter',
+    labelNames: ['limiter'],
+  },
+  budgetCentralUnavailable: {
+    name: 'llm_limiter_budget_central_unavailable_total',
+    help: 'Token reservations made while the central (Redis) budget was unreachable, by handling: local_share (served by the local static share), refused.',
+    type: 'counter',
+    labelNames: ['limiter', 'handling'],
+  },
 } as const satisfies Record<string, MetricDefinition>;
 
 export type LimiterMetricKey = keyof typeof limiterMetrics;
@@ -118,3 +130,4 @@ export type LimiterMetricKey = keyof typeof limiterMetrics;
 export const ACQUIRE_OUTCOMES = ['acquired', 'timeout', 'aborted'] as const;
 export const CALL_OUTCOMES = ['ok', 'error', 'rate_limited', 'cancelled', 'timeout'] as const;
 export const TIMEOUT_REASONS = ['permit', 'budget'] as const;
+export const CENTRAL_UNAVAILABLE_HANDLING = ['local_share', 'refused'] as const;

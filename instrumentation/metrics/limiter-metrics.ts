@@ -63,7 +63,7 @@ export class CounterTally {
   }
 }
 
-type TalliedCounter = 'tokensReserved' | 'tokensActual' | 'calls';
+type TalliedCounter = 'tokensReserved' | 'tokensActual' | 'calls' | 'permitSeconds';
 
 const byRegistry = new WeakMap<object, LimiterMetrics>();
 
@@ -92,6 +92,8 @@ export class LimiterMetrics {
   readonly timeouts: Counter<Labels<'timeouts'>>;
   readonly calls: Counter<Labels<'calls'>>;
   readonly permitsReclaimed: Counter<Labels<'permitsReclaimed'>>;
+  readonly permitSeconds: Counter<Labels<'permitSeconds'>>;
+  readonly budgetCentralUnavailable: Counter<Labels<'budgetCentralUnavailable'>>;
   readonly #sources = new Set<LimiterGaugeSource>();
   readonly #tallies = new Map<string, CounterTally[]>();
 
@@ -157,6 +159,8 @@ export class LimiterMetrics {
     this.timeouts = counter('timeouts');
     this.calls = counter('calls');
     this.permitsReclaimed = counter('permitsReclaimed');
+    this.permitSeconds = counter('permitSeconds');
+    this.budgetCentralUnavailable = counter('budgetCentralUnavailable');
   }
 
   /** Report a wrapper's gauges at every scrape until the returned function is called. */
