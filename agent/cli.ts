@@ -1,8 +1,20 @@
 // `npm run agent -- --port 8080 --provider-url URL [--replicas N ...]`: starts N
 // independent agent service replicas on consecutive ports and serves until SIGINT/SIGTERM.
 import { type AccessLog, AccessLogError, openAccessLog } from './access-log.ts';
-import { AgentConfigError, CLI_USAGE, parseCliConfig } from './config.ts';
+import { AgentConfigError, type AgentServiceOptions, CLI_USAGE, parseCliConfig } from './config.ts';
 import type { AgentService } from './service.ts';
+
+/** The quota-sharing mode and budget for the start line (the Redis URL without its password). */
+function budgetDescription(service: AgentServiceOptions): string {
+  const share = Math.round(service.tokensPerMinute * service.replicaShare);
+  if (service.quotaSharing === 'central') {
+    const url = new URL(service.redisUrl as string);
+    url.username = '';
+    url.password = '';
+    return `quota sharing central: ${service.tokensPerMinute} tokens/min shared in Redis ${url.host}, fallback ${share} tokens/min`;
+  }
+  return `quota sharing ${service.quotaSharing}, budget ${share} tokens/min`;
+}
 
 async function main(): Promise<void> {
   let parsed: ReturnType<typeof parseCliConfig>;
@@ -60,7 +72,7 @@ async function main(): Promise<void> {
       say(
         `agent: replica ${i + 1}/${replicas} listening on ${replica.url} ` +
           `(provider ${service.providerUrl}, model ${service.model}, permits ${service.permits}, ` +
-          `budget ${Math.round(service.tokensPerMinute * service.replicaShare)} tokens/min, maxWait ${service.maxWaitMs} ms)`,
+          `${budgetDescription(service)}, maxWait ${service.maxWaitMs} ms)`,
       );
     }
   } catch (error) {

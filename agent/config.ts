@@ -194,7 +194,12 @@ export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
   if (raw.replicaShare === undefined) raw.replicaShare = 1 / replicas.data;
 
   const result = agentServiceOptionsSchema.safeParse(raw);
-  if (!result.success) throw new AgentConfigError(`invalid agent configuration: ${formatIssues(result.error, (k) => origin[k] ?? k)}`);
+  // A value given names its flag or variable; a missing one (e.g. --redis-url for central) names both.
+  const sourceOf = (k: string) => {
+    const source = OPTION_SOURCES[k as keyof typeof OPTION_SOURCES];
+    return origin[k] ?? (source ? `--${source.flag} (${source.env})` : k);
+  };
+  if (!result.success) throw new AgentConfigError(`invalid agent configuration: ${formatIssues(result.error, sourceOf)}`);
   if (result.data.port !== 0 && result.data.port + replicas.data - 1 > 65_535) {
     throw new AgentConfigError(`--replicas: ${replicas.data} replicas from port ${result.data.port} run past 65535`);
   }

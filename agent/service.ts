@@ -98,7 +98,13 @@ export async function startAgentService(
   const delegate =
     extras.delegate ??
     new ProviderGemini({ providerUrl: config.providerUrl, apiKey: config.apiKey, model: config.model, httpTimeoutMs: config.httpTimeoutMs });
-  const limiter = createLimiter(config, delegate, registry, recordCallReport);
+  let limiter: Limiter;
+  try {
+    limiter = await createLimiter(config, delegate, registry, recordCallReport);
+  } catch (error) {
+    await ownAccessLog?.close();
+    throw error;
+  }
 
   // Static trees are built once; `wide` depends on (branches, width), cached per shape.
   const runners = new Map<string, { tree: BuiltTree; runner: InMemoryRunner }>();
@@ -280,7 +286,7 @@ export async function startAgentService(
   try {
     await once(server, 'listening');
   } catch (error) {
-    limiter.close?.();
+    await limiter.close();
     await ownAccessLog?.close();
     throw error;
   }
@@ -305,7 +311,7 @@ export async function startAgentService(
         await Promise.race([Promise.allSettled([...runs]), grace]);
         clearTimeout(timer);
       }
-      limiter.close?.();
+      await limiter.close();
       await ownAccessLog?.close(); // after the aborted runs wrote their lines
     },
   };

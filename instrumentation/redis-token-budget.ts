@@ -1,0 +1,391 @@
+// A token budget whose bucket lives in Redis, so N replicas share ONE tokens-per-minute
+// quota (quota-sharing mode "central"). Same contract as TokenBudget (see budget.ts):
+// continuous refill up to one minute's worth, FIFO reservations within the process,
+// reconcile may drive the level negative, a request above capacity fails at once.
+//
+// Every change to the level is one Lua script run atomically by Redis (EVALSHA, falling
+// back to EVAL when Redis does not have the script cached). The script reads the time from
+// Redis `TIME`, so replicas with skewed clocks still agree on the refill. A reservation
+// that does not fit is told how long until it would; the head of the local queue polls
+// again after that delay (capped by maxPollMs so tokens given back by other replicas are
+// noticed), bounded by its deadline and abortable.
+//
+// Redis unreachable (connection lost, command timeout, script error): the behaviour is
+// explicit and chosen by the caller.
+// - `localShareTokensPerMinute` set (fail OPEN, what the agent service does): reservations
+//   and reconciliations go to a local TokenBudget of that size (the static replica share),
+//   so the fleet still stays under the quota while every replica is cut off; Redis is
+//   tried again after retryRedisAfterMs. Counted in
+//   llm_limiter_budget_central_unavailable_total{handling="local_share"}.
+// - unset (fail CLOSED): reservations reject with CentralBudgetUnavailable (code
+//   BUDGET_UNAVAILABLE); counted with handling="refused". Reconciliations are dropped.
+import { createHash } from 'node:crypto';
+import type { Budget, ReserveOptions } from './budget.ts';
+import { type Clock, realClock, type TimerHandle } from './clock.ts';
+import { BudgetRequestTooLarge, CentralBudgetUnavailable, DeadlineExceeded } from './errors.ts';
+import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+import { TokenBudget } from './token-budget.ts';
+
+/** KEYS[1] = the bucket (a hash: level, at). ARGV = capacity, tokens per ms, op, amount.
+ *  op "take": take `amount` if it fits, else answer the ms until it would; op "settle": add
+ *  `amount` (reserved − actual, may be negative); op "peek": read only.
+ *  Returns { granted (0|1), level (string: Lua numbers would be truncated to integers), waitMs }. */
+export const TOKEN_BUCKET_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local capacity = tonumber(ARGV[1])
+local per_ms = tonumber(ARGV[2])
+local op = ARGV[3]
+local amount = tonumber(ARGV[4])
+local state = redis.call('HMGET', KEYS[1], 'level', 'at')
+local level = tonumber(state[1])
+local at = tonumber(state[2])
+if level == nil or at == nil then
+  level = capacity
+  at = now
+end
+if level > capacity then level = capacity end
+if now > at then
+  level = math.min(capacity, level + (now - at) * per_ms)
+  at = now
+end
+local granted = 0
+local wait_ms = 0
+if op == 'take' then
+  if level + 1e-6 >= amount then
+    level = level - amount
+    granted = 1
+  else
+    wait_ms = math.ceil((amount - level) / per_ms)
+  end
+elseif op == 'settle' then
+  level = math.min(capacity, level + amount)
+  granted = 1
+end
+if op ~= 'peek' then
+  redis.call('HSET', KEYS[1], 'level', string.format('%.17g', level), 'at', string.format('%.17g', at))
+  -- A missing key reads as a full bucket: let it go once it would have refilled anyway.
+  redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - level) / per_ms) + 1000)
+end
+return { granted, string.format('%.17g', level), wait_ms }
+`;
+
+const SCRIPT_SHA1 = createHash('sha1').update(TOKEN_BUCKET_SCRIPT).digest('hex');
+
+/** What the budget needs from a Redis client (node-redis 6's client fits). */
+export interface RedisScriptClient {
+  readonly isReady: boolean;
+  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+export interface RedisTokenBudgetOptions {
+  /** A connected client (see connectBudgetRedis); the caller owns and closes it. */
+  readonly client: RedisScriptClient;
+  /** Capacity of the SHARED bucket: the fleet's tokens per minute. */
+  readonly tokensPerMinute: number;
+  /** The limiter name: the `limiter` metric label and the default key suffix. */
+  readonly name: string;
+  /** Redis key of the bucket (default `quotascope:budget:<name>`). Replicas sharing a quota use the same key. */
+  readonly key?: string;
+  /** Fail open to a local budget of this many tokens per minute while Redis is unreachable; unset = fail closed. */
+  readonly localShareTokensPerMinute?: number;
+  /** After a Redis failure, use the fallback for this long before trying Redis again (default 1,000 ms). */
+  readonly retryRedisAfterMs?: number;
+  /** Longest a waiting reservation sleeps between two tries (default 1,000 ms). */
+  readonly maxPollMs?: number;
+  readonly clock?: Clock;
+  /** Where llm_limiter_budget_central_unavailable_total goes (default: prom-client's global registry). */
+  readonly registry?: AnyRegistry;
+  /** Told when the budget switches between Redis and its fallback (for a log line). */
+  readonly onCentralChange?: (central: boolean, error?: unknown) => void;
+}
+
+interface Waiter {
+  readonly tokens: number;
+  /** Aborted when the waiter leaves the queue (deadline, caller abort, close). */
+  readonly left: AbortController;
+  grant(): void;
+  fail(reason: unknown): void;
+}
+
+type TakeResult =
+  | { readonly kind: 'granted' }
+  | { readonly kind: 'wait'; readonly ms: number }
+  | { readonly kind: 'unavailable'; readonly error: unknown };
+
+const DEFAULT_KEY_PREFIX = 'quotascope:budget:';
+
+export class RedisTokenBudget implements Budget {
+  readonly tokensPerMinute: number;
+  readonly capacity: number;
+  readonly key: string;
+  readonly #perMs: number;
+  readonly #client: RedisScriptClient;
+  readonly #clock: Clock;
+  readonly #local: TokenBudget | undefined;
+  readonly #retryRedisAfterMs: number;
+  readonly #maxPollMs: number;
+  readonly #metrics: LimiterMetrics;
+  readonly #name: string;
+  readonly #onCentralChange: ((central: boolean, error?: unknown) => void) | undefined;
+  readonly #waiters = new Set<Waiter>();
+  readonly #pendingSettles = new Set<Promise<void>>();
+  #serving = false;
+  #wake: (() => void) | undefined;
+  #central = true;
+  #redisDownUntil = Number.NEGATIVE_INFINITY;
+  #lastLevel: number;
+  #lastLevelAt: number;
+  #closed = false;
+  #lastError: unknown = new Error('Redis is not connected');
+
+  constructor(options: RedisTokenBudgetOptions) {
+    const { tokensPerMinute } = options;
+    if (!Number.isFinite(tokensPerMinute) || tokensPerMinute <= 0) {
+      throw new RangeError(`tokensPerMinute must be a positive number, got ${tokensPerMinute}`);
+    }
+    if (!options.name) throw new TypeError('RedisTokenBudget options: name: required (the limiter name)');
+    this.tokensPerMinute = tokensPerMinute;
+    this.capacity = tokensPerMinute;
+    this.#perMs = tokensPerMinute / 60_000;
+    this.#client = options.client;
+    this.#name = options.name;
+    this.key = options.key ?? `${DEFAULT_KEY_PREFIX}${options.name}`;
+    this.#clock = options.clock ?? realClock;
+    this.#local =
+      options.localShareTokensPerMinute === undefined
+        ? undefined
+        : new TokenBudget(options.localShareTokensPerMinute, { clock: this.#clock });
+    this.#retryRedisAfterMs = options.retryRedisAfterMs ?? 1_000;
+    this.#maxPollMs = options.maxPollMs ?? 1_000;
+    this.#metrics = createLimiterMetrics(options.registry);
+    this.#onCentralChange = options.onCentralChange;
+    this.#lastLevel = this.capacity;
+    this.#lastLevelAt = this.#clock.now();
+  }
+
+  /** True while Redis answers; false while the budget fails open or closed. */
+  get central(): boolean {
+    return this.#central;
+  }
+
+  /** The last level Redis reported, refilled locally since (the local share's level while Redis is down). */
+  get available(): number {
+    if (!this.#central && this.#local) return this.#local.available;
+    const elapsed = Math.max(0, this.#clock.now() - this.#lastLevelAt);
+    return Math.min(this.capacity, this.#lastLevel + elapsed * this.#perMs);
+  }
+
+  get waiting(): number {
+    return this.#waiters.size;
+  }
+
+  /** Never decided synchronously (Redis is a round trip away): checks the size, then answers false. */
+  tryReserve(tokens: number): boolean {
+    this.#check(tokens);
+    return false;
+  }
+
+  reserve(tokens: number, options: ReserveOptions = {}): Promise<void> {
+    try {
+      this.#check(tokens);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#closed) return Promise.reject(new Error(`RedisTokenBudget "${this.key}" is closed`));
+    const { deadline, signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (deadline !== undefined && deadline <= this.#clock.now()) {
+      return Promise.reject(new DeadlineExceeded('token budget'));
+    }
+    return new Promise<void>((resolve, reject) => {
+      let timer: TimerHandle | undefined;
+      const leave = () => {
+        this.#waiters.delete(waiter);
+        if (timer !== undefined) this.#clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        waiter.left.abort();
+      };
+      const onAbort = () => waiter.fail(signal?.reason);
+      const waiter: Waiter = {
+        tokens,
+        left: new AbortController(),
+        grant: () => {
+          leave();
+          resolve();
+        },
+        fail: (reason) => {
+          leave();
+          reject(reason);
+          this.#wakeUp(); // the head may have left: the next one tries now
+        },
+      };
+      this.#waiters.add(waiter);
+      if (deadline !== undefined) {
+        timer = this.#clock.setTimeout(() => waiter.fail(new DeadlineExceeded('token budget')), deadline - this.#clock.now());
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      void this.#serve();
+    });
+  }
+
+  reconcile(reserved: number, actual: number): void {
+    if (!Number.isFinite(reserved) || !Number.isFinite(actual)) {
+      throw new RangeError(`reconcile needs finite numbers, got reserved=${reserved} actual=${actual}`);
+    }
+    if (reserved === actual) return;
+    if (!this.#redisUsable()) {
+      this.#local?.reconcile(reserved, actual);
+      this.#wakeUp();
+      return;
+    }
+    const settle = this.#run('settle', reserved - actual)
+      .then(
+        () => {},
+        (error: unknown) => {
+          this.#markDown(error);
+          this.#local?.reconcile(reserved, actual);
+        },
+      )
+      .finally(() => {
+        this.#pendingSettles.delete(settle);
+        this.#wakeUp(); // tokens given back may let the head in before its poll
+      });
+    this.#pendingSettles.add(settle);
+  }
+
+  /** Resolves when every reconciliation sent so far has reached Redis (or its fallback). */
+  async settled(): Promise<void> {
+    while (this.#pendingSettles.size > 0) await Promise.all([...this.#pendingSettles]);
+  }
+
+  /** Read the shared level from Redis (refilled to Redis' now) without changing it. */
+  async peek(): Promise<number> {
+    const reply = await this.#run('peek', 0);
+    return reply.level;
+  }
+
+  /** Reject every queued reservation and stop polling. Does not close the client (the caller owns it). */
+  close(): void {
+    this.#closed = true;
+    for (const waiter of [...this.#waiters]) waiter.fail(new Error(`RedisTokenBudget "${this.key}" closed`));
+  }
+
+  #check(tokens: number): void {
+    if (!Number.isFinite(tokens) || tokens < 0) {
+      throw new RangeError(`token reservation must be a finite number >= 0, got ${tokens}`);
+    }
+    if (tokens > this.capacity) throw new BudgetRequestTooLarge(tokens, this.capacity);
+  }
+
+  /** Serve the queue head by head (FIFO within this process); one loop at a time. */
+  async #serve(): Promise<void> {
+    if (this.#serving) return;
+    this.#serving = true;
+    try {
+      while (this.#waiters.size > 0) {
+        const head = this.#waiters.values().next().value as Waiter;
+        const result = await this.#take(head.tokens);
+        if (result.kind === 'unavailable') {
+          await this.#serveWithoutRedis(head, result.error);
+        } else if (result.kind === 'granted') {
+          if (head.left.signal.aborted) this.reconcile(head.tokens, 0); // gave up meanwhile: give the tokens back
+          else head.grant();
+        } else if (!head.left.signal.aborted) {
+          await this.#sleep(Math.min(result.ms, this.#maxPollMs), head);
+        }
+      }
+    } finally {
+      this.#serving = false;
+    }
+  }
+
+  /** The head's reservation while Redis is unreachable: the local share, or a refusal. */
+  async #serveWithoutRedis(head: Waiter, error: unknown): Promise<void> {
+    if (head.left.signal.aborted) return;
+    if (!this.#local) {
+      this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'refused' });
+      head.fail(new CentralBudgetUnavailable(this.key, error));
+      return;
+    }
+    this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'local_share' });
+    try {
+      await this.#local.reserve(head.tokens, { signal: head.left.signal });
+      if (head.left.signal.aborted) this.#local.reconcile(head.tokens, 0);
+      else head.grant();
+    } catch (localError) {
+      // Either the head left (deadline, abort, close: already answered) or the local share
+      // refused it (more than its capacity): answer it with that.
+      if (!head.left.signal.aborted) head.fail(localError);
+    }
+  }
+
+  async #take(tokens: number): Promise<TakeResult> {
+    if (!this.#redisUsable()) return { kind: 'unavailable', error: this.#lastError };
+    try {
+      const reply = await this.#run('take', tokens);
+      return reply.granted ? { kind: 'granted' } : { kind: 'wait', ms: Math.max(1, reply.waitMs) };
+    } catch (error) {
+      this.#markDown(error);
+      return { kind: 'unavailable', error };
+    }
+  }
+
+  /** Whether to try Redis now: not within retryRedisAfterMs of a failure, and the client connected. */
+  #redisUsable(): boolean {
+    if (this.#clock.now() < this.#redisDownUntil) return false;
+    if (this.#client.isReady) return true;
+    this.#markDown(new Error('Redis is not connected'));
+    return false;
+  }
+
+  #markDown(error: unknown): void {
+    this.#lastError = error;
+    this.#redisDownUntil = this.#clock.now() + this.#retryRedisAfterMs;
+    if (this.#central) {
+      this.#central = false;
+      this.#onCentralChange?.(false, error);
+    }
+  }
+
+  /** One atomic script run: EVALSHA, then EVAL when Redis does not know the script (restart, SCRIPT FLUSH). */
+  async #run(op: 'take' | 'settle' | 'peek', amount: number): Promise<{ granted: boolean; level: number; waitMs: number }> {
+    const args = { keys: [this.key], arguments: [String(this.capacity), String(this.#perMs), op, String(amount)] };
+    let reply: unknown;
+    try {
+      reply = await this.#client.evalSha(SCRIPT_SHA1, args);
+    } catch (error) {
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      reply = await this.#client.eval(TOKEN_BUCKET_SCRIPT, args);
+    }
+    if (!Array.isArray(reply) || reply.length !== 3) throw new Error(`token bucket script: unexpected reply ${JSON.stringify(reply)}`);
+    const level = Number(String(reply[1]));
+    this.#lastLevel = level;
+    this.#lastLevelAt = this.#clock.now();
+    if (!this.#central) {
+      this.#central = true;
+      this.#onCentralChange?.(true);
+    }
+    return { granted: Number(reply[0]) === 1, level, waitMs: Number(reply[2]) };
+  }
+
+  /** Sleep until the next try, woken early when tokens come back or the head leaves. */
+  #sleep(ms: number, head: Waiter): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#clock.clearTimeout(timer);
+        head.left.signal.removeEventListener('abort', done);
+        if (this.#wake === done) this.#wake = undefined;
+        resolve();
+      };
+      const timer = this.#clock.setTimeout(done, ms);
+      head.left.signal.addEventListener('abort', done, { once: true });
+      this.#wake = done;
+    });
+  }
+
+  #wakeUp(): void {
+    this.#wake?.();
+  }
+}
