@@ -19,6 +19,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, openAccessLog, sinceArrival } from './access-log.ts';
 import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts';
+import { RedisTokenBudget } from '../instrumentation/index.ts';
 import { createLimiter, type Limiter } from './limiter.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
@@ -126,7 +127,10 @@ export async function startAgentService(
   app.disable('x-powered-by');
 
   app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok', trees: TREE_NAMES, limiter: limiter.snapshot() });
+    const budget = limiter.budget;
+    // central: whether the shared Redis bucket answers (false while on the local share).
+    const central = budget instanceof RedisTokenBudget ? { centralBudgetReachable: budget.central } : {};
+    res.json({ status: 'ok', trees: TREE_NAMES, limiter: { ...limiter.snapshot(), quotaSharing: limiter.quotaSharing, ...central } });
   });
 
   app.get('/metrics', async (_req, res) => {

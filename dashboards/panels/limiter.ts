@@ -71,12 +71,13 @@ export const limiterDashboard: DashboardSpec = {
           key: 'littles-law',
           title: "Calls in flight: measured vs Little's law",
           description:
-            "Permits in use (measured) against call rate × mean call time (Little's law, L = λW). A measured value well above the prediction points at permits held without a call: a leak.",
+            "Permits in use (scraped gauge), permits held (measured: the rate of permit-seconds, the exact mean over the window) and call rate × mean call time (Little's law, L = λW). Held above rate × latency is time a permit waits for token budget; measured well above both points at permits held without a call: a leak.",
           unit: 'short',
           kind: 'timeseries',
           min: 0,
           targets: [
             { expr: sumOf(m.permitsInUse, l), legend: 'measured (permits in use)' },
+            { expr: sumRate(m.permitSeconds, l, ri), legend: 'permits held (measured)' },
             { expr: sumRate(`${m.callDuration}_sum`, la, ri), legend: 'rate × latency' },
           ],
         },

@@ -65,7 +65,8 @@ async function twoReplicas(quotaSharing: 'static' | 'central', key: string) {
     const texts = await Promise.all(replicas.map((agent) => metricsText(agent.url)));
     const actualByReplica = texts.map((t) => sampleValue(t, limiterMetrics.tokensActual.name, { limiter: key }));
     const timeouts = texts.reduce((sum, t) => sum + (sampleValue(t, limiterMetrics.timeouts.name, { limiter: key }) || 0), 0);
-    return { responses, mockTokens, actualByReplica, timeouts, bound: TPM + PER_SECOND * seconds };
+    const health = (await (await fetch(`${replicas[0].url}/healthz`)).json()) as { limiter: Record<string, unknown> };
+    return { responses, mockTokens, actualByReplica, timeouts, health, bound: TPM + PER_SECOND * seconds };
   } finally {
     await Promise.all(replicas.map((agent) => agent.close()));
     await mock.close();
@@ -84,6 +85,7 @@ describe('quotaSharing central: two replicas, one Redis bucket', () => {
     expect(central.actualByReplica[1]).toBeGreaterThan(0);
     expect(central.timeouts).toBeGreaterThan(0);
     expect(central.responses.some((r) => r.missingBranches.length > 0)).toBe(true);
+    expect(central.health.limiter).toMatchObject({ quotaSharing: 'central', centralBudgetReachable: true });
   }, 60_000);
 
   it('the same load with static budgets (each replica the whole TPM) overruns that bound: the test can tell', async () => {
