@@ -7,6 +7,9 @@ import { z } from 'zod';
 export const QUOTA_SHARING_MODES = ['static', 'central', 'adaptive'] as const;
 export type QuotaSharing = (typeof QUOTA_SHARING_MODES)[number];
 
+export const BUDGET_WINDOW_MODES = ['rolling', 'bucket'] as const;
+export type BudgetWindow = (typeof BUDGET_WINDOW_MODES)[number];
+
 export const agentServiceOptionsSchema = z.object({
   /** Port of the first replica; 0 picks a free one. */
   port: z.int().min(0).max(65_535).default(8080),
@@ -51,6 +54,13 @@ export const agentServiceOptionsSchema = z.object({
    * `adaptive` (the static token share, and AIMD moves the permit limit on 429s / slow calls).
    */
   quotaSharing: z.enum(QUOTA_SHARING_MODES).default('static'),
+  /**
+   * The local TokenBudget's guard: `rolling` (the bucket AND never more than its tokens per
+   * minute in any rolling 60 s window: provider quotas are per-minute windows, which a full
+   * bucket draining would overrun by up to 2×) or `bucket` (the bucket alone, for a quota
+   * that refills continuously). `central` mode's Redis bucket is always the bucket alone.
+   */
+  budgetWindow: z.enum(BUDGET_WINDOW_MODES).default('rolling'),
   /** Redis for `central`: the bucket's key is `quotascope:budget:<limiterName>`. */
   redisUrl: z.url({ protocol: /^rediss?$/ }).optional(),
   /** `adaptive`: the most permits AIMD may grow to (default 2 × permits). */
@@ -92,6 +102,7 @@ export const OPTION_SOURCES = {
   streaming: { flag: 'streaming', env: 'AGENT_STREAMING' },
   accessLog: { flag: 'access-log', env: 'AGENT_ACCESS_LOG' },
   quotaSharing: { flag: 'quota-sharing', env: 'AGENT_QUOTA_SHARING' },
+  budgetWindow: { flag: 'budget-window', env: 'AGENT_BUDGET_WINDOW' },
   redisUrl: { flag: 'redis-url', env: 'REDIS_URL' },
   adaptiveMaxPermits: { flag: 'adaptive-max-permits', env: 'LIMITER_ADAPTIVE_MAX_PERMITS' },
   adaptiveLatencyMs: { flag: 'adaptive-latency-ms', env: 'LIMITER_ADAPTIVE_LATENCY_MS' },
@@ -144,6 +155,8 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --streaming true|false         SSE model calls (AGENT_STREAMING, default false)
   --access-log FILE|-            JSON-lines access log, appended; - = stdout (AGENT_ACCESS_LOG, default off)
   --quota-sharing MODE           static | central | adaptive (AGENT_QUOTA_SHARING, default static)
+  --budget-window rolling|bucket token budget guard (AGENT_BUDGET_WINDOW, default rolling): rolling also caps
+                                 every rolling 60 s at the budget, as per-minute provider quotas count
   --redis-url URL                Redis of the shared token bucket, for central (REDIS_URL)
   --adaptive-max-permits N       adaptive: most permits AIMD may grow to (LIMITER_ADAPTIVE_MAX_PERMITS, default 2 x permits)
   --adaptive-latency-ms N        adaptive: a slower call counts as congestion (LIMITER_ADAPTIVE_LATENCY_MS, default off)

@@ -13,6 +13,11 @@
 //             silently on the fallback).
 // - adaptive: the static token share, and an AIMD limit moving the permit limit: down on
 //             429s (and calls slower than adaptiveLatencyMs), up by one on busy successes.
+//
+// The local TokenBudget (static and adaptive, and central's fallback share) has the
+// rolling-minute guard unless budgetWindow is 'bucket': provider quotas count per minute
+// window, and a full bucket draining admits up to 2× its rate in one. The Redis bucket of
+// central mode is the bucket alone.
 import type { BaseLlm } from '@google/adk';
 import type { Registry } from 'prom-client';
 import {
@@ -28,12 +33,13 @@ import {
   TokenBudget,
   UsageEstimator,
 } from '../instrumentation/index.ts';
-import type { AgentServiceOptions, QuotaSharing } from './config.ts';
+import type { AgentServiceOptions, BudgetWindow, QuotaSharing } from './config.ts';
 
 export interface Limiter {
   /** Give this to every LlmAgent of every tree. */
   readonly model: RateLimitedLlm;
   readonly quotaSharing: QuotaSharing;
+  readonly budgetWindow: BudgetWindow;
   readonly budget: Budget;
   snapshot(): LimiterSnapshot;
   close(): Promise<void>;
@@ -70,7 +76,7 @@ export async function createLimiter(
         ),
     });
   } else {
-    budget = new TokenBudget(staticShare);
+    budget = new TokenBudget(staticShare, { rollingWindow: config.budgetWindow === 'rolling' });
   }
   const adaptiveLimit =
     config.quotaSharing === 'adaptive'
@@ -96,6 +102,7 @@ export async function createLimiter(
   return {
     model,
     quotaSharing: config.quotaSharing,
+    budgetWindow: config.budgetWindow,
     budget,
     snapshot: () => model.snapshot(),
     async close() {

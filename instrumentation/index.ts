@@ -1,7 +1,7 @@
 // Public API of quotascope's instrumentation: the rate-limited ADK model wrapper, the
 // primitives it is built from, its errors and its metric definitions.
 
-export type { Budget, ReserveOptions } from './budget.ts';
+export type { AdmissionTicket, Budget, ReserveOptions } from './budget.ts';
 export { type BackoffOptions, DEFAULT_BACKOFF, fullJitterDelayMs } from './backoff.ts';
 export { type Clock, ManualClock, realClock, sleep } from './clock.ts';
 export {
@@ -46,4 +46,5 @@ export { RedisTokenBudget, type RedisTokenBudgetOptions, type RedisScriptClient,
 export { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
 export { type AcquireOptions, FairSemaphore, type Permit } from './semaphore.ts';
 export { CALL_SPAN_NAME, GenAiTelemetry, SPAN_ATTRIBUTES, WAIT_SPAN_NAME } from './telemetry.ts';
-export { TokenBudget } from './token-budget.ts';
+export { TokenBudget, type TokenBudgetOptions } from './token-budget.ts';
+export { RollingWindow } from './rolling-window.ts';

@@ -33,7 +33,7 @@ import { ResponseChannel } from './response-channel.ts';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
 import { FairSemaphore, type Permit } from './semaphore.ts';
 import { endSpan, errorType, GenAiTelemetry, SPAN_ATTRIBUTES, type TelemetryOptions } from './telemetry.ts';
-import type { Budget } from './budget.ts';
+import type { AdmissionTicket, Budget } from './budget.ts';
 
 export type CallOutcome = 'ok' | 'error' | 'rate_limited' | 'cancelled' | 'timeout';
 
@@ -119,6 +119,16 @@ function validateOptions(options: RateLimitedLlmOptions): void {
   if (!options.semaphore && options.maxConcurrent === undefined) {
     throw new TypeError('RateLimitedLlm options: maxConcurrent: give maxConcurrent or a shared semaphore');
   }
+}
+
+/** A call admitted: its permit, its reservation and the budget's ticket for that reservation. */
+interface Admitted {
+  kind: 'admitted';
+  acquireOutcome: 'acquired';
+  permit: Permit;
+  reserved: number;
+  ticket: AdmissionTicket | undefined;
+  permitAt?: number;
 }
 
 interface Usage {
@@ -264,6 +274,7 @@ export class RateLimitedLlm extends BaseLlm {
         ...this.snapshot(),
         budgetAvailable: this.budget?.available,
         budgetCapacity: this.budget?.capacity,
+        budgetWindowTokens: this.budget?.windowTokens,
       }),
     });
   }
@@ -439,7 +450,7 @@ export class RateLimitedLlm extends BaseLlm {
     const usage = state.finalUsage ?? state.lastPartialUsage;
     const actual = usage?.total ?? reserved;
     if (admission.kind === 'admitted') {
-      this.budget?.reconcile(reserved, actual);
+      this.budget?.reconcile(reserved, actual, admission.ticket);
       series.tokensActual.add(actual);
       if (usage) this.estimator.observe?.(request, agent, usage.total);
       const callMs = end - admittedAt;
@@ -499,13 +510,15 @@ export class RateLimitedLlm extends BaseLlm {
     request: LlmRequest,
     agent: string,
     signal: AbortSignal,
-  ): { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number; permitAt?: number } | undefined {
+  ): Admitted | undefined {
     if (signal.aborted) return undefined;
     const permit = this.semaphore.tryAcquire();
     if (!permit) return undefined;
     try {
       const reserved = this.#estimate(request, agent);
-      if (!this.budget || this.budget.tryReserve(reserved)) return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved };
+      if (!this.budget || this.budget.tryReserve(reserved)) {
+        return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved, ticket: this.budget?.lastAdmission };
+      }
     } catch {
       // The slow path reports the error.
     }
@@ -522,7 +535,7 @@ export class RateLimitedLlm extends BaseLlm {
     signal: AbortSignal,
     callContext: ReturnType<typeof context.active> | undefined,
   ): Promise<
-    | { kind: 'admitted'; acquireOutcome: 'acquired'; permit: Permit; reserved: number; permitAt: number }
+    | (Admitted & { permitAt: number })
     | { kind: 'refused'; acquireOutcome: 'timeout' | 'aborted'; outcome: CallOutcome; error: unknown }
   > {
     const waitStart = this.#clock.now();
@@ -555,11 +568,15 @@ export class RateLimitedLlm extends BaseLlm {
     // The permit is held while the call waits for budget: that time counts as permit time.
     const permitAt = this.#clock.now();
     let reserved: number;
+    let ticket: AdmissionTicket | undefined;
     try {
       reserved = this.#estimate(request, agent);
       if (this.budget && !this.budget.tryReserve(reserved)) {
         startWaitSpan();
-        await this.budget.reserve(reserved, { deadline, signal });
+        const granted = await this.budget.reserve(reserved, { deadline, signal });
+        ticket = typeof granted === 'number' ? granted : undefined;
+      } else {
+        ticket = this.budget?.lastAdmission;
       }
     } catch (err) {
       permit.release();
@@ -567,7 +584,7 @@ export class RateLimitedLlm extends BaseLlm {
       return refuse(err, 'budget');
     }
     waitSpan?.end();
-    return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved, permitAt };
+    return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved, ticket, permitAt };
   }
 
   #estimate(request: LlmRequest, agent: string): number {

@@ -173,13 +173,14 @@ export const limiterDashboard: DashboardSpec = {
           key: 'budget-level',
           title: 'Token budget level',
           description:
-            'Tokens available in the bucket per replica, with its capacity. It may go negative when an underestimate is reconciled; persistently at or below zero means the budget binds.',
+            'Tokens available in the bucket per replica, with its capacity, and the tokens its rolling-minute guard counts in the last 60 s (actual usage once settled). The bucket may go negative when an underestimate is reconciled; persistently at or below zero means the budget binds. Window tokens at the capacity while the bucket still has tokens: the guard is holding back a burst a per-minute provider quota would refuse.',
           unit: 'short',
           kind: 'timeseries',
           thresholds: [{ value: 0, color: 'red' }],
           targets: [
             { expr: sumOf(m.budgetAvailable, l, ['instance']), legend: '{{instance}} available' },
             { expr: sumOf(m.budgetCapacity, l, ['instance']), legend: '{{instance}} capacity' },
+            { expr: sumOf(m.budgetWindow, l, ['instance']), legend: '{{instance}} last 60 s' },
           ],
         },
       ],

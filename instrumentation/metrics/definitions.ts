@@ -74,6 +74,12 @@ export const limiterMetrics = {
     type: 'gauge',
     labelNames: ['limiter'],
   },
+  budgetWindow: {
+    name: 'llm_limiter_budget_window_tokens',
+    help: 'Tokens admitted in the last 60 s as the rolling-minute guard counts them (actual usage once reconciled); at most the capacity plus reconciled debt. Absent without the guard.',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
   rateLimited: {
     name: 'llm_limiter_rate_limited_total',
     help: 'Provider rate-limit errors (429) seen, every attempt.',

@@ -27,6 +27,8 @@ export interface LimiterGaugeSource {
     waiting: number;
     budgetAvailable: number | undefined;
     budgetCapacity: number | undefined;
+    /** Tokens in the budget's rolling minute; undefined without a rolling-minute guard. */
+    budgetWindowTokens?: number | undefined;
   };
 }
 
@@ -128,7 +130,7 @@ export class LimiterMetrics {
       });
     };
     const sources = this.#sources;
-    const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity',
+    const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity' | 'budgetWindow',
       read: (s: ReturnType<LimiterGaugeSource['snapshot']>) => number | undefined) => {
       const d = limiterMetrics[key];
       return new Gauge<'limiter'>({
@@ -150,6 +152,7 @@ export class LimiterMetrics {
     gauge('waitingCalls', (s) => s.waiting);
     gauge('budgetAvailable', (s) => s.budgetAvailable);
     gauge('budgetCapacity', (s) => s.budgetCapacity);
+    gauge('budgetWindow', (s) => s.budgetWindowTokens);
     this.acquireDuration = histogram('acquireDuration');
     this.callDuration = histogram('callDuration');
     this.tokensReserved = counter('tokensReserved');

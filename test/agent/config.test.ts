@@ -1,6 +1,10 @@
 // Agent configuration and request validation (unit).
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { AgentConfigError, parseCliConfig, parseServiceOptions } from '../../agent/config.ts';
+import { createLimiter } from '../../agent/limiter.ts';
+import { TokenBudget } from '../../instrumentation/index.ts';
+import { FakeLlm, textResponse } from '../instrumentation/fake-llm.ts';
 import { runRequestSchema } from '../../agent/request-schema.ts';
 
 describe('agent configuration', () => {
@@ -34,6 +38,27 @@ describe('agent configuration', () => {
     expect(() => parseCliConfig(['--streaming', 'maybe'], {})).toThrow(/--streaming/);
     const streaming = parseCliConfig([], { AGENT_STREAMING: 'true' });
     expect(streaming !== 'help' && streaming.service.streaming).toBe(true);
+  });
+
+  it('--budget-window picks the token budget guard: rolling by default, bucket on request', async () => {
+    const defaults = parseCliConfig([], {});
+    expect(defaults !== 'help' && defaults.service.budgetWindow).toBe('rolling');
+    const fromFlag = parseCliConfig(['--budget-window', 'bucket'], { AGENT_BUDGET_WINDOW: 'rolling' });
+    expect(fromFlag !== 'help' && fromFlag.service.budgetWindow).toBe('bucket');
+    const fromEnv = parseCliConfig([], { AGENT_BUDGET_WINDOW: 'bucket' });
+    expect(fromEnv !== 'help' && fromEnv.service.budgetWindow).toBe('bucket');
+    expect(() => parseCliConfig(['--budget-window', 'sliding'], {})).toThrow(/--budget-window/);
+    expect(() => parseCliConfig([], { AGENT_BUDGET_WINDOW: 'fixed' })).toThrow(/AGENT_BUDGET_WINDOW/);
+    for (const [budgetWindow, rolling] of [['rolling', true], ['bucket', false]] as const) {
+      const delegate = new FakeLlm(async function* () {
+        yield textResponse('ok', 10);
+      });
+      const limiter = await createLimiter(parseServiceOptions({ budgetWindow }), delegate, new Registry(), () => {});
+      expect(limiter.budgetWindow).toBe(budgetWindow);
+      expect(limiter.budget).toBeInstanceOf(TokenBudget);
+      expect((limiter.budget as TokenBudget).rollingWindow).toBe(rolling);
+      await limiter.close();
+    }
   });
 
   it('request schema: defaults, bounds and field names', () => {

@@ -34,7 +34,7 @@ describe('streaming', () => {
     const result = await consume(h.llm.generateContentAsync(request('a'), true));
     expect(result.responses).toHaveLength(4);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 35);
+    expect(h.reconcile).toHaveBeenCalledWith(100, 35, expect.any(Number));
     expect(await metricValue(h.registry, limiterMetrics.tokensActual.name, {})).toBe(35);
   });
 
@@ -45,7 +45,7 @@ describe('streaming', () => {
       yield textResponse('ab', undefined, false);
     });
     await consume(h.llm.generateContentAsync(request('a'), true));
-    expect(h.reconcile).toHaveBeenCalledWith(100, 20);
+    expect(h.reconcile).toHaveBeenCalledWith(100, 20, expect.any(Number));
   });
 
   it('a call that reports no usage keeps its estimate and is counted', async () => {
@@ -53,7 +53,7 @@ describe('streaming', () => {
       yield textResponse('a');
     });
     await consume(h.llm.generateContentAsync(request('a')));
-    expect(h.reconcile).toHaveBeenCalledWith(100, 100);
+    expect(h.reconcile).toHaveBeenCalledWith(100, 100, expect.any(Number));
     expect(await metricValue(h.registry, limiterMetrics.tokensActual.name, {})).toBe(100);
   });
 
@@ -84,7 +84,7 @@ describe('the stranded consumer', () => {
     await until(() => h.reports.length === 1);
     expect(h.llm.snapshot().permitsInUse).toBe(0);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 12);
+    expect(h.reconcile).toHaveBeenCalledWith(100, 12, expect.any(Number));
     expect(h.reports[0].outcome).toBe('ok');
     // The next call is admitted: the limiter is not locked.
     const next = harness(async function* () {});
