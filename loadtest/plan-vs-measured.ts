@@ -17,7 +17,14 @@ import { AGENT_JOB, queryScalar } from './prometheus.ts';
 import { reviewPlanInput, type StackParameters, steadyPhase, steadyWindow, whyNoComparison } from './steady-state.ts';
 
 export interface Measured {
+  /**
+   * User requests served per minute, in whole-request equivalents: successful model calls per
+   * minute / calls per request. Under overload requests still answer (with missing branches),
+   * so the answered count would show the demand, not what the quota sustains.
+   */
   userRequestsPerMinute: number;
+  /** HTTP requests the agent service answered per minute (diagnostic: includes partial ones). */
+  answeredRequestsPerMinute: number;
   /** Time-averaged model calls in progress (call-seconds per second), summed over replicas. */
   callsInFlight: number;
   /** Mean of the permits-in-use gauge as Prometheus scraped it (periodic: may alias). */
@@ -59,6 +66,10 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   // What the fleet completes: the demand, capped by what the budget sustains.
   const sustained = Math.min(p.demand.userRequestsPerMinute, p.perReplica.userRequestsPerMinuteExact * replicas);
   const inFlight = p.inFlight.perReplica * replicas;
+  // The wrapper holds a permit while it waits for token budget, so once the budget binds
+  // (demand above what it sustains) every permit ends up held: the permits saturate.
+  const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
+  const permitsHeld = overloaded ? p.perReplica.permits * replicas : inFlight;
   const row = (quantity: string, planned: number, value: number): ComparisonRow => ({
     quantity,
     planned,
@@ -69,7 +80,7 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
     row('user requests/min', sustained, measured.userRequestsPerMinute),
     row('calls in flight', inFlight, measured.callsInFlight),
   ];
-  if (measured.permitsInUseProbed !== undefined) rows.push(row('permits in use', inFlight, measured.permitsInUseProbed));
+  if (measured.permitsInUseProbed !== undefined) rows.push(row('permits in use', permitsHeld, measured.permitsInUseProbed));
   return {
     binding: p.binding.axis,
     plannedCallSeconds: p.input.latencySeconds,
@@ -82,19 +93,24 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
 
 /**
  * Steady-state figures from Prometheus over [start, end] (epoch ms), summed over replicas:
- * completed requests per minute from the agent's request counter, the time-averaged calls in
+ * served user requests per minute (successful model calls / calls per request) and the
+ * answered ones from the agent's request counter, the time-averaged calls in
  * flight and the mean call time from the limiter's call-duration histogram, and the scraped
  * permits-in-use gauge's mean (diagnostic).
  */
-export async function measureSteadyState(prometheusUrl: string, start: number, end: number): Promise<Measured> {
+export async function measureSteadyState(prometheusUrl: string, start: number, end: number, callsPerRequest: number): Promise<Measured> {
   const seconds = Math.max(1, Math.round((end - start) / 1000));
   const w = `[${seconds}s]`;
   const d = limiterMetrics.callDuration.name;
   const completed = (await queryScalar(prometheusUrl, `sum(increase(agent_requests_total${w}))`, end)) ?? 0;
+  const okCalls = (await queryScalar(prometheusUrl, `sum(increase(${limiterMetrics.calls.name}{outcome="ok"}${w}))`, end)) ?? 0;
   const callsInFlight = (await queryScalar(prometheusUrl, `sum(rate(${d}_sum${w}))`, end)) ?? 0;
   const callSeconds = await queryScalar(prometheusUrl, `sum(increase(${d}_sum${w})) / sum(increase(${d}_count${w}))`, end);
   const permitsInUseScraped = await queryScalar(prometheusUrl, `avg_over_time(sum(${limiterMetrics.permitsInUse.name})[${seconds}s:1s])`, end);
-  return { userRequestsPerMinute: (completed / seconds) * 60, callsInFlight, permitsInUseScraped, callSeconds, window: { start, end } };
+  return {
+    userRequestsPerMinute: (okCalls / callsPerRequest / seconds) * 60,
+    answeredRequestsPerMinute: (completed / seconds) * 60,
+    callsInFlight, permitsInUseScraped, callSeconds, window: { start, end } };
 }
 
 export function formatComparison(c: PlanVsMeasured): string {
@@ -137,8 +153,10 @@ export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured 
   const from = r.testStartedAt + window.from * 1000;
   const to = Math.min(r.testStartedAt + window.to * 1000, r.endedAt);
   if (to - from < 3000) return { skipped: `the steady window is too short (${((to - from) / 1000).toFixed(1)} s): lengthen the steady phase` };
-  const measured = await measureSteadyState(r.prometheusUrl, from, to);
-  if (measured.userRequestsPerMinute === 0 && measured.callSeconds === undefined) {
+  const input = reviewPlanInput(phase, r.stack);
+  const callsPerRequest = plan(input).tree.callsPerRequest;
+  const measured = await measureSteadyState(r.prometheusUrl, from, to, callsPerRequest);
+  if (measured.answeredRequestsPerMinute === 0 && measured.callSeconds === undefined) {
     return { skipped: `Prometheus at ${r.prometheusUrl} has no agent service metrics for the run: does it scrape the agent (job ${AGENT_JOB})?` };
   }
   measured.permitsInUseProbed = r.probe?.meanBetween(from, to);
