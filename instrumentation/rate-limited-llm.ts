@@ -128,7 +128,6 @@ interface Admitted {
   permit: Permit;
   reserved: number;
   ticket: AdmissionTicket | undefined;
-  permitAt?: number;
 }
 
 interface Usage {
@@ -160,8 +159,6 @@ class CallState implements HeldCall {
   /** When the permit is reclaimed if still held (set on admission). */
   deadline = Number.POSITIVE_INFINITY;
   permit: Permit | undefined;
-  /** When the permit was acquired (clock ms): its held time feeds llm_limiter_permit_seconds_total. */
-  permitAt = 0;
   /** Set by the running delegate step: makes it give up at once when the call is aborted. */
   interrupt: ((reason: unknown) => void) | undefined;
   /** Its signal goes to the delegate and to every wait. */
@@ -241,8 +238,6 @@ export class RateLimitedLlm extends BaseLlm {
   readonly #telemetry: GenAiTelemetry;
   readonly #removeGaugeSource: () => void;
   readonly #sweeper: PermitSweeper;
-  /** Seconds permits were held, acquire to release (its rate is the mean number of permits in use). */
-  readonly #permitSeconds: CounterTally;
 
   constructor(options: RateLimitedLlmOptions) {
     super({ model: options.delegate.model });
@@ -267,7 +262,9 @@ export class RateLimitedLlm extends BaseLlm {
     this.#telemetry = new GenAiTelemetry(options);
     this.#sweeper = new PermitSweeper(this.#clock);
     this.metrics = createLimiterMetrics(options.registry);
-    this.#permitSeconds = this.metrics.tally('permitSeconds', { limiter: this.name });
+    // Permit time is the semaphore's own integral of permits held, read at scrape time: it
+    // includes the wait for budget while holding a permit, and never lumps a long call.
+    this.metrics.tally('permitSeconds', { limiter: this.name }, () => this.semaphore.heldPermitSeconds);
     this.#removeGaugeSource = this.metrics.addSource({
       name: this.name,
       snapshot: () => ({
@@ -327,7 +324,6 @@ export class RateLimitedLlm extends BaseLlm {
   /** Called by the sweeper for a call still holding its permit past maxCallMs. */
   readonly #reclaim = (state: CallState): void => {
     if (state.permit?.release()) {
-      this.#permitSeconds.add((this.#clock.now() - state.permitAt) / 1000);
       this.metrics.permitsReclaimed.inc({ limiter: this.name });
       state.cancel(new MaxCallTimeExceeded(this.name, this.maxCallMs));
     }
@@ -381,8 +377,6 @@ export class RateLimitedLlm extends BaseLlm {
       error = admission.error;
     } else {
       state.permit = admission.permit;
-      // The synchronous path took its permit in this same turn, at admittedAt.
-      state.permitAt = admission.permitAt ?? admittedAt;
       reserved = admission.reserved;
       series.tokensReserved.add(reserved);
       // The safety net: one sweeper per wrapper reclaims a permit still held at the deadline.
@@ -445,7 +439,7 @@ export class RateLimitedLlm extends BaseLlm {
     const end = clock.now();
     if (admission.kind === 'admitted') this.#sweeper.delete(state);
     const inFlight = this.semaphore.inUse;
-    if (state.permit?.release()) this.#permitSeconds.add((end - state.permitAt) / 1000);
+    state.permit?.release();
     if (onCallerAbort) callerSignal?.removeEventListener('abort', onCallerAbort);
     const usage = state.finalUsage ?? state.lastPartialUsage;
     const actual = usage?.total ?? reserved;
@@ -535,7 +529,7 @@ export class RateLimitedLlm extends BaseLlm {
     signal: AbortSignal,
     callContext: ReturnType<typeof context.active> | undefined,
   ): Promise<
-    | (Admitted & { permitAt: number })
+    | Admitted
     | { kind: 'refused'; acquireOutcome: 'timeout' | 'aborted'; outcome: CallOutcome; error: unknown }
   > {
     const waitStart = this.#clock.now();
@@ -565,8 +559,6 @@ export class RateLimitedLlm extends BaseLlm {
         return refuse(err, 'permit');
       }
     }
-    // The permit is held while the call waits for budget: that time counts as permit time.
-    const permitAt = this.#clock.now();
     let reserved: number;
     let ticket: AdmissionTicket | undefined;
     try {
@@ -580,11 +572,10 @@ export class RateLimitedLlm extends BaseLlm {
       }
     } catch (err) {
       permit.release();
-      this.#permitSeconds.add((this.#clock.now() - permitAt) / 1000);
       return refuse(err, 'budget');
     }
     waitSpan?.end();
-    return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved, ticket, permitAt };
+    return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved, ticket };
   }
 
   #estimate(request: LlmRequest, agent: string): number {

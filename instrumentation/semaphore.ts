@@ -25,11 +25,28 @@ export class FairSemaphore {
   #inUse = 0;
   readonly #waiters = new Set<Waiter>();
   readonly #clock: Clock;
+  // The integral of inUse over time (permit-milliseconds), advanced at every change of inUse,
+  // so rate() of the exported counter is the exact mean of permits held, with no sampling.
+  #heldMs = 0;
+  #changedAt: number;
 
   constructor(limit: number, options: { clock?: Clock } = {}) {
     assertLimit(limit);
     this.#limit = limit;
     this.#clock = options.clock ?? realClock;
+    this.#changedAt = this.#clock.now();
+  }
+
+  /** Permit-seconds held since the semaphore was created: the time integral of inUse. */
+  get heldPermitSeconds(): number {
+    this.#accountHeldTime();
+    return this.#heldMs / 1000;
+  }
+
+  #accountHeldTime(): void {
+    const now = this.#clock.now();
+    this.#heldMs += this.#inUse * (now - this.#changedAt);
+    this.#changedAt = now;
   }
 
   get limit(): number {
@@ -54,6 +71,7 @@ export class FairSemaphore {
   /** Take a permit now if one is free and nobody is queued, else undefined. */
   tryAcquire(): Permit | undefined {
     if (this.#waiters.size > 0 || this.#inUse >= this.#limit) return undefined;
+    this.#accountHeldTime();
     this.#inUse++;
     return this.#newPermit();
   }
@@ -102,10 +120,12 @@ export class FairSemaphore {
 
   // One function per semaphore, shared by its permits (a permit is taken on every call).
   readonly #releaseOne = (): void => {
+    this.#accountHeldTime();
     this.#inUse--;
     this.#admit();
   };
 
+  // Callers have accounted the held time up to now (admitting takes no time).
   #admit(): void {
     while (this.#inUse < this.#limit && this.#waiters.size > 0) {
       const first = this.#waiters.values().next().value as Waiter;

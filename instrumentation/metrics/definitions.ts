@@ -119,7 +119,7 @@ export const limiterMetrics = {
   },
   permitSeconds: {
     name: 'llm_limiter_permit_seconds_total',
-    help: "Seconds permits were held, permit acquired to released (budget wait included); its rate is the exact mean number of permits in use (Little's law L).",
+    help: "Permit-seconds held: the time integral of permits in use (budget wait included), advancing while permits are held; its rate is the exact mean number of permits in use (Little's law L).",
     type: 'counter',
     labelNames: ['limiter'],
   },

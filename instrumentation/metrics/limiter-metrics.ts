@@ -43,9 +43,13 @@ export class CounterTally {
   readonly labels: Record<string, string>;
   #pending = 0;
   #touched = false;
+  /** A cumulative source read at collect time (its growth since the last read is added). */
+  readonly #pull: (() => number) | undefined;
+  #pulled = 0;
 
-  constructor(labels: Record<string, string>) {
+  constructor(labels: Record<string, string>, pull?: () => number) {
     this.labels = labels;
+    this.#pull = pull;
   }
 
   add(value = 1): void {
@@ -58,7 +62,12 @@ export class CounterTally {
 
   /** Move the pending amount into the counter (creating the series even for 0, as inc would). */
   flushInto(counter: Counter<string>): void {
-    if (!this.#touched) return;
+    if (this.#pull) {
+      const total = this.#pull();
+      if (total > this.#pulled) this.#pending += total - this.#pulled;
+      this.#pulled = total;
+    }
+    if (!this.#touched && !this.#pull) return;
     counter.inc(this.labels, this.#pending);
     this.#pending = 0;
     this.#touched = false;
@@ -176,8 +185,8 @@ export class LimiterMetrics {
    * A hot-path series of one of the tallied counters. Create it once per label set and keep
    * it: every tally is flushed at every collect for the life of the registry.
    */
-  tally(key: TalliedCounter, labels: Record<string, string>): CounterTally {
-    const tally = new CounterTally(labels);
+  tally(key: TalliedCounter, labels: Record<string, string>, pull?: () => number): CounterTally {
+    const tally = new CounterTally(labels, pull);
     this.#tallies.get(key)?.push(tally);
     return tally;
   }

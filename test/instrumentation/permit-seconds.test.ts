@@ -56,4 +56,19 @@ describe('llm_limiter_permit_seconds_total', () => {
     expect(llm.snapshot().permitsInUse).toBe(0);
     llm.close();
   });
+
+  it('grows while a permit is held, so a scrape mid-call sees the time so far (no lump at release)', async () => {
+    const { clock, llm, permitSeconds } = setup(10_000);
+    const a = consume(llm.generateContentAsync(request('a')));
+    await clock.advance(150); // A holds its permit (waiting for budget, then calling)
+    expect(await permitSeconds()).toBeCloseTo(0.15, 9);
+    await clock.advance(50);
+    expect(await permitSeconds()).toBeCloseTo(0.2, 9);
+    await clock.advance(1_000);
+    expect((await a).error).toBeUndefined();
+    const done = await permitSeconds();
+    await clock.advance(5_000); // nothing held: the integral stays put
+    expect(await permitSeconds()).toBeCloseTo(done, 9);
+    llm.close();
+  });
 });
