@@ -125,8 +125,9 @@ export class FairSemaphore {
     this.#admit();
   };
 
-  // Callers have accounted the held time up to now (admitting takes no time).
   #admit(): void {
+    if (this.#inUse >= this.#limit || this.#waiters.size === 0) return;
+    this.#accountHeldTime();
     while (this.#inUse < this.#limit && this.#waiters.size > 0) {
       const first = this.#waiters.values().next().value as Waiter;
       this.#inUse++;

@@ -4,7 +4,7 @@
 // holds its permit while it waits for token budget. Fake time, so the sums are exact.
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { limiterMetrics, ManualClock, RateLimitedLlm, sleep, TokenBudget } from '../../instrumentation/index.ts';
+import { FairSemaphore, limiterMetrics, ManualClock, RateLimitedLlm, sleep, TokenBudget } from '../../instrumentation/index.ts';
 import { consume, FakeLlm, metricValue, request, textResponse } from './fake-llm.ts';
 
 function setup(maxWaitMs: number) {
@@ -70,5 +70,21 @@ describe('llm_limiter_permit_seconds_total', () => {
     await clock.advance(5_000); // nothing held: the integral stays put
     expect(await permitSeconds()).toBeCloseTo(done, 9);
     llm.close();
+  });
+
+  it('accounts permits admitted by raising the limit (adaptive concurrency) from that moment', async () => {
+    const clock = new ManualClock();
+    const semaphore = new FairSemaphore(1, { clock });
+    const first = semaphore.tryAcquire()!;
+    const queued = semaphore.acquire();
+    await clock.advance(1_000); // 1 permit held for 1 s
+    semaphore.setLimit(2); // admits the waiter now: 2 held from here
+    const second = await queued;
+    await clock.advance(1_000);
+    expect(semaphore.heldPermitSeconds).toBeCloseTo(3, 9);
+    first.release();
+    second.release();
+    await clock.advance(1_000);
+    expect(semaphore.heldPermitSeconds).toBeCloseTo(3, 9);
   });
 });
