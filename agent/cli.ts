@@ -71,7 +71,7 @@ async function main(): Promise<void> {
       // The API key is deliberately not printed.
       say(
         `agent: replica ${i + 1}/${replicas} listening on ${replica.url} ` +
-          `(provider ${service.providerUrl}, model ${service.model}, permits ${service.permits}, ` +
+          `(provider ${service.providerUrl}, model ${service.model}, permits ${service.permits} (batch ≤ ${replica.limiter.batchMaxPermits ?? 'no cap'}), ` +
           `${budgetDescription(service)}, maxWait ${service.maxWaitMs} ms)`,
       );
     }

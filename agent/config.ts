@@ -67,6 +67,12 @@ export const agentServiceOptionsSchema = z.object({
   adaptiveMaxPermits: z.int().min(1).max(10_000).optional(),
   /** `adaptive`: a model call slower than this counts as congestion, like a 429 (default: only 429s). */
   adaptiveLatencyMs: z.int().min(1).optional(),
+  /**
+   * Most permits requests with trafficClass `batch` may hold at once, so a backfill cannot
+   * starve interactive users (interactive calls are never capped). Unset: half the permits,
+   * rounded down, at least 1. `off` (or a value equal to permits) disables the lanes.
+   */
+  batchMaxPermits: z.union([z.literal('off'), z.int().min(1).max(10_000)]).optional(),
 }).superRefine((options, ctx) => {
   if (options.quotaSharing === 'central' && options.redisUrl === undefined) {
     ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'required when quotaSharing is "central" (the shared token bucket lives in Redis)' });
@@ -74,10 +80,19 @@ export const agentServiceOptionsSchema = z.object({
   if (options.adaptiveMaxPermits !== undefined && options.adaptiveMaxPermits < options.permits) {
     ctx.addIssue({ code: 'custom', path: ['adaptiveMaxPermits'], message: `must be >= permits (${options.permits})` });
   }
+  if (typeof options.batchMaxPermits === 'number' && options.batchMaxPermits > options.permits) {
+    ctx.addIssue({ code: 'custom', path: ['batchMaxPermits'], message: `must be <= permits (${options.permits}), or "off"` });
+  }
 });
 
 export type AgentServiceOptions = z.infer<typeof agentServiceOptionsSchema>;
 export type AgentServiceOptionsInput = z.input<typeof agentServiceOptionsSchema>;
+
+/** The batch lane's permit cap, or undefined when lanes are off (`off`, or a cap equal to permits). */
+export function batchLanePermits(options: Pick<AgentServiceOptions, 'permits' | 'batchMaxPermits'>): number | undefined {
+  const cap = options.batchMaxPermits ?? Math.max(1, Math.floor(options.permits / 2));
+  return cap === 'off' || cap >= options.permits ? undefined : cap;
+}
 
 export class AgentConfigError extends Error {
   override name = 'AgentConfigError';
@@ -106,6 +121,7 @@ export const OPTION_SOURCES = {
   redisUrl: { flag: 'redis-url', env: 'REDIS_URL' },
   adaptiveMaxPermits: { flag: 'adaptive-max-permits', env: 'LIMITER_ADAPTIVE_MAX_PERMITS' },
   adaptiveLatencyMs: { flag: 'adaptive-latency-ms', env: 'LIMITER_ADAPTIVE_LATENCY_MS' },
+  batchMaxPermits: { flag: 'batch-max-permits', env: 'AGENT_BATCH_MAX_PERMITS' },
 } as const satisfies Record<keyof AgentServiceOptions, { flag: string; env: string }>;
 
 const NUMERIC = new Set<string>([
@@ -123,6 +139,9 @@ const NUMERIC = new Set<string>([
 ]);
 
 const BOOLEAN = new Set<string>(['streaming']);
+
+/** Numbers, or the literal `off`. */
+const NUMBER_OR_OFF = new Set<string>(['batchMaxPermits']);
 
 /** 'true'/'1'/'yes' and 'false'/'0'/'no'; anything else is left for zod to reject by name. */
 function parseBoolean(value: string): boolean | string {
@@ -160,6 +179,8 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --redis-url URL                Redis of the shared token bucket, for central (REDIS_URL)
   --adaptive-max-permits N       adaptive: most permits AIMD may grow to (LIMITER_ADAPTIVE_MAX_PERMITS, default 2 x permits)
   --adaptive-latency-ms N        adaptive: a slower call counts as congestion (LIMITER_ADAPTIVE_LATENCY_MS, default off)
+  --batch-max-permits N|off      most permits trafficClass "batch" requests may hold (AGENT_BATCH_MAX_PERMITS,
+                                 default half the permits, min 1; off or = permits: no lanes)
   --replicas N                   start N replicas on consecutive ports (AGENT_REPLICAS, default 1)
   --help`;
 
@@ -194,7 +215,13 @@ export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
     const flagValue = values[source.flag];
     const value = typeof flagValue === 'string' ? flagValue : env[source.env];
     if (value === undefined || value === '') continue;
-    raw[key] = NUMERIC.has(key) ? Number(value) : BOOLEAN.has(key) ? parseBoolean(value) : value;
+    raw[key] = NUMERIC.has(key)
+      ? Number(value)
+      : BOOLEAN.has(key)
+        ? parseBoolean(value)
+        : NUMBER_OR_OFF.has(key) && value !== 'off' && value.trim() !== '' && !Number.isNaN(Number(value))
+          ? Number(value)
+          : value;
     origin[key] = typeof flagValue === 'string' ? `--${source.flag}` : source.env;
   }
 

@@ -18,6 +18,10 @@
 // rolling-minute guard unless budgetWindow is 'bucket': provider quotas count per minute
 // window, and a full bucket draining admits up to 2× its rate in one. The Redis bucket of
 // central mode is the bucket alone.
+//
+// Traffic-class lanes: every model call runs in its request's lane (the body's trafficClass,
+// read from the run context), and the `batch` lane may hold at most batchLanePermits(config)
+// permits, so a batch backfill never takes every permit from interactive users.
 import type { BaseLlm } from '@google/adk';
 import type { Registry } from 'prom-client';
 import {
@@ -26,6 +30,7 @@ import {
   type BudgetRedisClient,
   type CallReport,
   connectBudgetRedis,
+  FairSemaphore,
   type LimiterSnapshot,
   RateLimitedLlm,
   RedisTokenBudget,
@@ -33,7 +38,10 @@ import {
   TokenBudget,
   UsageEstimator,
 } from '../instrumentation/index.ts';
-import type { AgentServiceOptions, BudgetWindow, QuotaSharing } from './config.ts';
+import { type AgentServiceOptions, type BudgetWindow, batchLanePermits, type QuotaSharing } from './config.ts';
+
+/** The lane whose permits are capped (the request body's trafficClass value). */
+export const BATCH_LANE = 'batch';
 
 export interface Limiter {
   /** Give this to every LlmAgent of every tree. */
@@ -41,6 +49,8 @@ export interface Limiter {
   readonly quotaSharing: QuotaSharing;
   readonly budgetWindow: BudgetWindow;
   readonly budget: Budget;
+  /** Most permits the batch lane may hold; undefined when lanes are off. */
+  readonly batchMaxPermits: number | undefined;
   snapshot(): LimiterSnapshot;
   close(): Promise<void>;
 }
@@ -50,6 +60,7 @@ export async function createLimiter(
   delegate: BaseLlm,
   registry: Registry,
   onCallEnd: (report: CallReport) => void,
+  trafficClassOf: () => string | undefined = () => undefined,
   log: (line: string) => void = console.error,
 ): Promise<Limiter> {
   const staticShare = Math.max(1, Math.floor(config.tokensPerMinute * config.replicaShare));
@@ -86,10 +97,16 @@ export async function createLimiter(
           latencyThresholdMs: config.adaptiveLatencyMs,
         })
       : undefined;
+  const batchMaxPermits = batchLanePermits(config);
+  const semaphore = new FairSemaphore(config.permits, {
+    laneLimits: batchMaxPermits === undefined ? {} : { [BATCH_LANE]: batchMaxPermits },
+  });
   const model = new RateLimitedLlm({
     delegate,
     name: config.limiterName,
-    maxConcurrent: config.permits,
+    semaphore,
+    // Lanes off: no lane at all, so the call path is exactly the unlaned one.
+    laneOf: batchMaxPermits === undefined ? undefined : trafficClassOf,
     budget,
     // Capped by the static share: in central mode a call must also fit the fallback bucket.
     estimatedTokens:
@@ -104,6 +121,7 @@ export async function createLimiter(
     quotaSharing: config.quotaSharing,
     budgetWindow: config.budgetWindow,
     budget,
+    batchMaxPermits,
     snapshot: () => model.snapshot(),
     async close() {
       model.close();

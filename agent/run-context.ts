@@ -1,7 +1,8 @@
 // Per-request accounting of the limiter's call reports. The wrapper calls onCallEnd once
 // per model call, synchronously inside that call's async context; ADK runs every branch
 // inside the request's runAsync, so an AsyncLocalStorage opened around the run sees
-// exactly that request's calls, even with many requests interleaved on one wrapper.
+// exactly that request's calls, even with many requests interleaved on one wrapper. The
+// same context carries the request's traffic class, which picks the limiter's lane.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** What the wrapper reports per finished call (the instrumentation's CallReport contract). */
@@ -23,17 +24,30 @@ export interface RequestUsage {
   permitWaitTotalMs: number;
 }
 
-const store = new AsyncLocalStorage<CallReportLike[]>();
+interface RunContext {
+  readonly reports: CallReportLike[];
+  readonly trafficClass: string | undefined;
+}
 
-/** Runs `fn` with a fresh report list; the wrapper's onCallEnd appends to it. */
-export function withCallReports<T>(fn: () => Promise<T>): { reports: CallReportLike[]; result: Promise<T> } {
+const store = new AsyncLocalStorage<RunContext>();
+
+/** Runs `fn` with a fresh report list (the wrapper's onCallEnd appends to it) and the request's traffic class. */
+export function withCallReports<T>(
+  fn: () => Promise<T>,
+  options: { trafficClass?: string } = {},
+): { reports: CallReportLike[]; result: Promise<T> } {
   const reports: CallReportLike[] = [];
-  return { reports, result: store.run(reports, fn) };
+  return { reports, result: store.run({ reports, trafficClass: options.trafficClass }, fn) };
 }
 
 /** The wrapper's onCallEnd hook. Calls outside any request (none expected) are ignored. */
 export function recordCallReport(report: CallReportLike): void {
-  store.getStore()?.push(report);
+  store.getStore()?.reports.push(report);
+}
+
+/** The traffic class of the request whose run is the current async context (the wrapper's laneOf). */
+export function currentTrafficClass(): string | undefined {
+  return store.getStore()?.trafficClass;
 }
 
 export function summarizeUsage(reports: readonly CallReportLike[]): RequestUsage {

@@ -20,12 +20,12 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, openAccessLog, sinceArrival } from './access-log.ts';
 import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts';
 import { RedisTokenBudget } from '../instrumentation/index.ts';
-import { createLimiter, type Limiter } from './limiter.ts';
+import { BATCH_LANE, createLimiter, type Limiter } from './limiter.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
 import { ProviderGemini } from './provider-model.ts';
 import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
-import { recordCallReport, summarizeUsage, withCallReports } from './run-context.ts';
+import { currentTrafficClass, recordCallReport, summarizeUsage, withCallReports } from './run-context.ts';
 import { type BuiltTree, buildTree, SYNTHESIZER, TREE_NAMES, type TreeName } from './trees.ts';
 
 // ParallelAgent/SequentialAgent log a deprecation WARN per construction (notes §1); the
@@ -101,7 +101,7 @@ export async function startAgentService(
     new ProviderGemini({ providerUrl: config.providerUrl, apiKey: config.apiKey, model: config.model, httpTimeoutMs: config.httpTimeoutMs });
   let limiter: Limiter;
   try {
-    limiter = await createLimiter(config, delegate, registry, recordCallReport);
+    limiter = await createLimiter(config, delegate, registry, recordCallReport, currentTrafficClass);
   } catch (error) {
     await ownAccessLog?.close();
     throw error;
@@ -130,7 +130,10 @@ export async function startAgentService(
     const budget = limiter.budget;
     // central: whether the shared Redis bucket answers (false while on the local share).
     const central = budget instanceof RedisTokenBudget ? { centralBudgetReachable: budget.central } : {};
-    res.json({ status: 'ok', trees: TREE_NAMES, limiter: { ...limiter.snapshot(), quotaSharing: limiter.quotaSharing, ...central } });
+    // Lanes: the batch lane's cap and the permits it holds now (absent when lanes are off).
+    const batchMax = limiter.batchMaxPermits;
+    const lanes = batchMax === undefined ? {} : { batchLane: { maxPermits: batchMax, permitsInUse: limiter.model.semaphore.laneInUse(BATCH_LANE) } };
+    res.json({ status: 'ok', trees: TREE_NAMES, limiter: { ...limiter.snapshot(), quotaSharing: limiter.quotaSharing, ...central, ...lanes } });
   });
 
   app.get('/metrics', async (_req, res) => {
@@ -199,7 +202,7 @@ export async function startAgentService(
         } finally {
           await runner.sessionService.deleteSession({ appName: APP_NAME, userId: request.userId, sessionId: session.id });
         }
-      });
+      }, { trafficClass: request.trafficClass });
       let status = 200;
       // What the access-log line reports of the run (the rest comes from the request).
       let runSummary: Partial<AccessLogRecord> = {};

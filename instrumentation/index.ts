@@ -44,7 +44,7 @@ export {
 export { type BudgetRedisClient, type BudgetRedisOptions, connectBudgetRedis, redactUrl } from './redis-client.ts';
 export { RedisTokenBudget, type RedisTokenBudgetOptions, type RedisScriptClient, TOKEN_BUCKET_SCRIPT } from './redis-token-budget.ts';
 export { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
-export { type AcquireOptions, FairSemaphore, type Permit } from './semaphore.ts';
+export { type AcquireOptions, FairSemaphore, type FairSemaphoreOptions, type Permit } from './semaphore.ts';
 export { CALL_SPAN_NAME, GenAiTelemetry, SPAN_ATTRIBUTES, WAIT_SPAN_NAME } from './telemetry.ts';
 export { TokenBudget, type TokenBudgetOptions } from './token-budget.ts';
 export { RollingWindow } from './rolling-window.ts';

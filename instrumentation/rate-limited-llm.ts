@@ -82,6 +82,12 @@ export interface RateLimitedLlmOptions extends TelemetryOptions {
   /** prom-client registry for the limiter metrics (default: prom-client's global registry). */
   readonly registry?: AnyRegistry;
   readonly onCallEnd?: (report: CallReport) => void;
+  /**
+   * The semaphore lane (traffic class) of a call, e.g. from an AsyncLocalStorage of the
+   * request. Evaluated once per call, on its first pull, in the caller's async context;
+   * caps per lane are the semaphore's (`laneLimits`, `setLaneLimit`).
+   */
+  readonly laneOf?: (request: LlmRequest) => string | undefined;
   /** Adjusts the semaphore's limit from call samples (e.g. AimdLimit). */
   readonly adaptiveLimit?: AdaptiveLimit;
   readonly clock?: Clock;
@@ -108,6 +114,7 @@ const optionsSchema = z.looseObject({
   maxAttempts: z.number().int().min(1).optional(),
   maxCallMs: z.number().finite().positive().optional(),
   backoff: z.object({ baseMs: z.number().finite().nonnegative(), capMs: z.number().finite().nonnegative() }).optional(),
+  laneOf: z.function().optional(),
 });
 
 function validateOptions(options: RateLimitedLlmOptions): void {
@@ -306,9 +313,11 @@ export class RateLimitedLlm extends BaseLlm {
   ): AsyncGenerator<LlmResponse, void> {
     // The body runs on the first pull: a call that is never consumed acquires nothing.
     const agent = agentNameOf(request);
+    // Read here, in the consumer's async context; a throwing laneOf fails this call before anything is held.
+    const lane = this.#options.laneOf?.(request);
     const channel = new ResponseChannel<LlmResponse>();
     const state = new CallState(this.#reclaim);
-    void this.#drive(request, stream, agent, channel, abortSignal, state);
+    void this.#drive(request, stream, agent, lane, channel, abortSignal, state);
     try {
       for (;;) {
         const next = await channel.next();
@@ -334,6 +343,7 @@ export class RateLimitedLlm extends BaseLlm {
     request: LlmRequest,
     stream: boolean,
     agent: string,
+    lane: string | undefined,
     channel: ResponseChannel<LlmResponse>,
     callerSignal: AbortSignal | undefined,
     state: CallState,
@@ -367,7 +377,9 @@ export class RateLimitedLlm extends BaseLlm {
     const deadline = start + this.maxWaitMs;
 
     // Uncontended calls are admitted synchronously; only a call that must wait pays for the async path.
-    const admission = this.#admitNow(request, agent, signal) ?? (await this.#admit(request, agent, deadline, signal, callContext));
+    const laneOption = lane === undefined ? undefined : { lane };
+    const admission =
+      this.#admitNow(request, agent, laneOption, signal) ?? (await this.#admit(request, agent, laneOption, deadline, signal, callContext));
     const admittedAt = clock.now();
     const waitMs = admittedAt - start;
     const acquireLabels = admission.acquireOutcome === 'acquired' ? series.acquired : this.#labels(agent, admission.acquireOutcome);
@@ -503,10 +515,11 @@ export class RateLimitedLlm extends BaseLlm {
   #admitNow(
     request: LlmRequest,
     agent: string,
+    laneOption: { lane: string } | undefined,
     signal: AbortSignal,
   ): Admitted | undefined {
     if (signal.aborted) return undefined;
-    const permit = this.semaphore.tryAcquire();
+    const permit = this.semaphore.tryAcquire(laneOption);
     if (!permit) return undefined;
     try {
       const reserved = this.#estimate(request, agent);
@@ -525,6 +538,7 @@ export class RateLimitedLlm extends BaseLlm {
   async #admit(
     request: LlmRequest,
     agent: string,
+    laneOption: { lane: string } | undefined,
     deadline: number,
     signal: AbortSignal,
     callContext: ReturnType<typeof context.active> | undefined,
@@ -550,11 +564,11 @@ export class RateLimitedLlm extends BaseLlm {
       return { kind: 'refused' as const, acquireOutcome: 'aborted' as const, outcome: 'error' as const, error: err };
     };
 
-    let permit = signal.aborted ? undefined : this.semaphore.tryAcquire();
+    let permit = signal.aborted ? undefined : this.semaphore.tryAcquire(laneOption);
     if (!permit) {
       startWaitSpan();
       try {
-        permit = await this.semaphore.acquire({ deadline, signal });
+        permit = await this.semaphore.acquire({ deadline, signal, lane: laneOption?.lane });
       } catch (err) {
         return refuse(err, 'permit');
       }

@@ -1,6 +1,12 @@
 // A counting semaphore with strict FIFO admission: a newcomer never overtakes a waiter,
 // so a burst of calls is admitted in arrival order. Waiters may carry a deadline and an
 // AbortSignal; one that gives up leaves the queue without ever taking a permit.
+//
+// Lanes (traffic classes): an acquire may name a lane, and a lane may be capped (at most n
+// permits held by it), so a batch backfill cannot take every permit from interactive users.
+// Admission is FIFO among ELIGIBLE waiters: a waiter whose lane is at its cap is skipped
+// (it never blocks the ones behind it) and keeps its place for when its lane frees up.
+// With no cap configured the queue is exactly the strict FIFO above.
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
 import { DeadlineExceeded } from './errors.ts';
 
@@ -14,9 +20,24 @@ export interface AcquireOptions {
   /** Absolute time on the semaphore's clock after which the waiter gives up. */
   readonly deadline?: number;
   readonly signal?: AbortSignal;
+  /** The traffic class this permit counts against (see setLaneLimit). */
+  readonly lane?: string;
+}
+
+export interface FairSemaphoreOptions {
+  readonly clock?: Clock;
+  /** Per-lane caps: a lane may hold at most this many permits (lanes not named are uncapped). */
+  readonly laneLimits?: Readonly<Record<string, number>>;
+}
+
+/** One lane's count and cap; permits and waiters point at it, so a call does no map lookup to release. */
+interface LaneState {
+  held: number;
+  limit: number | undefined;
 }
 
 interface Waiter {
+  readonly lane: LaneState | undefined;
   grant(permit: Permit): void;
 }
 
@@ -29,12 +50,19 @@ export class FairSemaphore {
   // so rate() of the exported counter is the exact mean of permits held, with no sampling.
   #heldMs = 0;
   #changedAt: number;
+  // Every lane seen, capped or not (a cap set later sees its holders). Lanes are a few
+  // traffic classes: entries are kept, never churned per call.
+  readonly #lanes = new Map<string, LaneState>();
+  #cappedLanes = 0;
 
-  constructor(limit: number, options: { clock?: Clock } = {}) {
+  constructor(limit: number, options: FairSemaphoreOptions = {}) {
     assertLimit(limit);
     this.#limit = limit;
     this.#clock = options.clock ?? realClock;
     this.#changedAt = this.#clock.now();
+    for (const [lane, cap] of Object.entries(options.laneLimits ?? {})) {
+      this.#setCap(lane, cap);
+    }
   }
 
   /** Permit-seconds held since the semaphore was created: the time integral of inUse. */
@@ -61,6 +89,16 @@ export class FairSemaphore {
     return this.#waiters.size;
   }
 
+  /** Permits held by a lane right now. */
+  laneInUse(lane: string): number {
+    return this.#lanes.get(lane)?.held ?? 0;
+  }
+
+  /** A lane's cap, or undefined when it is uncapped. */
+  laneLimit(lane: string): number | undefined {
+    return this.#lanes.get(lane)?.limit;
+  }
+
   /** Change the limit at run time. Raising it admits waiters at once; lowering it lets holders finish. */
   setLimit(limit: number): void {
     assertLimit(limit);
@@ -68,18 +106,52 @@ export class FairSemaphore {
     this.#admit();
   }
 
-  /** Take a permit now if one is free and nobody is queued, else undefined. */
-  tryAcquire(): Permit | undefined {
-    if (this.#waiters.size > 0 || this.#inUse >= this.#limit) return undefined;
+  /**
+   * Cap a lane at `limit` permits (undefined removes the cap). Raising or removing a cap
+   * admits its waiters at once; lowering it lets holders finish.
+   */
+  setLaneLimit(lane: string, limit: number | undefined): void {
+    this.#setCap(lane, limit);
+    this.#admit();
+  }
+
+  #setCap(lane: string, limit: number | undefined): void {
+    if (limit !== undefined) assertLimit(limit, `lane "${lane}" limit`);
+    const state = this.#lane(lane);
+    this.#cappedLanes += (limit === undefined ? 0 : 1) - (state.limit === undefined ? 0 : 1);
+    state.limit = limit;
+  }
+
+  #lane(name: string): LaneState {
+    let state = this.#lanes.get(name);
+    if (!state) {
+      state = { held: 0, limit: undefined };
+      this.#lanes.set(name, state);
+    }
+    return state;
+  }
+
+  /** Take a permit now if one is free, the lane is under its cap and no eligible waiter is queued, else undefined. */
+  tryAcquire(options?: { readonly lane?: string }): Permit | undefined {
+    if (this.#inUse >= this.#limit) return undefined;
+    if (this.#waiters.size > 0) {
+      // Without caps every waiter is eligible: nobody passes them. With caps, waiters may be
+      // parked on a full lane; a newcomer passes them only if none of them could go.
+      if (this.#cappedLanes === 0 || this.#hasEligibleWaiter()) return undefined;
+    }
+    const laneName = options?.lane;
+    const lane = laneName === undefined ? undefined : this.#lane(laneName);
+    if (lane !== undefined && !hasRoom(lane)) return undefined;
     this.#accountHeldTime();
     this.#inUse++;
-    return this.#newPermit();
+    return this.#newPermit(lane);
   }
 
   acquire(options: AcquireOptions = {}): Promise<Permit> {
-    const immediate = this.tryAcquire();
+    const immediate = this.tryAcquire(options);
     if (immediate) return Promise.resolve(immediate);
     const { deadline, signal } = options;
+    const lane = options.lane === undefined ? undefined : this.#lane(options.lane);
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (deadline !== undefined && deadline <= this.#clock.now()) {
       return Promise.reject(new DeadlineExceeded('semaphore'));
@@ -96,6 +168,7 @@ export class FairSemaphore {
         reject(signal?.reason);
       };
       const waiter: Waiter = {
+        lane,
         grant: (permit) => {
           leave();
           resolve(permit);
@@ -114,24 +187,46 @@ export class FairSemaphore {
     });
   }
 
-  #newPermit(): Permit {
-    return new HeldPermit(this.#releaseOne);
+  /** Counts the permit (inUse already counted by the caller) against its lane. */
+  #newPermit(lane: LaneState | undefined): Permit {
+    if (lane !== undefined) lane.held++;
+    return new HeldPermit(this.#releaseOne, lane);
+  }
+
+  #hasEligibleWaiter(): boolean {
+    for (const waiter of this.#waiters) {
+      if (waiter.lane === undefined || hasRoom(waiter.lane)) return true;
+    }
+    return false;
   }
 
   // One function per semaphore, shared by its permits (a permit is taken on every call).
-  readonly #releaseOne = (): void => {
+  readonly #releaseOne = (lane: LaneState | undefined): void => {
     this.#accountHeldTime();
     this.#inUse--;
+    if (lane !== undefined) lane.held--;
     this.#admit();
   };
 
   #admit(): void {
     if (this.#inUse >= this.#limit || this.#waiters.size === 0) return;
+    // Every inUse change below happens at this same instant: account the time before it once.
     this.#accountHeldTime();
-    while (this.#inUse < this.#limit && this.#waiters.size > 0) {
-      const first = this.#waiters.values().next().value as Waiter;
+    if (this.#cappedLanes === 0) {
+      while (this.#inUse < this.#limit && this.#waiters.size > 0) {
+        const first = this.#waiters.values().next().value as Waiter;
+        this.#inUse++;
+        first.grant(this.#newPermit(first.lane));
+      }
+      return;
+    }
+    // FIFO among eligible waiters: skip the ones whose lane is full (a Set iterates safely
+    // while granted waiters delete themselves).
+    for (const waiter of this.#waiters) {
+      if (this.#inUse >= this.#limit) return;
+      if (waiter.lane !== undefined && !hasRoom(waiter.lane)) continue;
       this.#inUse++;
-      first.grant(this.#newPermit());
+      waiter.grant(this.#newPermit(waiter.lane));
     }
   }
 }
@@ -139,10 +234,12 @@ export class FairSemaphore {
 /** A permit as a small class: no per-permit closures or accessors on the hot path. */
 class HeldPermit implements Permit {
   #released = false;
-  readonly #onRelease: () => void;
+  readonly #onRelease: (lane: LaneState | undefined) => void;
+  readonly #lane: LaneState | undefined;
 
-  constructor(onRelease: () => void) {
+  constructor(onRelease: (lane: LaneState | undefined) => void, lane: LaneState | undefined) {
     this.#onRelease = onRelease;
+    this.#lane = lane;
   }
 
   get released(): boolean {
@@ -152,13 +249,17 @@ class HeldPermit implements Permit {
   release(): boolean {
     if (this.#released) return false;
     this.#released = true;
-    this.#onRelease();
+    this.#onRelease(this.#lane);
     return true;
   }
 }
 
-function assertLimit(limit: number): void {
+function hasRoom(lane: LaneState): boolean {
+  return lane.limit === undefined || lane.held < lane.limit;
+}
+
+function assertLimit(limit: number, what = 'limit'): void {
   if (!Number.isInteger(limit) || limit < 1) {
-    throw new RangeError(`semaphore limit must be an integer >= 1, got ${limit}`);
+    throw new RangeError(`semaphore ${what} must be an integer >= 1, got ${limit}`);
   }
 }
