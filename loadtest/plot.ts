@@ -155,7 +155,10 @@ export function renderSvg(options: PlotOptions, panels: Panel[], t0: number, t1:
   const h = head + panels.length * PANEL_H;
   const body = panels.map((p, i) => panelSvg(p, head + i * PANEL_H, t0, t1, options.band)).join('\n');
   const subtitle = options.subtitle ? `\n<text x="${W / 2}" y="42" text-anchor="middle" font-size="12" fill="#555">${esc(options.subtitle)}</text>` : '';
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${h}" viewBox="0 0 ${W} ${h}" font-family="sans-serif">
+  // The <title> is the picture's text alternative (read by screen readers and shown as a tooltip).
+  const alt = `${options.title}: ${panels.map((p) => p.title).join(', ')}`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${W}" height="${h}" viewBox="0 0 ${W} ${h}" font-family="sans-serif">
+<title>${esc(alt)}</title>
 <rect width="100%" height="100%" fill="white"/>
 <text x="${W / 2}" y="22" text-anchor="middle" font-size="16">${esc(options.title)}</text>${subtitle}
 ${body}
