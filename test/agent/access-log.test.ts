@@ -17,6 +17,7 @@ import { loadScenario, parseScenario } from '../../loadtest/scenario.ts';
 import { convertAccessLog, toJsonLines, tokensForDocumentChars } from '../../loadtest/trace-convert.ts';
 import { startMockProvider } from '../../mock-provider/index.ts';
 import { fastMock, startStack } from './stack.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const CALL_MS = 150;
 const API_KEY = 'sekret-key-4711';
@@ -27,7 +28,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('access log → trace', () => {
   it('real requests become a trace the loadtest converter and scenario validation accept', async () => {

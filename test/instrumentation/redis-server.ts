@@ -4,9 +4,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../../loadtest/processes.ts';
 import { requireTool } from '../../loadtest/tools.ts';
 
 export interface RedisServer {
@@ -18,15 +18,6 @@ export interface RedisServer {
   restart(): Promise<void>;
   /** Stop and remove the temp dir. */
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function spawnRedis(binary: string, port: number, dir: string): Promise<ChildProcess> {
