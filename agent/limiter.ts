@@ -27,17 +27,14 @@ import type { Registry } from 'prom-client';
 import {
   AimdLimit,
   type Budget,
-  type BudgetRedisClient,
   type CallReport,
-  connectBudgetRedis,
   FairSemaphore,
   type LimiterSnapshot,
   RateLimitedLlm,
-  RedisTokenBudget,
-  redactUrl,
   TokenBudget,
   UsageEstimator,
 } from '../instrumentation/index.ts';
+import { type BudgetRedisClient, connectBudgetRedis, redactUrl, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { type AgentServiceOptions, type BudgetWindow, batchLanePermits, type QuotaSharing } from './config.ts';
 
 /** The lane whose permits are capped (the request body's trafficClass value). */
@@ -125,10 +122,7 @@ export async function createLimiter(
     snapshot: () => model.snapshot(),
     async close() {
       model.close();
-      if (budget instanceof RedisTokenBudget) {
-        budget.close();
-        await budget.settled(); // bounded by the client's command timeout
-      }
+      await budget.close(); // a shared budget's pending settlements are bounded by the client's command timeout
       if (redis?.isOpen) await redis.close().catch(() => redis?.destroy());
     },
   };

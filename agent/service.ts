@@ -19,7 +19,6 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, openAccessLog, sinceArrival } from './access-log.ts';
 import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts';
-import { RedisTokenBudget } from '../instrumentation/index.ts';
 import { BATCH_LANE, createLimiter, type Limiter } from './limiter.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
@@ -129,7 +128,7 @@ export async function startAgentService(
   app.get('/healthz', (_req, res) => {
     const budget = limiter.budget;
     // central: whether the shared Redis bucket answers (false while on the local share).
-    const central = budget instanceof RedisTokenBudget ? { centralBudgetReachable: budget.central } : {};
+    const central = budget.central === undefined ? {} : { centralBudgetReachable: budget.central };
     // Lanes: the batch lane's cap and the permits it holds now (absent when lanes are off).
     const batchMax = limiter.batchMaxPermits;
     const lanes = batchMax === undefined ? {} : { batchLane: { maxPermits: batchMax, permitsInUse: limiter.model.semaphore.laneInUse(BATCH_LANE) } };

@@ -1,6 +1,7 @@
 // Full-jitter exponential backoff (AWS architecture blog, "Exponential Backoff And
 // Jitter"): a delay drawn uniformly from [0, min(cap, base * 2^attempt)). Spreading the
 // retries of many clients is what keeps a 429 storm from re-synchronising.
+import { DEFAULT_BACKOFF } from './defaults.ts';
 
 export interface BackoffOptions {
   /** Base delay in ms for the first retry (attempt 0). */
@@ -8,8 +9,6 @@ export interface BackoffOptions {
   /** Upper bound of the exponential window in ms. */
   readonly capMs: number;
 }
-
-export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 500, capMs: 30_000 };
 
 /** Delay before retry number `attempt` (0-based). `random` returns [0, 1). */
 export function fullJitterDelayMs(

@@ -2,12 +2,16 @@
 // process, in memory) and RedisTokenBudget (one bucket in Redis shared by every replica).
 // Both: capacity = tokens per minute, continuous refill, FIFO reservations within the
 // process, a request larger than the capacity fails at once, reconcile may go negative.
-// TokenBudget also keeps a rolling-minute guard (never more than tokensPerMinute admitted in
-// any 60 s window) and hands out admission tickets so reconcile can correct the right entry;
-// RedisTokenBudget's guard is the bucket only and has no tickets.
+// Every admission hands back a ticket; reconcile settles that ticket, so a budget that keeps
+// per-admission state (TokenBudget's rolling-minute guard) corrects the right entry.
 
-/** Which admission a reconcile settles (TokenBudget: the rolling-window slot it was counted in). */
-export type AdmissionTicket = number;
+/**
+ * One admission: the tokens it took. A budget may keep more in its own tickets; a ticket it
+ * did not issue settles the tokens alone (the admission's entry is unknown to it).
+ */
+export interface BudgetTicket {
+  readonly tokens: number;
+}
 
 export interface ReserveOptions {
   /** Absolute time on the budget's clock after which the reservation gives up. */
@@ -24,22 +28,23 @@ export interface Budget {
   readonly waiting: number;
   /** Tokens counted in the last 60 s by a rolling-minute guard; undefined without one. */
   readonly windowTokens?: number;
-  /** Ticket of the admission the last `tryReserve` that returned true made (read right after it). */
-  readonly lastAdmission?: AdmissionTicket;
+  /** A shared budget: whether its store answers now (false while on a fallback); undefined for a local budget. */
+  readonly central?: boolean;
   /**
-   * Take tokens now if that can be decided synchronously, else false (the caller then
-   * awaits reserve). Throws BudgetRequestTooLarge for more than the capacity.
+   * Take tokens now if that can be decided synchronously: the admission's ticket, else
+   * undefined (the caller then awaits reserve). Throws BudgetRequestTooLarge for more than the capacity.
    */
-  tryReserve(tokens: number): boolean;
+  tryReserve(tokens: number): BudgetTicket | undefined;
   /**
-   * Wait (FIFO in this process) until the tokens are taken; rejects with DeadlineExceeded, the
-   * abort reason, or BudgetRequestTooLarge at once. Resolves with the admission's ticket (a number) when
-   * the budget issues them.
+   * Wait (FIFO in this process) until the tokens are taken; resolves with the admission's
+   * ticket. Rejects with DeadlineExceeded, the abort reason, or BudgetRequestTooLarge at once.
    */
-  reserve(tokens: number, options?: ReserveOptions): Promise<unknown>;
+  reserve(tokens: number, options?: ReserveOptions): Promise<BudgetTicket>;
   /**
-   * Settle a reservation against the provider's usage: give back an overestimate, take an
-   * underestimate's shortfall. `admission`: the ticket of that reservation, when there was one.
+   * Settle an admission against the provider's usage: give back an overestimate, take an
+   * underestimate's shortfall.
    */
-  reconcile(reserved: number, actual: number, admission?: AdmissionTicket): void;
+  reconcile(ticket: BudgetTicket, actual: number): void;
+  /** Reject every queued reservation and stop background work; resolves once pending settlements are done. */
+  close(): Promise<void>;
 }

@@ -11,47 +11,26 @@
 // provider call ends, and a call held past maxCallMs is reclaimed and counted.
 import type { BaseLlmConnection, LlmRequest, LlmResponse } from '@google/adk';
 import { BaseLlm } from '@google/adk';
+import { context } from '@opentelemetry/api';
 import { z } from 'zod';
-import { context, type Span, trace } from '@opentelemetry/api';
-import { type BackoffOptions, DEFAULT_BACKOFF, fullJitterDelayMs } from './backoff.ts';
+import { type Admission, AdmissionControl } from './admission.ts';
+import type { BackoffOptions } from './backoff.ts';
+import type { Budget } from './budget.ts';
+import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
-import {
-  BudgetRequestTooLarge,
-  DeadlineExceeded,
-  type ExhaustedReason,
-  MaxCallTimeExceeded,
-  RateLimitExhausted,
-  RateLimitTimeout,
-  type TimeoutReason,
-} from './errors.ts';
+import { DEFAULT_MAX_CALL_MS } from './defaults.ts';
+import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
-import { type AnyRegistry, type CounterTally, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { type HeldCall, PermitSweeper } from './permit-sweeper.ts';
-import { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from './rate-limit-errors.ts';
 import { ResponseChannel } from './response-channel.ts';
-import { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
+import type { RetryBudget, RetryBudgetOptions } from './retry-budget.ts';
+import { RetryPolicy } from './retry-policy.ts';
 import { FairSemaphore, type Permit } from './semaphore.ts';
-import { endSpan, errorType, GenAiTelemetry, SPAN_ATTRIBUTES, type TelemetryOptions } from './telemetry.ts';
-import type { AdmissionTicket, Budget } from './budget.ts';
+import { GenAiTelemetry, type TelemetryOptions } from './telemetry.ts';
 
-export type CallOutcome = 'ok' | 'error' | 'rate_limited' | 'cancelled' | 'timeout';
-
-/** One finished call, reported exactly once, synchronously in the call's async context. */
-export interface CallReport {
-  readonly limiter: string;
-  readonly agent: string;
-  readonly outcome: CallOutcome;
-  /** Time from the call to admission (or to giving up), ms. */
-  readonly waitMs: number;
-  readonly reservedTokens: number;
-  /** Tokens counted against the budget: the reported total, or the estimate when none was reported. */
-  readonly actualTokens: number;
-  /** Delegate calls made (0 when never admitted). */
-  readonly attempts: number;
-  /** Whole call time from the first pull to the end, ms. */
-  readonly durationMs: number;
-}
+export type { CallOutcome, CallReport } from './call-observers.ts';
 
 export interface RateLimitedLlmOptions extends TelemetryOptions {
   /** The model that really calls the provider (e.g. ADK's Gemini). */
@@ -65,14 +44,14 @@ export interface RateLimitedLlmOptions extends TelemetryOptions {
   readonly budget?: Budget;
   /** Tokens to reserve per call: a number, a function of the request, or an estimator. Default: UsageEstimator. */
   readonly estimatedTokens?: number | ((request: LlmRequest) => number) | TokenEstimator;
-  /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms (default 20,000). */
+  /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms (default DEFAULT_MAX_WAIT_MS). */
   readonly maxWaitMs?: number;
-  /** Delegate calls per model call, the first included (default 3). */
+  /** Delegate calls per model call, the first included (default DEFAULT_MAX_ATTEMPTS). */
   readonly maxAttempts?: number;
-  /** A permit held longer than this is reclaimed and the call aborted, ms (default 300,000). */
+  /** A permit held longer than this is reclaimed and the call aborted, ms (default DEFAULT_MAX_CALL_MS). */
   readonly maxCallMs?: number;
   readonly backoff?: BackoffOptions;
-  /** Retry budget instance (to share) or its options (default 10 % of recent calls). */
+  /** Retry budget instance (to share) or its options (default: DEFAULT_RETRY_RATIO of recent calls). */
   readonly retryBudget?: RetryBudget | RetryBudgetOptions;
   readonly isRateLimited?: (error: unknown) => boolean;
   /** The server's requested delay in ms, or undefined. */
@@ -126,21 +105,6 @@ function validateOptions(options: RateLimitedLlmOptions): void {
   if (!options.semaphore && options.maxConcurrent === undefined) {
     throw new TypeError('RateLimitedLlm options: maxConcurrent: give maxConcurrent or a shared semaphore');
   }
-}
-
-/** A call admitted: its permit, its reservation and the budget's ticket for that reservation. */
-interface Admitted {
-  kind: 'admitted';
-  acquireOutcome: 'acquired';
-  permit: Permit;
-  reserved: number;
-  ticket: AdmissionTicket | undefined;
-}
-
-interface Usage {
-  total: number;
-  input?: number;
-  output?: number;
 }
 
 function usageOf(response: LlmResponse): Usage | undefined {
@@ -204,15 +168,6 @@ class CallState implements HeldCall {
   }
 }
 
-/** The metric series of one agent, built on its first call and reused (no label objects or hashing per call). */
-interface AgentSeries {
-  readonly labels: { limiter: string; agent: string };
-  readonly acquired: { limiter: string; agent: string; outcome: string };
-  readonly tokensReserved: CounterTally;
-  readonly tokensActual: CounterTally;
-  readonly calls: Record<CallOutcome, CounterTally>;
-}
-
 /** The calling agent's name, set by ADK in the request labels (read before delegating: Gemini deletes it). */
 export function agentNameOf(request: LlmRequest): string {
   const name = request.config?.labels?.adk_agent_name;
@@ -237,42 +192,55 @@ export class RateLimitedLlm extends BaseLlm {
   readonly maxWaitMs: number;
   readonly maxAttempts: number;
   readonly maxCallMs: number;
-  readonly #options: RateLimitedLlmOptions;
+  readonly #laneOf: ((request: LlmRequest) => string | undefined) | undefined;
   readonly #clock: Clock;
-  readonly #random: () => number;
-  readonly #backoff: BackoffOptions;
-  readonly #retryBudget: RetryBudget;
-  readonly #telemetry: GenAiTelemetry;
+  readonly #admission: AdmissionControl;
+  readonly #retry: RetryPolicy;
+  readonly #observers: CallObservers;
   readonly #removeGaugeSource: () => void;
   readonly #sweeper: PermitSweeper;
 
   constructor(options: RateLimitedLlmOptions) {
     super({ model: options.delegate.model });
     validateOptions(options);
-    this.#options = options;
     this.name = options.name;
     this.delegate = options.delegate;
+    this.#laneOf = options.laneOf;
     this.#clock = options.clock ?? realClock;
-    this.#random = options.random ?? Math.random;
-    this.#backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.semaphore =
       options.semaphore ?? new FairSemaphore(options.maxConcurrent as number, { clock: this.#clock });
     this.budget = options.budget;
     this.estimator = toEstimator(options.estimatedTokens, options.budget);
-    this.maxWaitMs = options.maxWaitMs ?? 20_000;
-    this.maxAttempts = options.maxAttempts ?? 3;
-    this.maxCallMs = options.maxCallMs ?? 300_000;
-    this.#retryBudget =
-      options.retryBudget instanceof RetryBudget
-        ? options.retryBudget
-        : new RetryBudget({ clock: this.#clock, ...options.retryBudget });
-    this.#telemetry = new GenAiTelemetry(options);
+    this.#retry = new RetryPolicy({ ...options, clock: this.#clock });
+    this.maxWaitMs = this.#retry.maxWaitMs;
+    this.maxAttempts = this.#retry.maxAttempts;
+    this.maxCallMs = options.maxCallMs ?? DEFAULT_MAX_CALL_MS;
+    this.#admission = new AdmissionControl({
+      name: this.name,
+      semaphore: this.semaphore,
+      budget: this.budget,
+      estimator: this.estimator,
+      clock: this.#clock,
+    });
     this.#sweeper = new PermitSweeper(this.#clock);
     this.metrics = createLimiterMetrics(options.registry);
+    this.#observers = new CallObservers({
+      name: this.name,
+      metrics: this.metrics,
+      telemetry: new GenAiTelemetry(options),
+      semaphore: this.semaphore,
+      estimator: this.estimator,
+      adaptiveLimit: options.adaptiveLimit,
+      onCallEnd: options.onCallEnd,
+    });
+    this.#removeGaugeSource = this.#addGauges();
+  }
+
+  #addGauges(): () => void {
     // Permit time is the semaphore's own integral of permits held, read at scrape time: it
     // includes the wait for budget while holding a permit, and never lumps a long call.
     this.metrics.tally('permitSeconds', { limiter: this.name }, () => this.semaphore.heldPermitSeconds);
-    this.#removeGaugeSource = this.metrics.addSource({
+    return this.metrics.addSource({
       name: this.name,
       snapshot: () => ({
         ...this.snapshot(),
@@ -314,7 +282,7 @@ export class RateLimitedLlm extends BaseLlm {
     // The body runs on the first pull: a call that is never consumed acquires nothing.
     const agent = agentNameOf(request);
     // Read here, in the consumer's async context; a throwing laneOf fails this call before anything is held.
-    const lane = this.#options.laneOf?.(request);
+    const lane = this.#laneOf?.(request);
     const channel = new ResponseChannel<LlmResponse>();
     const state = new CallState(this.#reclaim);
     void this.#drive(request, stream, agent, lane, channel, abortSignal, state);
@@ -348,278 +316,118 @@ export class RateLimitedLlm extends BaseLlm {
     callerSignal: AbortSignal | undefined,
     state: CallState,
   ): Promise<void> {
-    const clock = this.#clock;
-    const start = clock.now();
-    const model = request.model ?? this.model;
-    const signal = state.controller.signal;
-    let onCallerAbort: (() => void) | undefined;
-    if (callerSignal) {
-      if (callerSignal.aborted) state.cancel(callerSignal.reason);
-      onCallerAbort = () => state.cancel(callerSignal.reason);
-      callerSignal.addEventListener('abort', onCallerAbort, { once: true });
-    }
-
-    const span = this.#telemetry.startCallSpan(context.active(), this.name, agent, model);
-    // Without a tracing SDK the span is a no-op: skip the context work on the hot path.
-    const spanContext = span.spanContext();
-    const validTrace = trace.isSpanContextValid(spanContext);
-    const callContext = validTrace || span.isRecording() ? trace.setSpan(context.active(), span) : undefined;
-    const m = this.metrics;
-    const exemplar = validTrace && m.exemplars ? { traceId: spanContext.traceId, spanId: spanContext.spanId } : undefined;
-    const series = this.#series(agent);
-    const labels = series.labels;
-
-    let outcome: CallOutcome = 'ok';
-    let error: unknown;
-    let reserved = 0;
-    let attempts = 0;
-    let sawRateLimit = false;
-    const deadline = start + this.maxWaitMs;
-
+    const start = this.#clock.now();
+    const stopFollowing = callerSignal && followCallerAbort(callerSignal, state);
+    const watch = this.#observers.start(request, agent, request.model ?? this.model);
+    const pending = this.#admission.admit({
+      request,
+      agent,
+      lane: lane === undefined ? undefined : { lane },
+      start,
+      deadline: start + this.maxWaitMs,
+      signal: state.controller.signal,
+      watch,
+    });
     // Uncontended calls are admitted synchronously; only a call that must wait pays for the async path.
-    const laneOption = lane === undefined ? undefined : { lane };
-    const admission =
-      this.#admitNow(request, agent, laneOption, signal) ?? (await this.#admit(request, agent, laneOption, deadline, signal, callContext));
-    const admittedAt = clock.now();
-    const waitMs = admittedAt - start;
-    const acquireLabels = admission.acquireOutcome === 'acquired' ? series.acquired : this.#labels(agent, admission.acquireOutcome);
-    m.observe(m.acquireDuration, acquireLabels, waitMs / 1000, exemplar);
+    const admission = pending instanceof Promise ? await pending : pending;
+    const admittedAt = this.#clock.now();
+    const timing = { start, admittedAt, waitMs: admittedAt - start };
+    let result: AttemptsResult;
     if (admission.kind === 'refused') {
-      outcome = admission.outcome;
-      error = admission.error;
+      watch.admission(admission.acquireOutcome, timing.waitMs, 0);
+      result = { outcome: admission.outcome, error: admission.error, attempts: 0, rateLimited: false };
     } else {
+      watch.admission('acquired', timing.waitMs, admission.reserved);
       state.permit = admission.permit;
-      reserved = admission.reserved;
-      series.tokensReserved.add(reserved);
       // The safety net: one sweeper per wrapper reclaims a permit still held at the deadline.
       state.deadline = admittedAt + this.maxCallMs;
       this.#sweeper.add(state);
+      result = await this.#attempts(request, stream, state, channel, timing.waitMs, watch);
+    }
+    stopFollowing?.();
+    this.#finish(agent, state, channel, admission, timing, result, watch);
+  }
 
-      this.#retryBudget.recordCall();
-      let backoffWaited = 0;
-      for (;;) {
-        attempts++;
-        try {
-          // The delegate runs inside the call span's context when there is a trace.
-          await (callContext
-            ? context.with(callContext, () => this.#pump(request, stream, state, channel))
-            : this.#pump(request, stream, state, channel));
-          outcome = 'ok';
-          break;
-        } catch (err) {
-          if (signal.aborted) {
-            const reason = signal.reason;
-            outcome = reason instanceof MaxCallTimeExceeded ? 'error' : 'cancelled';
-            error = reason;
-            break;
-          }
-          const isRateLimited = this.#options.isRateLimited ?? isRateLimitError;
-          if (!isRateLimited(err)) {
-            outcome = 'error';
-            error = err;
-            break;
-          }
-          sawRateLimit = true;
-          m.rateLimited.inc(labels);
-          if (state.yielded) {
-            // Partial output already reached the consumer: a retry would show it twice.
-            outcome = 'rate_limited';
-            error = err;
-            break;
-          }
-          const decision = this.#retryDecision(err, attempts, waitMs + backoffWaited);
-          if (decision.kind === 'give_up') {
-            outcome = 'rate_limited';
-            error = new RateLimitExhausted(this.name, decision.reason, attempts, err);
-            break;
-          }
-          m.retries.inc(labels);
-          span.addEvent('retry', { attempt: attempts, delay_ms: decision.delayMs });
-          try {
-            await sleep(clock, decision.delayMs, signal);
-          } catch (reason) {
-            outcome = reason instanceof MaxCallTimeExceeded ? 'error' : 'cancelled';
-            error = reason;
-            break;
-          }
-          backoffWaited += decision.delayMs;
+  /** Delegate calls until one succeeds, fails for good, or the retry policy gives up. */
+  async #attempts(
+    request: LlmRequest,
+    stream: boolean,
+    state: CallState,
+    channel: ResponseChannel<LlmResponse>,
+    waitMs: number,
+    watch: CallWatch,
+  ): Promise<AttemptsResult> {
+    const signal = state.controller.signal;
+    this.#retry.recordCall();
+    let attempts = 0;
+    let rateLimited = false;
+    let backoffWaited = 0;
+    for (;;) {
+      attempts++;
+      try {
+        // The delegate runs inside the call span's context when there is a trace.
+        const callContext = watch.callContext;
+        await (callContext
+          ? context.with(callContext, () => this.#pump(request, stream, state, channel))
+          : this.#pump(request, stream, state, channel));
+        return { outcome: 'ok', error: undefined, attempts, rateLimited };
+      } catch (err) {
+        if (signal.aborted) return { outcome: abortOutcome(signal.reason), error: signal.reason, attempts, rateLimited };
+        if (!this.#retry.isRateLimited(err)) return { outcome: 'error', error: err, attempts, rateLimited };
+        rateLimited = true;
+        watch.rateLimited();
+        // Partial output already reached the consumer: a retry would show it twice.
+        if (state.yielded) return { outcome: 'rate_limited', error: err, attempts, rateLimited };
+        const decision = this.#retry.decide(err, attempts, waitMs + backoffWaited);
+        if (decision.kind === 'give_up') {
+          const error = new RateLimitExhausted(this.name, decision.reason, attempts, err);
+          return { outcome: 'rate_limited', error, attempts, rateLimited };
         }
+        watch.retrying(attempts, decision.delayMs);
+        try {
+          await sleep(this.#clock, decision.delayMs, signal);
+        } catch (reason) {
+          return { outcome: abortOutcome(reason), error: reason, attempts, rateLimited };
+        }
+        backoffWaited += decision.delayMs;
       }
     }
+  }
 
-    // The provider call is over: release, settle tokens, measure, then let the consumer see the end.
-    const end = clock.now();
-    if (admission.kind === 'admitted') this.#sweeper.delete(state);
+  /** The provider call is over: release, settle tokens, report, then let the consumer see the end. */
+  #finish(
+    agent: string,
+    state: CallState,
+    channel: ResponseChannel<LlmResponse>,
+    admission: Admission,
+    timing: { readonly start: number; readonly admittedAt: number; readonly waitMs: number },
+    result: AttemptsResult,
+    watch: CallWatch,
+  ): void {
+    const end = this.#clock.now();
+    const admitted = admission.kind === 'admitted';
+    if (admitted) this.#sweeper.delete(state);
     const inFlight = this.semaphore.inUse;
     state.permit?.release();
-    if (onCallerAbort) callerSignal?.removeEventListener('abort', onCallerAbort);
     const usage = state.finalUsage ?? state.lastPartialUsage;
+    const reserved = admitted ? admission.reserved : 0;
     const actual = usage?.total ?? reserved;
-    if (admission.kind === 'admitted') {
-      this.budget?.reconcile(reserved, actual, admission.ticket);
-      series.tokensActual.add(actual);
-      if (usage) this.estimator.observe?.(request, agent, usage.total);
-      const callMs = end - admittedAt;
-      m.observe(m.callDuration, labels, callMs / 1000, exemplar);
-      this.#telemetry.recordCall(
-        model,
-        callMs / 1000,
-        usage && { inputTokens: usage.input, outputTokens: usage.output },
-        outcome === 'ok' ? undefined : errorType(error),
-      );
-      if (this.#options.adaptiveLimit) {
-        const limit = this.#options.adaptiveLimit.onSample({
-          durationMs: callMs,
-          rateLimited: sawRateLimit,
-          failed: outcome === 'error',
-          inFlight,
-        });
-        if (limit !== this.semaphore.limit) this.semaphore.setLimit(limit);
-      }
-    }
-    series.calls[outcome].add();
-    // A non-recording span ignores attributes: do not build them.
-    if (span.isRecording()) {
-      endSpan(
-        span,
-        {
-          [SPAN_ATTRIBUTES.reservedTokens]: reserved,
-          [SPAN_ATTRIBUTES.actualTokens]: actual,
-          [SPAN_ATTRIBUTES.attempts]: attempts,
-          [SPAN_ATTRIBUTES.outcome]: outcome,
-          [SPAN_ATTRIBUTES.waitMs]: waitMs,
-        },
-        outcome === 'ok' ? undefined : error,
-      );
-    } else {
-      span.end();
-    }
-    if (this.#options.onCallEnd) {
-      this.#report({
-        limiter: this.name,
-        agent,
-        outcome,
-        waitMs,
-        reservedTokens: reserved,
-        actualTokens: admission.kind === 'admitted' ? actual : 0,
-        attempts,
-        durationMs: end - start,
-      });
-    }
+    if (admitted && admission.ticket) this.budget?.reconcile(admission.ticket, actual);
+    const { outcome, error, attempts, rateLimited } = result;
+    const report: CallReport = {
+      limiter: this.name,
+      agent,
+      outcome,
+      waitMs: timing.waitMs,
+      reservedTokens: reserved,
+      actualTokens: actual,
+      attempts,
+      durationMs: end - timing.start,
+    };
+    watch.ended(report, { admitted, callMs: end - timing.admittedAt, usage, rateLimited, error, inFlight });
     state.ended = true;
     if (outcome === 'ok') channel.end();
     else channel.fail(error);
-  }
-
-  /** A permit and budget taken at once when both are free, else undefined with nothing held. */
-  #admitNow(
-    request: LlmRequest,
-    agent: string,
-    laneOption: { lane: string } | undefined,
-    signal: AbortSignal,
-  ): Admitted | undefined {
-    if (signal.aborted) return undefined;
-    const permit = this.semaphore.tryAcquire(laneOption);
-    if (!permit) return undefined;
-    try {
-      const reserved = this.#estimate(request, agent);
-      if (!this.budget || this.budget.tryReserve(reserved)) {
-        return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved, ticket: this.budget?.lastAdmission };
-      }
-    } catch {
-      // The slow path reports the error.
-    }
-    // Held for no time (taken and given back in this same synchronous turn): no permit seconds.
-    permit.release();
-    return undefined;
-  }
-
-  /** Wait for a permit, then for budget, within the deadline. */
-  async #admit(
-    request: LlmRequest,
-    agent: string,
-    laneOption: { lane: string } | undefined,
-    deadline: number,
-    signal: AbortSignal,
-    callContext: ReturnType<typeof context.active> | undefined,
-  ): Promise<
-    | Admitted
-    | { kind: 'refused'; acquireOutcome: 'timeout' | 'aborted'; outcome: CallOutcome; error: unknown }
-  > {
-    const waitStart = this.#clock.now();
-    let waitSpan: Span | undefined;
-    const startWaitSpan = () => {
-      waitSpan ??= this.#telemetry.startWaitSpan(callContext ?? context.active());
-    };
-    const refuse = (err: unknown, reason: TimeoutReason) => {
-      waitSpan?.end();
-      if (err instanceof DeadlineExceeded) {
-        this.metrics.timeouts.inc({ limiter: this.name, agent, reason });
-        const timeout = new RateLimitTimeout(this.name, reason, this.#clock.now() - waitStart);
-        return { kind: 'refused' as const, acquireOutcome: 'timeout' as const, outcome: 'timeout' as const, error: timeout };
-      }
-      if (signal.aborted) {
-        return { kind: 'refused' as const, acquireOutcome: 'aborted' as const, outcome: 'cancelled' as const, error: err };
-      }
-      return { kind: 'refused' as const, acquireOutcome: 'aborted' as const, outcome: 'error' as const, error: err };
-    };
-
-    let permit = signal.aborted ? undefined : this.semaphore.tryAcquire(laneOption);
-    if (!permit) {
-      startWaitSpan();
-      try {
-        permit = await this.semaphore.acquire({ deadline, signal, lane: laneOption?.lane });
-      } catch (err) {
-        return refuse(err, 'permit');
-      }
-    }
-    let reserved: number;
-    let ticket: AdmissionTicket | undefined;
-    try {
-      reserved = this.#estimate(request, agent);
-      if (this.budget && !this.budget.tryReserve(reserved)) {
-        startWaitSpan();
-        const granted = await this.budget.reserve(reserved, { deadline, signal });
-        ticket = typeof granted === 'number' ? granted : undefined;
-      } else {
-        ticket = this.budget?.lastAdmission;
-      }
-    } catch (err) {
-      permit.release();
-      return refuse(err, 'budget');
-    }
-    waitSpan?.end();
-    return { kind: 'admitted', acquireOutcome: 'acquired', permit, reserved, ticket };
-  }
-
-  #estimate(request: LlmRequest, agent: string): number {
-    const tokens = Math.ceil(this.estimator.estimate(request, agent));
-    if (!Number.isFinite(tokens) || tokens < 0) {
-      throw new RangeError(`RateLimitedLlm "${this.name}": estimatedTokens gave ${tokens}, need a finite number >= 0`);
-    }
-    if (this.budget && tokens > this.budget.capacity) throw new BudgetRequestTooLarge(tokens, this.budget.capacity);
-    return tokens;
-  }
-
-  /** Decide whether a rate-limited attempt is retried, and after how long. */
-  #retryDecision(
-    err: unknown,
-    attempts: number,
-    waitedMs: number,
-  ): { kind: 'retry'; delayMs: number } | { kind: 'give_up'; reason: ExhaustedReason } {
-    const isDaily = this.#options.isDailyQuota ?? isDailyQuotaError;
-    if (isDaily(err)) return { kind: 'give_up', reason: 'daily_quota' };
-    if (attempts >= this.maxAttempts) return { kind: 'give_up', reason: 'attempts' };
-    const readServerDelay = this.#options.retryAfterMs ?? serverRetryDelayMs;
-    const serverDelay = readServerDelay(err);
-    // Honour the server's delay; add up to one base delay of jitter so clients told the same delay spread out.
-    const delayMs =
-      serverDelay !== undefined
-        ? serverDelay + this.#random() * this.#backoff.baseMs
-        : fullJitterDelayMs(attempts - 1, this.#backoff, this.#random);
-    if ((serverDelay ?? delayMs) > this.maxWaitMs - waitedMs) return { kind: 'give_up', reason: 'delay_exceeds_wait' };
-    if (!this.#retryBudget.tryRetry()) return { kind: 'give_up', reason: 'retry_budget' };
-    return { kind: 'retry', delayMs: Math.min(delayMs, Math.max(0, this.maxWaitMs - waitedMs)) };
   }
 
   /**
@@ -672,54 +480,28 @@ export class RateLimitedLlm extends BaseLlm {
       step();
     });
   }
+}
 
-  /** The cached series of an agent's hot-path metrics. */
-  #series(agent: string): AgentSeries {
-    let series = this.#seriesByAgent.get(agent);
-    if (!series) {
-      const m = this.metrics;
-      const labels = { limiter: this.name, agent };
-      const tally = (outcome: CallOutcome) => m.tally('calls', { limiter: this.name, agent, outcome });
-      series = {
-        labels,
-        acquired: { limiter: this.name, agent, outcome: 'acquired' },
-        tokensReserved: m.tally('tokensReserved', labels),
-        tokensActual: m.tally('tokensActual', labels),
-        calls: {
-          ok: tally('ok'),
-          error: tally('error'),
-          rate_limited: tally('rate_limited'),
-          cancelled: tally('cancelled'),
-          timeout: tally('timeout'),
-        },
-      };
-      this.#seriesByAgent.set(agent, series);
-    }
-    return series;
-  }
+/** What the attempts of an admitted call came to. */
+interface AttemptsResult {
+  readonly outcome: CallOutcome;
+  readonly error: unknown;
+  readonly attempts: number;
+  /** The provider answered 429 at least once. */
+  readonly rateLimited: boolean;
+}
 
-  readonly #seriesByAgent = new Map<string, AgentSeries>();
+/** An abort ends a call as cancelled, unless the sweeper reclaimed it (an error: it ran too long). */
+function abortOutcome(reason: unknown): CallOutcome {
+  return reason instanceof MaxCallTimeExceeded ? 'error' : 'cancelled';
+}
 
-  // Label objects are cached per agent and outcome: prom-client takes them on every call.
-  readonly #labelCache = new Map<string, { limiter: string; agent: string; outcome?: string }>();
-
-  #labels(agent: string, outcome?: string): { limiter: string; agent: string; outcome?: string } {
-    const key = outcome === undefined ? agent : `${agent}\u0000${outcome}`;
-    let labels = this.#labelCache.get(key);
-    if (!labels) {
-      labels = outcome === undefined ? { limiter: this.name, agent } : { limiter: this.name, agent, outcome };
-      this.#labelCache.set(key, labels);
-    }
-    return labels;
-  }
-
-  #report(report: CallReport): void {
-    try {
-      this.#options.onCallEnd?.(report);
-    } catch {
-      // A faulty observer must not break the call or leak the permit.
-    }
-  }
+/** Cancel the call when the caller aborts; returns the function that stops following. */
+function followCallerAbort(callerSignal: AbortSignal, state: CallState): () => void {
+  if (callerSignal.aborted) state.cancel(callerSignal.reason);
+  const onAbort = () => state.cancel(callerSignal.reason);
+  callerSignal.addEventListener('abort', onAbort, { once: true });
+  return () => callerSignal.removeEventListener('abort', onAbort);
 }
 
 function toEstimator(option: RateLimitedLlmOptions['estimatedTokens'], budget: Budget | undefined): TokenEstimator {

@@ -20,11 +20,12 @@
 // - unset (fail CLOSED): reservations reject with CentralBudgetUnavailable (code
 //   BUDGET_UNAVAILABLE); counted with handling="refused". Reconciliations are dropped.
 import { createHash } from 'node:crypto';
-import type { Budget, ReserveOptions } from './budget.ts';
-import { type Clock, realClock, type TimerHandle } from './clock.ts';
-import { BudgetRequestTooLarge, CentralBudgetUnavailable, DeadlineExceeded } from './errors.ts';
+import type { Budget, BudgetTicket, ReserveOptions } from './budget.ts';
+import { type Clock, realClock } from './clock.ts';
+import { BudgetRequestTooLarge, CentralBudgetUnavailable } from './errors.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { TokenBudget } from './token-budget.ts';
+import { type Waiter, WaiterQueue } from './waiter-queue.ts';
 
 /** KEYS[1] = the bucket (a hash: level, at). ARGV = capacity, tokens per ms, op, amount.
  *  op "take": take `amount` if it fits, else answer the ms until it would; op "settle": add
@@ -101,13 +102,13 @@ export interface RedisTokenBudgetOptions {
   readonly onCentralChange?: (central: boolean, error?: unknown) => void;
 }
 
-interface Waiter {
+interface Reservation {
   readonly tokens: number;
-  /** Aborted when the waiter leaves the queue (deadline, caller abort, close). */
+  /** Aborted when the waiter leaves the queue (granted, deadline, caller abort, close). */
   readonly left: AbortController;
-  grant(): void;
-  fail(reason: unknown): void;
 }
+
+type ReservationWaiter = Waiter<Reservation, BudgetTicket>;
 
 type TakeResult =
   | { readonly kind: 'granted' }
@@ -129,7 +130,7 @@ export class RedisTokenBudget implements Budget {
   readonly #metrics: LimiterMetrics;
   readonly #name: string;
   readonly #onCentralChange: ((central: boolean, error?: unknown) => void) | undefined;
-  readonly #waiters = new Set<Waiter>();
+  readonly #waiters: WaiterQueue<Reservation, BudgetTicket>;
   readonly #pendingSettles = new Set<Promise<void>>();
   #serving = false;
   #wake: (() => void) | undefined;
@@ -163,6 +164,12 @@ export class RedisTokenBudget implements Budget {
     this.#onCentralChange = options.onCentralChange;
     this.#lastLevel = this.capacity;
     this.#lastLevelAt = this.#clock.now();
+    this.#waiters = new WaiterQueue<Reservation, BudgetTicket>({
+      clock: this.#clock,
+      what: 'token budget',
+      onLeave: (waiter) => waiter.data.left.abort(),
+      onGiveUp: () => this.#wakeUp(), // the head may have left: the next one tries now
+    });
   }
 
   /** True while Redis answers; false while the budget fails open or closed. */
@@ -181,62 +188,32 @@ export class RedisTokenBudget implements Budget {
     return this.#waiters.size;
   }
 
-  /** Never decided synchronously (Redis is a round trip away): checks the size, then answers false. */
-  tryReserve(tokens: number): boolean {
+  /** Never decided synchronously (Redis is a round trip away): checks the size, then answers undefined. */
+  tryReserve(tokens: number): BudgetTicket | undefined {
     this.#check(tokens);
-    return false;
+    return undefined;
   }
 
-  reserve(tokens: number, options: ReserveOptions = {}): Promise<void> {
+  reserve(tokens: number, options: ReserveOptions = {}): Promise<BudgetTicket> {
     try {
       this.#check(tokens);
     } catch (error) {
       return Promise.reject(error);
     }
     if (this.#closed) return Promise.reject(new Error(`RedisTokenBudget "${this.key}" is closed`));
-    const { deadline, signal } = options;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (deadline !== undefined && deadline <= this.#clock.now()) {
-      return Promise.reject(new DeadlineExceeded('token budget'));
-    }
-    return new Promise<void>((resolve, reject) => {
-      let timer: TimerHandle | undefined;
-      const leave = () => {
-        this.#waiters.delete(waiter);
-        if (timer !== undefined) this.#clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        waiter.left.abort();
-      };
-      const onAbort = () => waiter.fail(signal?.reason);
-      const waiter: Waiter = {
-        tokens,
-        left: new AbortController(),
-        grant: () => {
-          leave();
-          resolve();
-        },
-        fail: (reason) => {
-          leave();
-          reject(reason);
-          this.#wakeUp(); // the head may have left: the next one tries now
-        },
-      };
-      this.#waiters.add(waiter);
-      if (deadline !== undefined) {
-        timer = this.#clock.setTimeout(() => waiter.fail(new DeadlineExceeded('token budget')), deadline - this.#clock.now());
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-      void this.#serve();
-    });
+    const waited = this.#waiters.wait({ tokens, left: new AbortController() }, options);
+    void this.#serve();
+    return waited;
   }
 
-  reconcile(reserved: number, actual: number): void {
+  reconcile(ticket: BudgetTicket, actual: number): void {
+    const reserved = ticket.tokens;
     if (!Number.isFinite(reserved) || !Number.isFinite(actual)) {
       throw new RangeError(`reconcile needs finite numbers, got reserved=${reserved} actual=${actual}`);
     }
     if (reserved === actual) return;
     if (!this.#redisUsable()) {
-      this.#local?.reconcile(reserved, actual);
+      this.#local?.reconcile(ticket, actual);
       this.#wakeUp();
       return;
     }
@@ -245,7 +222,7 @@ export class RedisTokenBudget implements Budget {
         () => {},
         (error: unknown) => {
           this.#markDown(error);
-          this.#local?.reconcile(reserved, actual);
+          this.#local?.reconcile(ticket, actual);
         },
       )
       .finally(() => {
@@ -266,10 +243,15 @@ export class RedisTokenBudget implements Budget {
     return reply.level;
   }
 
-  /** Reject every queued reservation and stop polling. Does not close the client (the caller owns it). */
-  close(): void {
+  /**
+   * Reject every queued reservation, stop polling, and resolve once the reconciliations sent
+   * so far are settled (bounded by the client's command timeout). Does not close the client
+   * (the caller owns it).
+   */
+  async close(): Promise<void> {
     this.#closed = true;
-    for (const waiter of [...this.#waiters]) waiter.fail(new Error(`RedisTokenBudget "${this.key}" closed`));
+    this.#waiters.failAll(new Error(`RedisTokenBudget "${this.key}" closed`));
+    await this.settled();
   }
 
   #check(tokens: number): void {
@@ -285,14 +267,15 @@ export class RedisTokenBudget implements Budget {
     this.#serving = true;
     try {
       while (this.#waiters.size > 0) {
-        const head = this.#waiters.values().next().value as Waiter;
-        const result = await this.#take(head.tokens);
+        const head = this.#waiters.head() as ReservationWaiter;
+        const result = await this.#take(head.data.tokens);
         if (result.kind === 'unavailable') {
           await this.#serveWithoutRedis(head, result.error);
         } else if (result.kind === 'granted') {
-          if (head.left.signal.aborted) this.reconcile(head.tokens, 0); // gave up meanwhile: give the tokens back
-          else head.grant();
-        } else if (!head.left.signal.aborted) {
+          const ticket = { tokens: head.data.tokens };
+          if (head.data.left.signal.aborted) this.reconcile(ticket, 0); // gave up meanwhile: give the tokens back
+          else head.grant(ticket);
+        } else if (!head.data.left.signal.aborted) {
           await this.#sleep(Math.min(result.ms, this.#maxPollMs), head);
         }
       }
@@ -302,8 +285,9 @@ export class RedisTokenBudget implements Budget {
   }
 
   /** The head's reservation while Redis is unreachable: the local share, or a refusal. */
-  async #serveWithoutRedis(head: Waiter, error: unknown): Promise<void> {
-    if (head.left.signal.aborted) return;
+  async #serveWithoutRedis(head: ReservationWaiter, error: unknown): Promise<void> {
+    const { tokens, left } = head.data;
+    if (left.signal.aborted) return;
     if (!this.#local) {
       this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'refused' });
       head.fail(new CentralBudgetUnavailable(this.key, error));
@@ -311,13 +295,14 @@ export class RedisTokenBudget implements Budget {
     }
     this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'local_share' });
     try {
-      await this.#local.reserve(head.tokens, { signal: head.left.signal });
-      if (head.left.signal.aborted) this.#local.reconcile(head.tokens, 0);
-      else head.grant();
+      await this.#local.reserve(tokens, { signal: left.signal });
+      const ticket = { tokens };
+      if (left.signal.aborted) this.#local.reconcile(ticket, 0);
+      else head.grant(ticket);
     } catch (localError) {
       // Either the head left (deadline, abort, close: already answered) or the local share
       // refused it (more than its capacity): answer it with that.
-      if (!head.left.signal.aborted) head.fail(localError);
+      if (!left.signal.aborted) head.fail(localError);
     }
   }
 
@@ -371,16 +356,16 @@ export class RedisTokenBudget implements Budget {
   }
 
   /** Sleep until the next try, woken early when tokens come back or the head leaves. */
-  #sleep(ms: number, head: Waiter): Promise<void> {
+  #sleep(ms: number, head: ReservationWaiter): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         this.#clock.clearTimeout(timer);
-        head.left.signal.removeEventListener('abort', done);
+        head.data.left.signal.removeEventListener('abort', done);
         if (this.#wake === done) this.#wake = undefined;
         resolve();
       };
       const timer = this.#clock.setTimeout(done, ms);
-      head.left.signal.addEventListener('abort', done, { once: true });
+      head.data.left.signal.addEventListener('abort', done, { once: true });
       this.#wake = done;
     });
   }

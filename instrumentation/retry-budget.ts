@@ -3,6 +3,7 @@
 // floor so a quiet client can still retry. When the provider answers 429 to everything,
 // load grows by at most ~10 % instead of multiplying by maxAttempts.
 import { type Clock, realClock } from './clock.ts';
+import { DEFAULT_MIN_RETRIES, DEFAULT_RETRY_RATIO, DEFAULT_RETRY_WINDOW_MS } from './defaults.ts';
 
 export interface RetryBudgetOptions {
   /** Retries allowed per call made in the window (default 0.1). */
@@ -28,9 +29,9 @@ export class RetryBudget {
   #slot = 0;
 
   constructor(options: RetryBudgetOptions = {}) {
-    this.ratio = options.ratio ?? 0.1;
-    this.windowMs = options.windowMs ?? 60_000;
-    this.minRetries = options.minRetries ?? 10;
+    this.ratio = options.ratio ?? DEFAULT_RETRY_RATIO;
+    this.windowMs = options.windowMs ?? DEFAULT_RETRY_WINDOW_MS;
+    this.minRetries = options.minRetries ?? DEFAULT_MIN_RETRIES;
     if (!(this.ratio >= 0) || !(this.windowMs > 0) || !(this.minRetries >= 0)) {
       throw new RangeError('retry budget needs ratio >= 0, windowMs > 0 and minRetries >= 0');
     }

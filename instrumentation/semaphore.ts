@@ -7,8 +7,8 @@
 // Admission is FIFO among ELIGIBLE waiters: a waiter whose lane is at its cap is skipped
 // (it never blocks the ones behind it) and keeps its place for when its lane frees up.
 // With no cap configured the queue is exactly the strict FIFO above.
-import { type Clock, realClock, type TimerHandle } from './clock.ts';
-import { DeadlineExceeded } from './errors.ts';
+import { type Clock, realClock } from './clock.ts';
+import { WaiterQueue } from './waiter-queue.ts';
 
 /** A held permit. release() is idempotent and reports whether this call released it. */
 export interface Permit {
@@ -36,15 +36,10 @@ interface LaneState {
   limit: number | undefined;
 }
 
-interface Waiter {
-  readonly lane: LaneState | undefined;
-  grant(permit: Permit): void;
-}
-
 export class FairSemaphore {
   #limit: number;
   #inUse = 0;
-  readonly #waiters = new Set<Waiter>();
+  readonly #waiters: WaiterQueue<LaneState | undefined, Permit>;
   readonly #clock: Clock;
   // The integral of inUse over time (permit-milliseconds), advanced at every change of inUse,
   // so rate() of the exported counter is the exact mean of permits held, with no sampling.
@@ -60,6 +55,8 @@ export class FairSemaphore {
     this.#limit = limit;
     this.#clock = options.clock ?? realClock;
     this.#changedAt = this.#clock.now();
+    // A waiter that gave up leaves no permit behind; admitting after it keeps the invariant simple.
+    this.#waiters = new WaiterQueue({ clock: this.#clock, what: 'semaphore', onGiveUp: () => this.#admit() });
     for (const [lane, cap] of Object.entries(options.laneLimits ?? {})) {
       this.#setCap(lane, cap);
     }
@@ -150,41 +147,8 @@ export class FairSemaphore {
   acquire(options: AcquireOptions = {}): Promise<Permit> {
     const immediate = this.tryAcquire(options);
     if (immediate) return Promise.resolve(immediate);
-    const { deadline, signal } = options;
     const lane = options.lane === undefined ? undefined : this.#lane(options.lane);
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (deadline !== undefined && deadline <= this.#clock.now()) {
-      return Promise.reject(new DeadlineExceeded('semaphore'));
-    }
-    return new Promise<Permit>((resolve, reject) => {
-      let timer: TimerHandle | undefined;
-      const leave = () => {
-        this.#waiters.delete(waiter);
-        if (timer !== undefined) this.#clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const onAbort = () => {
-        leave();
-        reject(signal?.reason);
-      };
-      const waiter: Waiter = {
-        lane,
-        grant: (permit) => {
-          leave();
-          resolve(permit);
-        },
-      };
-      this.#waiters.add(waiter);
-      if (deadline !== undefined) {
-        timer = this.#clock.setTimeout(() => {
-          leave();
-          reject(new DeadlineExceeded('semaphore'));
-          // Leaving may unblock nobody, but keeps the invariant simple: admit whoever can go.
-          this.#admit();
-        }, deadline - this.#clock.now());
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return this.#waiters.wait(lane, options);
   }
 
   /** Counts the permit (inUse already counted by the caller) against its lane. */
@@ -195,7 +159,7 @@ export class FairSemaphore {
 
   #hasEligibleWaiter(): boolean {
     for (const waiter of this.#waiters) {
-      if (waiter.lane === undefined || hasRoom(waiter.lane)) return true;
+      if (waiter.data === undefined || hasRoom(waiter.data)) return true;
     }
     return false;
   }
@@ -214,9 +178,10 @@ export class FairSemaphore {
     this.#accountHeldTime();
     if (this.#cappedLanes === 0) {
       while (this.#inUse < this.#limit && this.#waiters.size > 0) {
-        const first = this.#waiters.values().next().value as Waiter;
+        const first = this.#waiters.head();
+        if (first === undefined) return;
         this.#inUse++;
-        first.grant(this.#newPermit(first.lane));
+        first.grant(this.#newPermit(first.data));
       }
       return;
     }
@@ -224,9 +189,9 @@ export class FairSemaphore {
     // while granted waiters delete themselves).
     for (const waiter of this.#waiters) {
       if (this.#inUse >= this.#limit) return;
-      if (waiter.lane !== undefined && !hasRoom(waiter.lane)) continue;
+      if (waiter.data !== undefined && !hasRoom(waiter.data)) continue;
       this.#inUse++;
-      waiter.grant(this.#newPermit(waiter.lane));
+      waiter.grant(this.#newPermit(waiter.data));
     }
   }
 }

@@ -11,10 +11,11 @@
 // last 60 s (actual usage once reconciled, debt included) plus it stay within
 // tokensPerMinute. Off (`rollingWindow: false`) is the pure bucket, for a provider whose
 // quota refills continuously.
+import type { Budget, BudgetTicket, ReserveOptions } from './budget.ts';
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
-import type { AdmissionTicket, Budget, ReserveOptions } from './budget.ts';
-import { BudgetRequestTooLarge, DeadlineExceeded } from './errors.ts';
+import { BudgetRequestTooLarge } from './errors.ts';
 import { RollingWindow } from './rolling-window.ts';
+import { WaiterQueue } from './waiter-queue.ts';
 
 export type { ReserveOptions } from './budget.ts';
 
@@ -30,9 +31,17 @@ export interface TokenBudgetOptions {
   rollingWindow?: boolean;
 }
 
-interface Waiter {
+/** A TokenBudget's admission: its tokens and the rolling-window slot they were counted in. */
+class TokenTicket implements BudgetTicket {
   readonly tokens: number;
-  grant(ticket: AdmissionTicket | undefined): void;
+  readonly slot: number | undefined;
+  readonly issuer: TokenBudget;
+
+  constructor(issuer: TokenBudget, tokens: number, slot: number | undefined) {
+    this.issuer = issuer;
+    this.tokens = tokens;
+    this.slot = slot;
+  }
 }
 
 // Refill is computed from elapsed time in floating point; tolerate rounding noise.
@@ -44,10 +53,9 @@ export class TokenBudget implements Budget {
   readonly #perMs: number;
   readonly #clock: Clock;
   readonly #window: RollingWindow | undefined;
-  #lastAdmission: AdmissionTicket | undefined;
   #level: number;
   #refilledAt: number;
-  readonly #waiters = new Set<Waiter>();
+  readonly #waiters: WaiterQueue<number, BudgetTicket>;
   #wakeTimer: TimerHandle | undefined;
 
   constructor(tokensPerMinute: number, options: TokenBudgetOptions = {}) {
@@ -61,6 +69,8 @@ export class TokenBudget implements Budget {
     this.#level = Math.min(options.initialLevel ?? this.capacity, this.capacity);
     this.#refilledAt = this.#clock.now();
     this.#window = options.rollingWindow === false ? undefined : new RollingWindow(tokensPerMinute);
+    // The head may have left: the next waiter may fit now, or needs its own wake-up.
+    this.#waiters = new WaiterQueue({ clock: this.#clock, what: 'token budget', onGiveUp: () => this.#admit() });
   }
 
   /** Whether the rolling-minute guard is on. */
@@ -73,11 +83,6 @@ export class TokenBudget implements Budget {
     return this.#window?.used(this.#clock.now());
   }
 
-  /** Ticket of the last admission made by a `tryReserve` that returned true (read right after it). */
-  get lastAdmission(): AdmissionTicket | undefined {
-    return this.#lastAdmission;
-  }
-
   /** Current bucket level (refilled to now); negative while a debt is being repaid. */
   get available(): number {
     this.#refill();
@@ -88,81 +93,64 @@ export class TokenBudget implements Budget {
     return this.#waiters.size;
   }
 
-  /** Take tokens now if they are there and nobody is queued. */
-  tryReserve(tokens: number): boolean {
+  /** Take tokens now if they are there and nobody is queued: the admission's ticket, else undefined. */
+  tryReserve(tokens: number): BudgetTicket | undefined {
     this.#check(tokens);
-    if (this.#waiters.size > 0) return false;
+    if (this.#waiters.size > 0) return undefined;
     this.#refill();
-    if (this.#level + EPSILON < tokens) return false;
-    if (this.#window && !this.#window.fits(this.#clock.now(), tokens)) return false;
-    this.#take(tokens);
-    return true;
+    if (this.#level + EPSILON < tokens) return undefined;
+    if (this.#window && !this.#window.fits(this.#clock.now(), tokens)) return undefined;
+    return this.#take(tokens);
   }
 
   /** Wait (FIFO, without blocking the event loop) until the tokens can be taken; resolves with the admission's ticket. */
-  reserve(tokens: number, options: ReserveOptions = {}): Promise<AdmissionTicket | undefined> {
+  reserve(tokens: number, options: ReserveOptions = {}): Promise<BudgetTicket> {
     try {
-      if (this.tryReserve(tokens)) return Promise.resolve(this.#lastAdmission);
+      const ticket = this.tryReserve(tokens);
+      if (ticket) return Promise.resolve(ticket);
     } catch (error) {
       return Promise.reject(error);
     }
-    const { deadline, signal } = options;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (deadline !== undefined && deadline <= this.#clock.now()) {
-      return Promise.reject(new DeadlineExceeded('token budget'));
-    }
-    return new Promise<AdmissionTicket | undefined>((resolve, reject) => {
-      let timer: TimerHandle | undefined;
-      const leave = () => {
-        this.#waiters.delete(waiter);
-        if (timer !== undefined) this.#clock.clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const giveUp = (reason: unknown) => {
-        leave();
-        reject(reason);
-        // The head may have left: the next waiter may fit now, or needs its own wake-up.
-        this.#admit();
-      };
-      const onAbort = () => giveUp(signal?.reason);
-      const waiter: Waiter = {
-        tokens,
-        grant: (ticket) => {
-          leave();
-          resolve(ticket);
-        },
-      };
-      this.#waiters.add(waiter);
-      if (deadline !== undefined) {
-        timer = this.#clock.setTimeout(
-          () => giveUp(new DeadlineExceeded('token budget')),
-          deadline - this.#clock.now(),
-        );
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#admit();
-    });
+    const waited = this.#waiters.wait(tokens, options);
+    this.#admit();
+    return waited;
   }
 
   /**
-   * Settle a reservation against what the provider reported: give back an overestimate,
+   * Settle an admission against what the provider reported: give back an overestimate,
    * take the shortfall of an underestimate (possibly going negative). Never above capacity.
-   * With the rolling-minute guard, `admission` (the reservation's ticket) lets the window
-   * count the actual usage in place of the estimate; without it only a debt is counted (now).
+   * With the rolling-minute guard, this budget's own ticket lets the window count the actual
+   * usage in place of the estimate; any other ticket counts only a debt (now).
    */
-  reconcile(reserved: number, actual: number, admission?: AdmissionTicket): void {
+  reconcile(ticket: BudgetTicket, actual: number): void {
+    const reserved = ticket.tokens;
     if (!Number.isFinite(reserved) || !Number.isFinite(actual)) {
       throw new RangeError(`reconcile needs finite numbers, got reserved=${reserved} actual=${actual}`);
     }
     this.#refill();
     this.#level = Math.min(this.capacity, this.#level + reserved - actual);
-    this.#window?.adjust(this.#clock.now(), reserved, actual, admission);
+    const slot = ticket instanceof TokenTicket && ticket.issuer === this ? ticket.slot : undefined;
+    this.#window?.adjust(this.#clock.now(), reserved, actual, slot);
     this.#admit();
   }
 
-  #take(tokens: number): void {
+  /** Reject every queued reservation and stop the wake-up timer. */
+  close(): Promise<void> {
+    this.#waiters.failAll(new Error('TokenBudget closed'));
+    this.#clearWake();
+    return Promise.resolve();
+  }
+
+  #take(tokens: number): TokenTicket {
     this.#level -= tokens;
-    this.#lastAdmission = this.#window?.add(this.#clock.now(), tokens);
+    return new TokenTicket(this, tokens, this.#window?.add(this.#clock.now(), tokens));
+  }
+
+  #clearWake(): void {
+    if (this.#wakeTimer !== undefined) {
+      this.#clock.clearTimeout(this.#wakeTimer);
+      this.#wakeTimer = undefined;
+    }
   }
 
   #check(tokens: number): void {
@@ -182,15 +170,12 @@ export class TokenBudget implements Budget {
   }
 
   #admit(): void {
-    if (this.#wakeTimer !== undefined) {
-      this.#clock.clearTimeout(this.#wakeTimer);
-      this.#wakeTimer = undefined;
-    }
+    this.#clearWake();
     this.#refill();
-    while (this.#waiters.size > 0) {
-      const head = this.#waiters.values().next().value as Waiter;
-      const bucketWaitMs = this.#level + EPSILON < head.tokens ? Math.ceil((head.tokens - this.#level) / this.#perMs) : 0;
-      const windowWaitMs = this.#window ? this.#window.waitMs(this.#clock.now(), head.tokens) : 0;
+    for (let head = this.#waiters.head(); head !== undefined; head = this.#waiters.head()) {
+      const tokens = head.data;
+      const bucketWaitMs = this.#level + EPSILON < tokens ? Math.ceil((tokens - this.#level) / this.#perMs) : 0;
+      const windowWaitMs = this.#window ? this.#window.waitMs(this.#clock.now(), tokens) : 0;
       const waitMs = Math.max(bucketWaitMs, windowWaitMs);
       if (waitMs > 0) {
         this.#wakeTimer = this.#clock.setTimeout(() => {
@@ -199,8 +184,7 @@ export class TokenBudget implements Budget {
         }, waitMs);
         return;
       }
-      this.#take(head.tokens);
-      head.grant(this.#lastAdmission);
+      head.grant(this.#take(tokens));
     }
   }
 }

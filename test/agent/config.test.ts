@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentConfigError, parseCliConfig, parseServiceOptions } from '../../agent/config.ts';
 import { createLimiter } from '../../agent/limiter.ts';
 import { TokenBudget } from '../../instrumentation/index.ts';
-import { FakeLlm, textResponse } from '../instrumentation/fake-llm.ts';
+import { FakeLlm, textResponse } from '../../instrumentation/testing.ts';
 import { runRequestSchema } from '../../agent/request-schema.ts';
 
 describe('agent configuration', () => {

@@ -12,7 +12,8 @@ import {
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { limiterMetrics, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
-import { delay, FakeLlm, metricValue, type Script, textResponse } from './fake-llm.ts';
+import { FakeLlm, type Script, textResponse } from '../../instrumentation/testing.ts';
+import { delay, metricValue } from './helpers.ts';
 
 setLogLevel(LogLevel.ERROR);
 

@@ -8,13 +8,14 @@ import {
   type CallReport,
   ERROR_CODES,
   limiterMetrics,
-  RateLimitExhausted,
   RateLimitedLlm,
   type RateLimitedLlmOptions,
+  RateLimitExhausted,
   RateLimitTimeout,
   TokenBudget,
 } from '../../instrumentation/index.ts';
-import { consume, delay, until, FakeLlm, histogramCount, metricValue, request, type Script, textResponse } from './fake-llm.ts';
+import { FakeLlm, fakeRequest as request, type Script, textResponse } from '../../instrumentation/testing.ts';
+import { consume, delay, histogramCount, metricValue, until } from './helpers.ts';
 
 const LIMIT = 2;
 
@@ -70,7 +71,7 @@ describe('fault matrix', () => {
     expect(result.responses).toHaveLength(1);
     expect(h.llm.snapshot().permitsInUse).toBe(0);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 40, expect.any(Number)); // + the admission ticket (rolling window)
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 40); // the admission ticket carries the reservation
     expect(await h.outcome('ok')).toBe(1);
     expect(h.delegate.calls).toHaveLength(1);
     expect(h.reports).toEqual([expect.objectContaining({ agent: 'a', outcome: 'ok', attempts: 1, reservedTokens: 100, actualTokens: 40 })]);
@@ -87,7 +88,7 @@ describe('fault matrix', () => {
     expect(h.delegate.calls[1].request).toBe(h.delegate.calls[0].request);
     expect(h.llm.snapshot().permitsInUse).toBe(0);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 50, expect.any(Number));
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 50);
     expect(await h.outcome('ok')).toBe(1);
     expect(await metricValue(h.registry, limiterMetrics.rateLimited.name, { agent: 'a' })).toBe(1);
     expect(await metricValue(h.registry, limiterMetrics.retries.name, { agent: 'a' })).toBe(1);
@@ -108,7 +109,7 @@ describe('fault matrix', () => {
     expect(h.delegate.calls).toHaveLength(3);
     expect(h.llm.snapshot().permitsInUse).toBe(0);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 100, expect.any(Number));
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 100);
     expect(await h.outcome('rate_limited')).toBe(1);
     expect(await metricValue(h.registry, limiterMetrics.rateLimited.name, {})).toBe(3);
     expect(await metricValue(h.registry, limiterMetrics.retries.name, {})).toBe(2);
@@ -140,7 +141,7 @@ describe('fault matrix', () => {
     expect(h.delegate.calls).toHaveLength(1);
     expect(h.llm.snapshot().permitsInUse).toBe(0);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 10, expect.any(Number));
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 10);
     expect(await h.outcome('rate_limited')).toBe(1);
     expect(await metricValue(h.registry, limiterMetrics.retries.name, {})).toBe(0);
   });
@@ -159,7 +160,7 @@ describe('fault matrix', () => {
     await until(() => h.reports.length === 1);
     expect(h.llm.snapshot().permitsInUse).toBe(0);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 10, expect.any(Number));
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 10);
     expect(await h.outcome('cancelled')).toBe(1);
     expect(h.delegate.calls).toHaveLength(1);
   });

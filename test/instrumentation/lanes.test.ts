@@ -3,8 +3,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FairSemaphore, ManualClock, type Permit, RateLimitedLlm } from '../../instrumentation/index.ts';
-import { consume, FakeLlm, request, textResponse } from './fake-llm.ts';
+import { FairSemaphore, RateLimitedLlm } from '../../instrumentation/index.ts';
+import type { Permit } from '../../instrumentation/semaphore.ts';
+import { FakeLlm, fakeRequest as request, ManualClock, textResponse } from '../../instrumentation/testing.ts';
+import { consume } from './helpers.ts';
 
 /** Let granted promises settle (the fake clock flushes microtasks). */
 const settle = (clock: ManualClock) => clock.advance(0);

@@ -4,8 +4,10 @@ import { ApiError } from '@google/genai';
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { describe, expect, it, vi } from 'vitest';
-import { type CallReport, ManualClock, RateLimitedLlm, sleep, TokenBudget } from '../../instrumentation/index.ts';
-import { consume, FakeLlm, request, textResponse } from './fake-llm.ts';
+import { sleep } from '../../instrumentation/clock.ts';
+import { type CallReport, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
+import { FakeLlm, fakeRequest as request, ManualClock, textResponse } from '../../instrumentation/testing.ts';
+import { consume } from './helpers.ts';
 
 type Behaviour = 'ok' | 'error' | 'rate_limited_once' | 'rate_limited_always' | 'hang';
 

@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { AimdLimit, RateLimitedLlm, replicaShare } from '../../instrumentation/index.ts';
-import { consume, FakeLlm, request, textResponse } from './fake-llm.ts';
+import { FakeLlm, fakeRequest as request, textResponse } from '../../instrumentation/testing.ts';
+import { consume } from './helpers.ts';
 
 describe('AimdLimit', () => {
   it('backs off multiplicatively on 429 or slow calls, grows by one when used', () => {

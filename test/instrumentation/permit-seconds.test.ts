@@ -4,8 +4,10 @@
 // holds its permit while it waits for token budget. Fake time, so the sums are exact.
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { FairSemaphore, limiterMetrics, ManualClock, RateLimitedLlm, sleep, TokenBudget } from '../../instrumentation/index.ts';
-import { consume, FakeLlm, metricValue, request, textResponse } from './fake-llm.ts';
+import { sleep } from '../../instrumentation/clock.ts';
+import { FairSemaphore, limiterMetrics, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
+import { FakeLlm, fakeRequest as request, ManualClock, textResponse } from '../../instrumentation/testing.ts';
+import { consume, metricValue } from './helpers.ts';
 
 function setup(maxWaitMs: number) {
   const clock = new ManualClock();

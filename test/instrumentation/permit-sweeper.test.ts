@@ -3,16 +3,11 @@
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import {
-  type CallReport,
-  createLimiterMetrics,
-  limiterMetrics,
-  ManualClock,
-  MaxCallTimeExceeded,
-  RateLimitedLlm,
-} from '../../instrumentation/index.ts';
+import { MaxCallTimeExceeded } from '../../instrumentation/errors.ts';
+import { type CallReport, createLimiterMetrics, limiterMetrics, RateLimitedLlm } from '../../instrumentation/index.ts';
 import { type HeldCall, PermitSweeper } from '../../instrumentation/permit-sweeper.ts';
-import { consume, FakeLlm, metricValue, request, textResponse } from './fake-llm.ts';
+import { FakeLlm, fakeRequest as request, ManualClock, textResponse } from '../../instrumentation/testing.ts';
+import { consume, metricValue } from './helpers.ts';
 
 function heldCall(deadline: number, reclaimed: number[], id: number): HeldCall {
   return { deadline, reclaim: () => void reclaimed.push(id) };

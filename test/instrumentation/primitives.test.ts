@@ -1,18 +1,12 @@
 // Unit tests of the limiter's building blocks, on fake time.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  BudgetRequestTooLarge,
-  DeadlineExceeded,
-  estimateInputTokens,
-  FairSemaphore,
-  fullJitterDelayMs,
-  ManualClock,
-  RetryBudget,
-  TokenBudget,
-  UsageEstimator,
-} from '../../instrumentation/index.ts';
-import { request } from './fake-llm.ts';
+import { fullJitterDelayMs } from '../../instrumentation/backoff.ts';
+import { BudgetRequestTooLarge, DeadlineExceeded } from '../../instrumentation/errors.ts';
+import { estimateInputTokens } from '../../instrumentation/estimator.ts';
+import { FairSemaphore, TokenBudget, UsageEstimator } from '../../instrumentation/index.ts';
+import { RetryBudget } from '../../instrumentation/retry-budget.ts';
+import { fakeRequest as request, ManualClock } from '../../instrumentation/testing.ts';
 
 describe('FairSemaphore', () => {
   it('admits waiters in FIFO order and never beyond the limit', async () => {
@@ -95,10 +89,10 @@ describe('TokenBudget', () => {
     const clock = new ManualClock();
     const budget = new TokenBudget(1000, { clock });
     budget.tryReserve(1000);
-    budget.reconcile(1000, 1600);
+    budget.reconcile({ tokens: 1000 }, 1600);
     expect(budget.available).toBe(-600);
-    expect(budget.tryReserve(1)).toBe(false);
-    budget.reconcile(5000, 0);
+    expect(budget.tryReserve(1)).toBeUndefined();
+    budget.reconcile({ tokens: 5000 }, 0);
     expect(budget.available).toBe(1000);
   });
 
@@ -150,7 +144,7 @@ describe('TokenBudget', () => {
                   const actual = Math.round(op.tokens * op.actualFactor);
                   clock.setTimeout(() => {
                     givenBack.push({ at: clock.now(), tokens: Math.max(0, op.tokens - actual) });
-                    budget.reconcile(op.tokens, actual);
+                    budget.reconcile({ tokens: op.tokens }, actual);
                   }, op.holdMs);
                 },
                 () => {},
@@ -221,7 +215,7 @@ describe('estimator', () => {
 
 describe('metric definitions', () => {
   it('acquire-time buckets resolve both a 2 ms and a 20 s wait', async () => {
-    const { ACQUIRE_SECONDS_BUCKETS } = await import('../../instrumentation/index.ts');
+    const { ACQUIRE_SECONDS_BUCKETS } = await import('../../instrumentation/metrics/definitions.ts');
     const upperBoundFor = (v: number) => ACQUIRE_SECONDS_BUCKETS.find((b) => b >= v) ?? Number.POSITIVE_INFINITY;
     const lowerBoundFor = (v: number) => [...ACQUIRE_SECONDS_BUCKETS].reverse().find((b) => b < v) ?? 0;
     // Each wait falls in a bucket no wider than ~2.5x around it.

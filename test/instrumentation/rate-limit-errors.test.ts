@@ -2,7 +2,7 @@
 import { ApiError } from '@google/genai';
 import { RateLimitError } from 'openai';
 import { describe, expect, it } from 'vitest';
-import { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from '../../instrumentation/index.ts';
+import { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from '../../instrumentation/rate-limit-errors.ts';
 
 function geminiError(details: unknown[], status = 429): ApiError {
   return new ApiError({

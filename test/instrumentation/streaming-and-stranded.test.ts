@@ -1,8 +1,10 @@
 // Streaming accounting and the permit's lifetime when the consumer stops pulling.
 import { Registry } from 'prom-client';
 import { describe, expect, it, vi } from 'vitest';
-import { type CallReport, limiterMetrics, MaxCallTimeExceeded, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
-import { consume, delay, FakeLlm, metricValue, request, type Script, textResponse, until } from './fake-llm.ts';
+import { MaxCallTimeExceeded } from '../../instrumentation/errors.ts';
+import { type CallReport, limiterMetrics, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
+import { FakeLlm, fakeRequest as request, type Script, textResponse } from '../../instrumentation/testing.ts';
+import { consume, delay, metricValue, until } from './helpers.ts';
 
 function harness(script: Script, maxCallMs = 60_000) {
   const registry = new Registry();
@@ -34,7 +36,7 @@ describe('streaming', () => {
     const result = await consume(h.llm.generateContentAsync(request('a'), true));
     expect(result.responses).toHaveLength(4);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 35, expect.any(Number));
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 35);
     expect(await metricValue(h.registry, limiterMetrics.tokensActual.name, {})).toBe(35);
   });
 
@@ -45,7 +47,7 @@ describe('streaming', () => {
       yield textResponse('ab', undefined, false);
     });
     await consume(h.llm.generateContentAsync(request('a'), true));
-    expect(h.reconcile).toHaveBeenCalledWith(100, 20, expect.any(Number));
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 20);
   });
 
   it('a call that reports no usage keeps its estimate and is counted', async () => {
@@ -53,7 +55,7 @@ describe('streaming', () => {
       yield textResponse('a');
     });
     await consume(h.llm.generateContentAsync(request('a')));
-    expect(h.reconcile).toHaveBeenCalledWith(100, 100, expect.any(Number));
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 100);
     expect(await metricValue(h.registry, limiterMetrics.tokensActual.name, {})).toBe(100);
   });
 
@@ -84,7 +86,7 @@ describe('the stranded consumer', () => {
     await until(() => h.reports.length === 1);
     expect(h.llm.snapshot().permitsInUse).toBe(0);
     expect(h.reconcile).toHaveBeenCalledTimes(1);
-    expect(h.reconcile).toHaveBeenCalledWith(100, 12, expect.any(Number));
+    expect(h.reconcile).toHaveBeenCalledWith(expect.objectContaining({ tokens: 100 }), 12);
     expect(h.reports[0].outcome).toBe('ok');
     // The next call is admitted: the limiter is not locked.
     const next = harness(async function* () {});

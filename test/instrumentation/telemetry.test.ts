@@ -5,8 +5,10 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { type OpenMetricsContentType, Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CALL_SPAN_NAME, RateLimitedLlm, SPAN_ATTRIBUTES, WAIT_SPAN_NAME } from '../../instrumentation/index.ts';
-import { consume, delay, FakeLlm, request, textResponse, until } from './fake-llm.ts';
+import { RateLimitedLlm } from '../../instrumentation/index.ts';
+import { CALL_SPAN_NAME, SPAN_ATTRIBUTES, WAIT_SPAN_NAME } from '../../instrumentation/telemetry.ts';
+import { FakeLlm, fakeRequest as request, textResponse } from '../../instrumentation/testing.ts';
+import { consume, delay, until } from './helpers.ts';
 
 const spans = new InMemorySpanExporter();
 const tracerProvider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });

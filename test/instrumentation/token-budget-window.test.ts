@@ -4,15 +4,16 @@
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  BudgetRequestTooLarge,
-  DeadlineExceeded,
-  limiterMetrics,
-  ManualClock,
-  RateLimitedLlm,
-  TokenBudget,
-} from '../../instrumentation/index.ts';
-import { consume, FakeLlm, metricValue, request, textResponse } from './fake-llm.ts';
+import { BudgetRequestTooLarge, DeadlineExceeded } from '../../instrumentation/errors.ts';
+import { type BudgetTicket, limiterMetrics, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
+import { FakeLlm, fakeRequest as request, ManualClock, textResponse } from '../../instrumentation/testing.ts';
+import { consume, metricValue } from './helpers.ts';
+
+/** The ticket of a tryReserve that must have admitted. */
+function admittedNow(ticket: BudgetTicket | undefined): BudgetTicket {
+  expect(ticket).toBeDefined();
+  return ticket as BudgetTicket;
+}
 
 interface Admission {
   readonly at: number;
@@ -42,11 +43,11 @@ describe('TokenBudget rolling-minute guard', () => {
     const bucket = new TokenBudget(1_000, { clock, rollingWindow: false });
     expect(guarded.rollingWindow).toBe(true);
     expect(bucket.rollingWindow).toBe(false);
-    expect(guarded.tryReserve(1_000)).toBe(true);
-    expect(bucket.tryReserve(1_000)).toBe(true);
+    expect(guarded.tryReserve(1_000)).toBeDefined();
+    expect(bucket.tryReserve(1_000)).toBeDefined();
     await clock.advance(30_000); // both buckets refilled 500
-    expect(bucket.tryReserve(500)).toBe(true); // 1,500 in one minute: the 2x burst
-    expect(guarded.tryReserve(500)).toBe(false);
+    expect(bucket.tryReserve(500)).toBeDefined(); // 1,500 in one minute: the 2x burst
+    expect(guarded.tryReserve(500)).toBeUndefined();
     expect(guarded.available).toBe(500);
     expect(guarded.windowTokens).toBe(1_000);
     expect(bucket.windowTokens).toBeUndefined();
@@ -55,7 +56,7 @@ describe('TokenBudget rolling-minute guard', () => {
   it('a blocked head waits for max(bucket refill, the old admissions leaving the window)', async () => {
     const clock = new ManualClock();
     const budget = new TokenBudget(1_000, { clock }); // 1/60 token per ms
-    expect(budget.tryReserve(1_000)).toBe(true); // slot [0, 100 ms): counted until 60.1 s
+    expect(budget.tryReserve(1_000)).toBeDefined(); // slot [0, 100 ms): counted until 60.1 s
     await clock.advance(30_000);
     let admittedAt: number | undefined;
     const ticket = budget.reserve(600).then((t) => {
@@ -68,21 +69,20 @@ describe('TokenBudget rolling-minute guard', () => {
     expect(admittedAt).toBeUndefined();
     await clock.advance(1);
     expect(admittedAt).toBe(60_100);
-    expect(typeof (await ticket)).toBe('number');
+    expect((await ticket).tokens).toBe(600);
     expect(budget.windowTokens).toBe(600);
   });
 
   it('reconcile with the ticket counts the actual usage in place of the estimate, debt included', async () => {
     const clock = new ManualClock();
     const budget = new TokenBudget(1_000, { clock });
-    expect(budget.tryReserve(1_000)).toBe(true);
-    budget.reconcile(1_000, 400, budget.lastAdmission);
+    const first = admittedNow(budget.tryReserve(1_000));
+    budget.reconcile(first, 400);
     expect(budget.windowTokens).toBe(400);
     await clock.advance(36_000); // bucket back at capacity
-    expect(budget.tryReserve(600)).toBe(true);
-    const ticket = budget.lastAdmission;
-    expect(budget.tryReserve(1)).toBe(false); // window full: 400 + 600
-    budget.reconcile(600, 900, ticket); // underestimate: the debt is counted too
+    const ticket = admittedNow(budget.tryReserve(600));
+    expect(budget.tryReserve(1)).toBeUndefined(); // window full: 400 + 600
+    budget.reconcile(ticket, 900); // underestimate: the debt is counted too
     expect(budget.windowTokens).toBe(1_300);
     await clock.advance(24_100); // the first admission (slot [0, 100)) leaves
     expect(budget.windowTokens).toBe(900);
@@ -93,46 +93,44 @@ describe('TokenBudget rolling-minute guard', () => {
   it('a give-back settled late is taken off its own entry, not counted as negative usage now', async () => {
     const clock = new ManualClock();
     const budget = new TokenBudget(3_000, { clock }); // 0.05 token per ms
-    expect(budget.tryReserve(1_700)).toBe(true);
-    const ticket = budget.lastAdmission;
+    const ticket = admittedNow(budget.tryReserve(1_700));
     await clock.advance(59_000);
-    budget.reconcile(1_700, 0, ticket); // a long call that used nothing
+    budget.reconcile(ticket, 0); // a long call that used nothing
     await clock.advance(1_100); // its entry left the window
     expect(budget.windowTokens).toBe(0);
-    expect(budget.tryReserve(3_000)).toBe(true);
+    expect(budget.tryReserve(3_000)).toBeDefined();
     await clock.advance(58_900); // the bucket has 2,945 again; the window holds 3,000
     // Crediting the give-back at 59 s would leave -1,700 in the window until 119.1 s and let
     // this through: 4,700 in one minute.
-    expect(budget.tryReserve(1_700)).toBe(false);
+    expect(budget.tryReserve(1_700)).toBeUndefined();
   });
 
   it('without a ticket a debt is still counted (now) and a give-back is not (its entry is unknown)', async () => {
     const clock = new ManualClock();
     const budget = new TokenBudget(1_000, { clock });
-    expect(budget.tryReserve(500)).toBe(true);
-    budget.reconcile(500, 700);
+    const old = admittedNow(budget.tryReserve(500));
+    budget.reconcile({ tokens: 500 }, 700);
     expect(budget.windowTokens).toBe(700);
-    budget.reconcile(500, 0);
+    budget.reconcile({ tokens: 500 }, 0);
     expect(budget.windowTokens).toBe(700);
     // A ticket whose slot left the window: only the debt, counted now.
-    const old = budget.lastAdmission;
     await clock.advance(61_000);
-    budget.reconcile(100, 150, old);
-    budget.reconcile(100, 0, old);
+    budget.reconcile(old, 550);
+    budget.reconcile(old, 0);
     expect(budget.windowTokens).toBe(50);
   });
 
   it('keeps FIFO while the window blocks, and a request above tokensPerMinute fails at once', async () => {
     const clock = new ManualClock();
     const budget = new TokenBudget(1_000, { clock });
-    expect(budget.tryReserve(900)).toBe(true);
+    expect(budget.tryReserve(900)).toBeDefined();
     await clock.advance(59_000); // bucket full again, window still holds 900
     const order: string[] = [];
     const large = budget.reserve(800).then(() => order.push('large'));
     const small = budget.reserve(50).then(() => order.push('small')); // would fit the window now
     await clock.advance(0);
     expect(order).toEqual([]);
-    expect(budget.tryReserve(10)).toBe(false); // nobody jumps the queue
+    expect(budget.tryReserve(10)).toBeUndefined(); // nobody jumps the queue
     await clock.advance(1_100);
     await Promise.all([large, small]);
     expect(order).toEqual(['large', 'small']);
@@ -143,7 +141,7 @@ describe('TokenBudget rolling-minute guard', () => {
   it('a waiter blocked by the window gives up at its deadline and the next one is served', async () => {
     const clock = new ManualClock();
     const budget = new TokenBudget(1_000, { clock });
-    expect(budget.tryReserve(1_000)).toBe(true);
+    expect(budget.tryReserve(1_000)).toBeDefined();
     await clock.advance(59_000);
     const big = budget.reserve(700, { deadline: 60_000 }).catch((e: unknown) => e);
     const small = budget.reserve(10);
@@ -198,7 +196,7 @@ describe('TokenBudget rolling-minute guard', () => {
                   const actual = Math.round(op.tokens * op.actualFactor);
                   clock.setTimeout(() => {
                     admission.actual = actual;
-                    budget.reconcile(op.tokens, actual, op.withTicket ? ticket : undefined);
+                    budget.reconcile(op.withTicket ? ticket : { tokens: op.tokens }, actual);
                   }, op.holdMs);
                 },
                 () => {},
@@ -237,7 +235,7 @@ describe('TokenBudget rolling-minute guard', () => {
         budget.reserve(2_900, { deadline: clock.now() + 20_000 }).then(
           (ticket) => {
             admitted.push({ at: clock.now(), reserved: 2_900, actual: 2_900 });
-            clock.setTimeout(() => budget.reconcile(2_900, 2_900, ticket), 8_000);
+            clock.setTimeout(() => budget.reconcile(ticket, 2_900), 8_000);
           },
           () => {
             timedOut++;
@@ -291,7 +289,7 @@ describe('RateLimitedLlm with the rolling-minute guard', () => {
     });
     const llm = new RateLimitedLlm({ delegate, name: 'test', maxConcurrent: 1, budget, estimatedTokens: 600, maxWaitMs: 120_000, registry, clock });
     wrappers.push(llm);
-    expect(budget.tryReserve(900)).toBe(true); // window 900 until 60.1 s
+    expect(budget.tryReserve(900)).toBeDefined(); // window 900 until 60.1 s
     let done = false;
     const call = consume(llm.generateContentAsync(request('a'))).then(() => {
       done = true;

@@ -1,47 +1,7 @@
-// A scripted model delegate for limiter tests: the model is not under test, the limiter is.
-// Each call runs `script`, which yields responses or throws; the fake counts calls and
-// tracks how many are running at once.
-import { BaseLlm, type BaseLlmConnection, type LlmRequest, type LlmResponse } from '@google/adk';
-import type { AnyRegistry as Registry } from '../../instrumentation/index.ts';
-
-export interface FakeCall {
-  readonly index: number;
-  readonly request: LlmRequest;
-  readonly stream: boolean;
-  readonly signal: AbortSignal | undefined;
-}
-
-export type Script = (call: FakeCall) => AsyncGenerator<LlmResponse, void>;
-
-export class FakeLlm extends BaseLlm {
-  calls: FakeCall[] = [];
-  inFlight = 0;
-  maxInFlight = 0;
-  finished = 0;
-  readonly #script: Script;
-
-  constructor(script: Script, model = 'fake-model') {
-    super({ model });
-    this.#script = script;
-  }
-
-  async *generateContentAsync(request: LlmRequest, stream = false, signal?: AbortSignal): AsyncGenerator<LlmResponse, void> {
-    const call = { index: this.calls.length, request, stream, signal };
-    this.calls.push(call);
-    this.inFlight++;
-    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    try {
-      yield* this.#script(call);
-    } finally {
-      this.inFlight--;
-      this.finished++;
-    }
-  }
-
-  connect(): Promise<BaseLlmConnection> {
-    return Promise.reject(new Error('not supported'));
-  }
-}
+// Helpers of the limiter tests: consuming a response stream, reading metric series, waiting
+// for a condition. The fake model itself is in instrumentation/testing.ts.
+import type { LlmResponse } from '@google/adk';
+import type { AnyRegistry as Registry } from '../../instrumentation/metrics/limiter-metrics.ts';
 
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -52,23 +12,6 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
       reject(signal.reason);
     });
   });
-}
-
-export function textResponse(text: string, totalTokenCount?: number, partial = false): LlmResponse {
-  return {
-    content: { role: 'model', parts: [{ text }] },
-    partial,
-    ...(totalTokenCount === undefined ? {} : { usageMetadata: { totalTokenCount, promptTokenCount: Math.floor(totalTokenCount / 2), candidatesTokenCount: totalTokenCount - Math.floor(totalTokenCount / 2) } }),
-  };
-}
-
-export function request(agent?: string, text = 'review this'): LlmRequest {
-  return {
-    contents: [{ role: 'user', parts: [{ text }] }],
-    config: agent ? { labels: { adk_agent_name: agent } } : {},
-    toolsDict: {},
-    liveConnectConfig: {},
-  } as LlmRequest;
 }
 
 /** Pull every response; returns them, or the error thrown. */

@@ -1,0 +1,20 @@
+// The wrapper's defaults, in one place: RateLimitedLlm, its retry policy and the CLIs that
+// expose these settings all read them from here.
+import type { BackoffOptions } from './backoff.ts';
+
+/** Bound on the whole wait for admission (permit + budget) and on retry delays, ms. */
+export const DEFAULT_MAX_WAIT_MS = 20_000;
+
+/** Delegate calls per model call, the first included. */
+export const DEFAULT_MAX_ATTEMPTS = 3;
+
+/** A permit held longer than this is reclaimed and its call aborted, ms. */
+export const DEFAULT_MAX_CALL_MS = 300_000;
+
+/** Full-jitter backoff between rate-limited attempts, ms. */
+export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 500, capMs: 30_000 };
+
+/** Retry budget: retries per call made in the window, the window, and the floor per window. */
+export const DEFAULT_RETRY_RATIO = 0.1;
+export const DEFAULT_RETRY_WINDOW_MS = 60_000;
+export const DEFAULT_MIN_RETRIES = 10;

@@ -1,0 +1,121 @@
+// The wait queue shared by the semaphore and both token budgets: waiters in arrival order,
+// each with an optional deadline and AbortSignal. A waiter leaves exactly once (granted,
+// failed, past its deadline or aborted), and leaving clears its timer and its abort listener,
+// so nothing outlives the wait. What a waiter waits for is the owner's business: the owner
+// walks the queue and grants.
+import type { Clock, TimerHandle } from './clock.ts';
+import { DeadlineExceeded } from './errors.ts';
+
+export interface WaitOptions {
+  /** Absolute time on the queue's clock after which the waiter gives up with DeadlineExceeded. */
+  readonly deadline?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface WaiterQueueOptions<D> {
+  readonly clock: Clock;
+  /** Names the resource in DeadlineExceeded ("semaphore", "token budget"). */
+  readonly what: string;
+  /** Called after any waiter left the queue (granted or not), before its promise settles. */
+  readonly onLeave?: (waiter: Waiter<D, unknown>) => void;
+  /** Called after a waiter gave up or was failed: the next one may be able to go now. */
+  readonly onGiveUp?: () => void;
+}
+
+/** One queued wait. grant and fail are no-ops once the waiter has left. */
+export interface Waiter<D, T> {
+  readonly data: D;
+  readonly queued: boolean;
+  grant(value: T): void;
+  fail(reason: unknown): void;
+}
+
+class QueuedWaiter<D, T> implements Waiter<D, T> {
+  queued = true;
+  timer: TimerHandle | undefined;
+  readonly data: D;
+  readonly #queue: WaiterQueue<D, T>;
+  readonly #resolve: (value: T) => void;
+  readonly #reject: (reason: unknown) => void;
+  readonly #signal: AbortSignal | undefined;
+  readonly onAbort = (): void => this.fail(this.#signal?.reason);
+
+  constructor(queue: WaiterQueue<D, T>, data: D, signal: AbortSignal | undefined, resolve: (value: T) => void, reject: (reason: unknown) => void) {
+    this.#queue = queue;
+    this.data = data;
+    this.#signal = signal;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  grant(value: T): void {
+    if (!this.#queue.leave(this, this.#signal)) return;
+    this.#resolve(value);
+  }
+
+  fail(reason: unknown): void {
+    if (!this.#queue.leave(this, this.#signal)) return;
+    this.#reject(reason);
+    this.#queue.gaveUp();
+  }
+}
+
+export class WaiterQueue<D, T> {
+  readonly #waiters = new Set<QueuedWaiter<D, T>>();
+  readonly #options: WaiterQueueOptions<D>;
+
+  constructor(options: WaiterQueueOptions<D>) {
+    this.#options = options;
+  }
+
+  get size(): number {
+    return this.#waiters.size;
+  }
+
+  /** The longest-waiting waiter, or undefined when the queue is empty. */
+  head(): Waiter<D, T> | undefined {
+    return this.#waiters.values().next().value;
+  }
+
+  /** Waiters in arrival order; safe to grant or fail while iterating. */
+  [Symbol.iterator](): IterableIterator<Waiter<D, T>> {
+    return this.#waiters.values();
+  }
+
+  /** Queue a waiter; rejects at once when the signal is already aborted or the deadline has passed. */
+  wait(data: D, options: WaitOptions = {}): Promise<T> {
+    const { deadline, signal } = options;
+    const clock = this.#options.clock;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (deadline !== undefined && deadline <= clock.now()) return Promise.reject(new DeadlineExceeded(this.#options.what));
+    return new Promise<T>((resolve, reject) => {
+      const waiter = new QueuedWaiter(this, data, signal, resolve, reject);
+      this.#waiters.add(waiter);
+      if (deadline !== undefined) {
+        waiter.timer = clock.setTimeout(() => waiter.fail(new DeadlineExceeded(this.#options.what)), deadline - clock.now());
+      }
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+    });
+  }
+
+  /** Fail every queued waiter with `reason`. */
+  failAll(reason: unknown): void {
+    for (const waiter of [...this.#waiters]) waiter.fail(reason);
+  }
+
+  /** @internal Removes a waiter; false when it had already left. */
+  leave(waiter: QueuedWaiter<D, T>, signal: AbortSignal | undefined): boolean {
+    if (!waiter.queued) return false;
+    waiter.queued = false;
+    this.#waiters.delete(waiter);
+    if (waiter.timer !== undefined) this.#options.clock.clearTimeout(waiter.timer);
+    signal?.removeEventListener('abort', waiter.onAbort);
+    this.#options.onLeave?.(waiter);
+    return true;
+  }
+
+  /** @internal */
+  gaveUp(): void {
+    this.#options.onGiveUp?.();
+  }
+}
