@@ -1,6 +1,6 @@
-// Full-jitter exponential backoff (AWS architecture blog, "Exponential Backoff And
-// Jitter"): a delay drawn uniformly from [0, min(cap, base * 2^attempt)). Spreading the
-// retries of many clients is what keeps a 429 storm from re-synchronising.
+// Full-jitter exponential backoff: a delay drawn uniformly from
+// [0, min(cap, base * 2^attempt)). Spreading the retries of many clients is what keeps a
+// 429 storm from re-synchronising.
 import { DEFAULT_BACKOFF } from './defaults.ts';
 
 export interface BackoffOptions {

@@ -1,6 +1,6 @@
-// Client-side retry budget (Google SRE book, "Handling Overload"; Finagle's RetryBudget):
-// retries may be at most `ratio` of the calls made over a sliding window, plus a small
-// floor so a quiet client can still retry. When the provider answers 429 to everything,
+// Client-side retry budget (client-side throttling, as in Finagle's RetryBudget): retries
+// may be at most `ratio` of the calls made over a sliding window, plus a small floor so a
+// quiet client can still retry. When the provider answers 429 to everything,
 // load grows by at most ~10 % instead of multiplying by maxAttempts.
 import { type Clock, realClock } from './clock.ts';
 import { DEFAULT_MIN_RETRIES, DEFAULT_RETRY_RATIO, DEFAULT_RETRY_WINDOW_MS } from './defaults.ts';
