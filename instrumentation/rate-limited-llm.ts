@@ -14,7 +14,6 @@ import { BaseLlm } from '@google/adk';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { type Admission, AdmissionControl } from './admission.ts';
-import type { BackoffOptions } from './backoff.ts';
 import type { Budget } from './budget.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
@@ -25,14 +24,13 @@ import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { type HeldCall, PermitSweeper } from './permit-sweeper.ts';
 import { ResponseChannel } from './response-channel.ts';
-import type { RetryBudget, RetryBudgetOptions } from './retry-budget.ts';
-import { RetryPolicy } from './retry-policy.ts';
+import { RetryPolicy, type RetrySettings } from './retry-policy.ts';
 import { FairSemaphore, type Permit } from './semaphore.ts';
 import { GenAiTelemetry, type TelemetryOptions } from './telemetry.ts';
 
 export type { CallOutcome, CallReport } from './call-observers.ts';
 
-export interface RateLimitedLlmOptions extends TelemetryOptions {
+export interface RateLimitedLlmOptions extends TelemetryOptions, RetrySettings {
   /** The model that really calls the provider (e.g. ADK's Gemini). */
   readonly delegate: BaseLlm;
   /** The `limiter` label of every metric (one name per model and quota). */
@@ -44,20 +42,8 @@ export interface RateLimitedLlmOptions extends TelemetryOptions {
   readonly budget?: Budget;
   /** Tokens to reserve per call: a number, a function of the request, or an estimator. Default: UsageEstimator. */
   readonly estimatedTokens?: number | ((request: LlmRequest) => number) | TokenEstimator;
-  /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms (default DEFAULT_MAX_WAIT_MS). */
-  readonly maxWaitMs?: number;
-  /** Delegate calls per model call, the first included (default DEFAULT_MAX_ATTEMPTS). */
-  readonly maxAttempts?: number;
   /** A permit held longer than this is reclaimed and the call aborted, ms (default DEFAULT_MAX_CALL_MS). */
   readonly maxCallMs?: number;
-  readonly backoff?: BackoffOptions;
-  /** Retry budget instance (to share) or its options (default: DEFAULT_RETRY_RATIO of recent calls). */
-  readonly retryBudget?: RetryBudget | RetryBudgetOptions;
-  readonly isRateLimited?: (error: unknown) => boolean;
-  /** The server's requested delay in ms, or undefined. */
-  readonly retryAfterMs?: (error: unknown) => number | undefined;
-  /** True when the rate limit cannot clear soon (per-day quota): fail at once. */
-  readonly isDailyQuota?: (error: unknown) => boolean;
   /** prom-client registry for the limiter metrics (default: prom-client's global registry). */
   readonly registry?: AnyRegistry;
   readonly onCallEnd?: (report: CallReport) => void;
@@ -70,8 +56,6 @@ export interface RateLimitedLlmOptions extends TelemetryOptions {
   /** Adjusts the semaphore's limit from call samples (e.g. AimdLimit). */
   readonly adaptiveLimit?: AdaptiveLimit;
   readonly clock?: Clock;
-  /** [0, 1) source for backoff jitter. */
-  readonly random?: () => number;
 }
 
 export interface LimiterSnapshot {

@@ -10,22 +10,29 @@ import type { ExhaustedReason } from './errors.ts';
 import { isDailyQuotaError, isRateLimitError, serverRetryDelayMs } from './rate-limit-errors.ts';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.ts';
 
-export interface RetryPolicyOptions {
-  /** Bound on the whole wait (admission + retry delays), ms. */
+/** The retry settings of RateLimitedLlmOptions. */
+export interface RetrySettings {
+  /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms (default DEFAULT_MAX_WAIT_MS). */
   readonly maxWaitMs?: number;
-  /** Delegate calls per model call, the first included. */
+  /** Delegate calls per model call, the first included (default DEFAULT_MAX_ATTEMPTS). */
   readonly maxAttempts?: number;
+  /** Full-jitter backoff window (default DEFAULT_BACKOFF). */
   readonly backoff?: BackoffOptions;
-  /** Retry budget instance (to share) or its options. */
+  /** Retry budget instance (to share) or its options (default: DEFAULT_RETRY_RATIO of recent calls). */
   readonly retryBudget?: RetryBudget | RetryBudgetOptions;
+  /** Which errors are provider rate limits, the only ones retried (default: 429 / RESOURCE_EXHAUSTED). */
   readonly isRateLimited?: (error: unknown) => boolean;
   /** The server's requested delay in ms, or undefined. */
   readonly retryAfterMs?: (error: unknown) => number | undefined;
   /** True when the rate limit cannot clear soon (per-day quota): fail at once. */
   readonly isDailyQuota?: (error: unknown) => boolean;
-  readonly clock: Clock;
   /** [0, 1) source for backoff jitter. */
   readonly random?: () => number;
+}
+
+export interface RetryPolicyOptions extends RetrySettings {
+  /** The clock of the retry budget's window. */
+  readonly clock: Clock;
 }
 
 export type RetryDecision = { readonly kind: 'retry'; readonly delayMs: number } | { readonly kind: 'give_up'; readonly reason: ExhaustedReason };

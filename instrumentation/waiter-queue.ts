@@ -30,39 +30,59 @@ export interface Waiter<D, T> {
   fail(reason: unknown): void;
 }
 
+/** How a waiter leaves its queue: one object per queue, shared by its waiters. */
+interface Exit<D, T> {
+  /** Removes the waiter; false when it had already left. */
+  leave(waiter: QueuedWaiter<D, T>): boolean;
+  /** Tells the owner a waiter left without being granted. */
+  gaveUp(): void;
+}
+
 class QueuedWaiter<D, T> implements Waiter<D, T> {
   queued = true;
   timer: TimerHandle | undefined;
   readonly data: D;
-  readonly #queue: WaiterQueue<D, T>;
+  readonly signal: AbortSignal | undefined;
+  readonly #exit: Exit<D, T>;
   readonly #resolve: (value: T) => void;
   readonly #reject: (reason: unknown) => void;
-  readonly #signal: AbortSignal | undefined;
-  readonly onAbort = (): void => this.fail(this.#signal?.reason);
+  readonly onAbort = (): void => this.fail(this.signal?.reason);
 
-  constructor(queue: WaiterQueue<D, T>, data: D, signal: AbortSignal | undefined, resolve: (value: T) => void, reject: (reason: unknown) => void) {
-    this.#queue = queue;
+  constructor(exit: Exit<D, T>, data: D, signal: AbortSignal | undefined, resolve: (value: T) => void, reject: (reason: unknown) => void) {
+    this.#exit = exit;
     this.data = data;
-    this.#signal = signal;
+    this.signal = signal;
     this.#resolve = resolve;
     this.#reject = reject;
   }
 
   grant(value: T): void {
-    if (!this.#queue.leave(this, this.#signal)) return;
+    if (!this.#exit.leave(this)) return;
     this.#resolve(value);
   }
 
   fail(reason: unknown): void {
-    if (!this.#queue.leave(this, this.#signal)) return;
+    if (!this.#exit.leave(this)) return;
     this.#reject(reason);
-    this.#queue.gaveUp();
+    this.#exit.gaveUp();
   }
 }
 
 export class WaiterQueue<D, T> {
   readonly #waiters = new Set<QueuedWaiter<D, T>>();
   readonly #options: WaiterQueueOptions<D>;
+  readonly #exit: Exit<D, T> = {
+    leave: (waiter) => {
+      if (!waiter.queued) return false;
+      waiter.queued = false;
+      this.#waiters.delete(waiter);
+      if (waiter.timer !== undefined) this.#options.clock.clearTimeout(waiter.timer);
+      waiter.signal?.removeEventListener('abort', waiter.onAbort);
+      this.#options.onLeave?.(waiter);
+      return true;
+    },
+    gaveUp: () => this.#options.onGiveUp?.(),
+  };
 
   constructor(options: WaiterQueueOptions<D>) {
     this.#options = options;
@@ -89,7 +109,7 @@ export class WaiterQueue<D, T> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (deadline !== undefined && deadline <= clock.now()) return Promise.reject(new DeadlineExceeded(this.#options.what));
     return new Promise<T>((resolve, reject) => {
-      const waiter = new QueuedWaiter(this, data, signal, resolve, reject);
+      const waiter = new QueuedWaiter(this.#exit, data, signal, resolve, reject);
       this.#waiters.add(waiter);
       if (deadline !== undefined) {
         waiter.timer = clock.setTimeout(() => waiter.fail(new DeadlineExceeded(this.#options.what)), deadline - clock.now());
@@ -101,21 +121,5 @@ export class WaiterQueue<D, T> {
   /** Fail every queued waiter with `reason`. */
   failAll(reason: unknown): void {
     for (const waiter of [...this.#waiters]) waiter.fail(reason);
-  }
-
-  /** @internal Removes a waiter; false when it had already left. */
-  leave(waiter: QueuedWaiter<D, T>, signal: AbortSignal | undefined): boolean {
-    if (!waiter.queued) return false;
-    waiter.queued = false;
-    this.#waiters.delete(waiter);
-    if (waiter.timer !== undefined) this.#options.clock.clearTimeout(waiter.timer);
-    signal?.removeEventListener('abort', waiter.onAbort);
-    this.#options.onLeave?.(waiter);
-    return true;
-  }
-
-  /** @internal */
-  gaveUp(): void {
-    this.#options.onGiveUp?.();
   }
 }
