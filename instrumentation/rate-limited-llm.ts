@@ -9,6 +9,10 @@
 // a consumer suspended forever (a sibling's non-Error throw, a `break` out of runAsync), so
 // a permit released in the consumer's `finally` could leak; here it is released when the
 // provider call ends, and a call held past maxCallMs is reclaimed and counted.
+//
+// This file keeps the generator, the pump and the channel, and the call path that ties the
+// concepts together: admission (admission.ts), the retry decision (retry-policy.ts) and what
+// watches a call (call-observers.ts).
 import type { BaseLlmConnection, LlmRequest, LlmResponse } from '@google/adk';
 import { BaseLlm } from '@google/adk';
 import { context } from '@opentelemetry/api';
