@@ -26,7 +26,8 @@ import { collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts
 import { ProviderGemini } from './provider-model.ts';
 import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
 import { currentTrafficClass, recordCallReport, summarizeUsage, withCallReports } from './run-context.ts';
-import { type BuiltTree, buildTree, SYNTHESIZER, TREE_NAMES, type TreeName } from './trees.ts';
+import { publishedAgents, TREE_NAMES, type TreeName } from './tree-shapes.ts';
+import { type BuiltTree, buildTree, SYNTHESIZER } from './trees.ts';
 
 // ParallelAgent/SequentialAgent log a deprecation WARN per construction (notes §1); the
 // wide tree builds them per request.
@@ -141,7 +142,7 @@ export async function startAgentService(
   });
 
   app.get('/v1/agents', (_req, res) => {
-    res.json({ trees: TREE_NAMES });
+    res.json({ trees: TREE_NAMES, agents: publishedAgents() });
   });
 
   /** Access-log line of a run request answered without running a tree (no `tree`: not replayed). */

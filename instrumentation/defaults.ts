@@ -1,0 +1,1 @@
+export const DEFAULT_MAX_WAIT_MS = 20_000;
