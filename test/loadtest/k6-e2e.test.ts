@@ -14,6 +14,7 @@ import { GaugeProbe } from '../../loadtest/measure/gauge-probe.ts';
 import { compareRun, formatComparison } from '../../loadtest/measure/plan-vs-measured.ts';
 import { ProcessGroup } from '../../loadtest/stack/processes.ts';
 import { query } from '../../loadtest/measure/prometheus-client.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 import { AGENT_JOB, MOCK_JOB, startPrometheus } from '../../loadtest/stack/prometheus.ts';
 import { scaleScenario } from '../../loadtest/scenario/scale.ts';
 import { loadScenario } from '../../loadtest/scenario/schema.ts';
@@ -31,10 +32,7 @@ const group = new ProcessGroup(dir);
 
 async function mockCalls(): Promise<number> {
   const text = await (await fetch(`${mock.url}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('mock_provider_requests_total{'))
-    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+  return sumOfMetric(text, 'mock_provider_requests_total');
 }
 
 beforeAll(async () => {
