@@ -98,7 +98,7 @@ describe('client disconnect', () => {
   });
 });
 
-/** A model that throws a plain object for one agent: what ADK rethrows out of runAsync (notes §5). */
+/** A model that throws a plain object for one agent: what ADK rethrows out of runAsync. */
 class ThrowsNonError extends BaseLlm {
   constructor() {
     super({ model: 'gemini-2.5-flash' });
