@@ -46,7 +46,7 @@ export const agentServiceOptionsSchema = z.object({
   toolDelayMs: z.int().min(0).max(600_000).default(1_000),
   /**
    * JSON-lines access log (one line per finished run request, the shape
-   * loadtest/trace-convert.ts replays): a file appended to, or `-` for stdout. Off if unset.
+   * loadtest/scenario/trace-convert.ts replays): a file appended to, or `-` for stdout. Off if unset.
    */
   accessLog: z.string().min(1).optional(),
   /**
