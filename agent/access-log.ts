@@ -1,5 +1,5 @@
 // The JSON-lines access log: one line per finished run request, in the shape
-// loadtest/trace-convert.ts turns into a replayable trace (`npm run loadtest --
+// loadtest/scenario/trace-convert.ts turns into a replayable trace (`npm run loadtest --
 // convert-trace`). A line says when the request ARRIVED (`time`; lines are written when
 // requests finish, so they are not in arrival order: the converter sorts), which tree it
 // ran, how big the document was and how it went. Never the document, the user or a key.

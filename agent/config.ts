@@ -3,6 +3,7 @@
 // flag or variable it came from.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from './worked-example.ts';
 
 export const QUOTA_SHARING_MODES = ['static', 'central', 'adaptive'] as const;
 export type QuotaSharing = (typeof QUOTA_SHARING_MODES)[number];
@@ -23,9 +24,9 @@ export const agentServiceOptionsSchema = z.object({
   /** Name of the limiter: the `limiter` label of the llm_limiter_* metrics. */
   limiterName: z.string().regex(/^[a-z][a-z0-9_-]*$/).default('gemini'),
   /** Concurrent model calls per replica. */
-  permits: z.int().min(1).max(10_000).default(10),
+  permits: z.int().min(1).max(10_000).default(WORKED_EXAMPLE.permits),
   /** Token budget per minute for the WHOLE fleet; each replica gets replicaShare of it. */
-  tokensPerMinute: z.int().min(1).default(900_000),
+  tokensPerMinute: z.int().min(1).default(WORKED_EXAMPLE_TOKENS_PER_MINUTE),
   /** Share of tokensPerMinute this replica may spend (1/replicas when several share a quota). */
   replicaShare: z.number().gt(0).max(1).default(1),
   /**
@@ -34,9 +35,9 @@ export const agentServiceOptionsSchema = z.object({
    */
   estimatedTokensPerCall: z.int().min(1).optional(),
   /** Output tokens assumed for an agent before any of its usage was seen. */
-  initialOutputTokens: z.int().min(0).default(800),
+  initialOutputTokens: z.int().min(0).default(WORKED_EXAMPLE.outputTokensPerCall),
   /** Longest a call waits for a permit and budget before its branch times out. */
-  maxWaitMs: z.int().min(1).default(20_000),
+  maxWaitMs: z.int().min(1).default(WORKED_EXAMPLE.maxWaitMs),
   /** HTTP timeout of one provider request (genai has none by default). */
   httpTimeoutMs: z.int().min(1).default(120_000),
   /** Stream model responses (SSE, streamGenerateContent) instead of one unary call each. */
@@ -45,7 +46,7 @@ export const agentServiceOptionsSchema = z.object({
   toolDelayMs: z.int().min(0).max(600_000).default(1_000),
   /**
    * JSON-lines access log (one line per finished run request, the shape
-   * loadtest/trace-convert.ts replays): a file appended to, or `-` for stdout. Off if unset.
+   * loadtest/scenario/trace-convert.ts replays): a file appended to, or `-` for stdout. Off if unset.
    */
   accessLog: z.string().min(1).optional(),
   /**
@@ -163,12 +164,12 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --api-key KEY                  provider key (PROVIDER_API_KEY; prefer the env variable)
   --model NAME                   model name (AGENT_MODEL, default gemini-2.5-flash)
   --limiter-name NAME            limiter label (LIMITER_NAME, default gemini)
-  --permits N                    concurrent model calls per replica (LIMITER_PERMITS, default 10)
-  --tokens-per-minute N          fleet token budget (LIMITER_TOKENS_PER_MINUTE, default 900000)
+  --permits N                    concurrent model calls per replica (LIMITER_PERMITS, default ${WORKED_EXAMPLE.permits})
+  --tokens-per-minute N          fleet token budget (LIMITER_TOKENS_PER_MINUTE, default ${WORKED_EXAMPLE_TOKENS_PER_MINUTE})
   --replica-share F              share of the budget per replica (LIMITER_REPLICA_SHARE, default 1/replicas)
   --estimated-tokens-per-call N  fixed up-front reservation (LIMITER_ESTIMATED_TOKENS_PER_CALL; default: input + learned output)
-  --initial-output-tokens N      output assumed before usage is seen (LIMITER_INITIAL_OUTPUT_TOKENS, default 800)
-  --max-wait-ms N                bounded wait for permit + budget (LIMITER_MAX_WAIT_MS, default 20000)
+  --initial-output-tokens N      output assumed before usage is seen (LIMITER_INITIAL_OUTPUT_TOKENS, default ${WORKED_EXAMPLE.outputTokensPerCall})
+  --max-wait-ms N                bounded wait for permit + budget (LIMITER_MAX_WAIT_MS, default ${WORKED_EXAMPLE.maxWaitMs})
   --http-timeout-ms N            provider HTTP timeout (PROVIDER_TIMEOUT_MS, default 120000)
   --tool-delay-ms N              the tools tree's slow tool (TOOL_DELAY_MS, default 1000)
   --streaming true|false         SSE model calls (AGENT_STREAMING, default false)

@@ -12,4 +12,5 @@ export { ProviderGemini } from './provider-model.ts';
 export { type RunRequest, runRequestSchema } from './request-schema.ts';
 export { type AgentService, type StartAgentServiceExtras, startAgentService } from './service.ts';
 export { startTracing } from './tracing.ts';
-export { buildTree, TREE_NAMES, type TreeName } from './trees.ts';
+export { TREE_NAMES, TREE_SHAPES, type TreeName, type TreeShape } from './tree-shapes.ts';
+export { buildTree } from './trees.ts';

@@ -1,6 +1,6 @@
 // Branch outcomes read from ADK's events. A model error does not throw out of runAsync:
 // ADK turns it into an error event authored by the failing agent and lets the siblings
-// run on (notes §5), so the only place a branch's fate shows is its events.
+// run on, so the only place a branch's fate shows is its events.
 import { type Event, isFinalResponse } from '@google/adk';
 
 export const BRANCH_OUTCOMES = ['ok', 'timeout', 'rate_limited', 'error'] as const;

@@ -1,6 +1,6 @@
 // ADK's Gemini model pointed at a chosen provider base URL (the mock provider in tests and
 // local runs) with an HTTP timeout: genai's fetch has none by default, so a hung provider
-// would hang a branch forever (notes/adk-js.md §7).
+// would hang a branch forever.
 import { Gemini } from '@google/adk';
 import type { HttpOptions } from '@google/genai';
 

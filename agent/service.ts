@@ -25,9 +25,10 @@ import { collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts
 import { ProviderGemini } from './provider-model.ts';
 import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
 import { currentTrafficClass, recordCallReport, summarizeUsage, withCallReports } from './run-context.ts';
-import { type BuiltTree, buildTree, SYNTHESIZER, TREE_NAMES, type TreeName } from './trees.ts';
+import { publishedAgents, TREE_NAMES, type TreeName } from './tree-shapes.ts';
+import { type BuiltTree, buildTree, SYNTHESIZER } from './trees.ts';
 
-// ParallelAgent/SequentialAgent log a deprecation WARN per construction (notes §1); the
+// ParallelAgent/SequentialAgent log a deprecation WARN per construction; the
 // wide tree builds them per request.
 setLogLevel(LogLevel.ERROR);
 
@@ -140,7 +141,7 @@ export async function startAgentService(
   });
 
   app.get('/v1/agents', (_req, res) => {
-    res.json({ trees: TREE_NAMES });
+    res.json({ trees: TREE_NAMES, agents: publishedAgents() });
   });
 
   /** Access-log line of a run request answered without running a tree (no `tree`: not replayed). */
@@ -176,7 +177,7 @@ export async function startAgentService(
     const { tree, runner } = runnerFor(treeName, request);
 
     // A client that goes away aborts the run: the wrapper gets the signal and the mock
-    // sees the provider connections close (notes §5), so no permit is held for nobody.
+    // sees the provider connections close, so no permit is held for nobody.
     const abort = new AbortController();
     inFlight.add(abort);
     res.on('close', () => {
@@ -232,7 +233,7 @@ export async function startAgentService(
           trafficClass: request.trafficClass,
         });
       } catch (thrown) {
-        // ADK rethrows non-Error values out of runAsync (notes §5); Errors from outside the
+        // ADK rethrows non-Error values out of runAsync; Errors from outside the
         // model (session service, a bug) land here too. The wrapper released its permits.
         status = 500;
         runSummary = { modelCalls: reports.length };

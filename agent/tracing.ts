@@ -1,5 +1,5 @@
 // OpenTelemetry tracing for the agent service. ADK already creates spans on the global
-// tracer (invocation → invoke_agent → call_llm, notes §8) and the wrapper adds its wait
+// tracer (invocation → invoke_agent → call_llm) and the wrapper adds its wait
 // span under call_llm, so registering a provider is enough for a request's trace to show
 // each branch's wait and model call. Off unless an OTLP endpoint is configured.
 //

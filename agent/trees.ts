@@ -15,8 +15,8 @@ import {
 } from '@google/adk';
 import { Type } from '@google/genai';
 
-export const TREE_NAMES = ['review', 'review-workflow', 'wide', 'tools'] as const;
-export type TreeName = (typeof TREE_NAMES)[number];
+import { REVIEWERS } from './reviewers.ts';
+import { modelCallsPerRequest, TREE_SHAPES, type TreeName } from './tree-shapes.ts';
 
 /** The author of the final answer in every tree. */
 export const SYNTHESIZER = 'synthesizer';
@@ -38,17 +38,10 @@ export interface BuiltTree {
   maxLlmCalls: number;
 }
 
-export const REVIEWERS = [
-  { name: 'correctness', focus: 'logic errors, wrong results and unhandled edge cases' },
-  { name: 'security', focus: 'injection, secrets, unsafe input handling and auth gaps' },
-  { name: 'style', focus: 'naming, structure, readability and consistency' },
-  { name: 'tests', focus: 'missing or weak tests and untested branches' },
-] as const;
-
 /**
  * The synthesizer reads each branch's output key through an OPTIONAL placeholder
  * (`{review_1?}`): a required one throws "Context variable not found" as soon as one
- * branch failed, turning one missing review into a failed request (notes §5).
+ * branch failed, turning one missing review into a failed request.
  */
 function synthesizer(model: BaseLlm, outputKeys: readonly string[]): LlmAgent {
   const sections = outputKeys.map((key) => `- ${key}: {${key}?}`).join('\n');
@@ -87,7 +80,7 @@ function reviewTree(model: BaseLlm): BuiltTree {
       ),
     ],
   });
-  return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: REVIEWERS.length + 1 };
+  return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: modelCallsPerRequest(TREE_SHAPES.review!) };
 }
 
 /**
@@ -117,7 +110,7 @@ function reviewWorkflowTree(model: BaseLlm): BuiltTree {
     name: 'review_workflow',
     edges: [['START', guarded, new JoinNode({ name: 'join_reviews' }), synth]],
   });
-  return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: REVIEWERS.length + 1 };
+  return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: modelCallsPerRequest(TREE_SHAPES['review-workflow']!) };
 }
 
 /**

@@ -1,7 +1,9 @@
-// Every selector, threshold, window and non-limiter metric name the dashboards and alerts
-// use, in one place (kubernetes-mixin style). Limiter metric names come from
-// instrumentation/metrics/definitions.ts; the agent, mock-provider and k6 names are the
-// contracts fixed in the lead's design and are typed here once.
+// Every selector, threshold, window and metric name the dashboards and alerts use, in one
+// place (kubernetes-mixin style). Limiter metric names come from
+// instrumentation/metrics/definitions.ts and the agent's from agent/metrics.ts; the
+// mock-provider and k6 names, which the dashboards read over the wire, are typed here once.
+import { agentMetrics } from '../agent/metrics.ts';
+import { WORKED_EXAMPLE } from '../agent/worked-example.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 
 /** Limiter metric names, imported (never retyped). */
@@ -9,13 +11,10 @@ export const limiter = Object.fromEntries(
   Object.entries(limiterMetrics).map(([key, def]) => [key, def.name]),
 ) as { readonly [K in keyof typeof limiterMetrics]: (typeof limiterMetrics)[K]['name'] };
 
-/** Agent service metrics (agent/). */
-export const agent = {
-  requests: 'agent_requests_total',
-  requestDuration: 'agent_request_duration_seconds',
-  branchOutcomes: 'agent_branch_outcomes_total',
-  modelCallsPerRequest: 'agent_model_calls_per_request',
-} as const;
+/** Agent service metric names, imported (never retyped). */
+export const agent = Object.fromEntries(Object.entries(agentMetrics).map(([key, def]) => [key, def.name])) as {
+  readonly [K in keyof typeof agentMetrics]: (typeof agentMetrics)[K]['name'];
+};
 
 /** Mock provider metrics (mock-provider/). */
 export const mock = {
@@ -44,7 +43,7 @@ export const k6 = {
   branchOutcomes: 'k6_qs_branch_outcomes_total',
 } as const;
 
-/** Prometheus scrape job names (contract 5). */
+/** Prometheus scrape job names; the compose Prometheus config spells the same (a test checks it). */
 export const jobs = {
   agent: 'quotascope-agent',
   mockProvider: 'quotascope-mock-provider',
@@ -99,8 +98,8 @@ export const windows = {
 
 /** Alert thresholds; panels draw the same values as threshold lines. */
 export const thresholds = {
-  /** The limiter's maxWait in seconds (worked example: 20 s). */
-  maxWaitSeconds: 20,
+  /** The limiter's maxWait in seconds (the worked example's). */
+  maxWaitSeconds: WORKED_EXAMPLE.maxWaitMs / 1000,
   /** Acquire p95 above this fraction of maxWait is worth a look... */
   acquireFractionOfMaxWait: 0.25,
   /** ...when it is also this many times its own recent baseline. */

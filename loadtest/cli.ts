@@ -5,14 +5,16 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { WORKED_EXAMPLE } from '../agent/worked-example.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
-import { GaugeProbe } from './gauge-probe.ts';
-import { runK6, THRESHOLDS_FAILED } from './k6-runner.ts';
-import { fetchMockParameters, type MockParameters } from './mock-parameters.ts';
-import { compareRun, formatComparison } from './plan-vs-measured.ts';
-import { loadScenario, ScenarioError, scaleScenario } from './scenario.ts';
-import { ToolMissingError } from './tools.ts';
-import { convertAccessLog, toJsonLines } from './trace-convert.ts';
+import { runK6, THRESHOLDS_FAILED } from './k6/runner.ts';
+import { GaugeProbe } from './measure/gauge-probe.ts';
+import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
+import { scaleScenario } from './scenario/scale.ts';
+import { loadScenario, ScenarioError } from './scenario/schema.ts';
+import { convertAccessLog, toJsonLines } from './scenario/trace-convert.ts';
+import { fetchMockParameters, type MockParameters } from './stack/mock-parameters.ts';
+import { ToolMissingError } from './stack/tools.ts';
 
 const USAGE = `usage: npm run loadtest -- <scenario> [flags]
   <scenario>          a name in loadtest/scenarios (burst, steady-40rpm, ramp, quota-incident, lanes, trace) or a path
@@ -26,7 +28,7 @@ const USAGE = `usage: npm run loadtest -- <scenario> [flags]
                       (needs --prometheus scraping the agent service; quota and latency are read from
                       the mock provider at --mock-url; the scenario's longest constant rate is the steady phase)
   --replicas N        agent replicas sharing the budget, for --plan (default: the number of --target URLs)
-  --budget-fraction F share of the quota the agents' budget was set to, for --plan (default 0.9)
+  --budget-fraction F share of the quota the agents' budget was set to, for --plan (default ${WORKED_EXAMPLE.budgetFraction})
        npm run loadtest -- convert-trace <access.jsonl> [--out trace.jsonl]`;
 
 const flagsSchema = z.object({
@@ -38,7 +40,7 @@ const flagsSchema = z.object({
   'report-dir': z.string().default('reports'),
   out: z.string().optional(),
   replicas: z.coerce.number().int().positive().max(1000).optional(),
-  'budget-fraction': z.coerce.number().positive().max(1).default(0.9),
+  'budget-fraction': z.coerce.number().positive().max(1).default(WORKED_EXAMPLE.budgetFraction),
 });
 
 /** Seconds to wait after k6 so Prometheus scrapes the agent once more (compose scrapes every 5 s). */
@@ -105,6 +107,7 @@ async function main(argv: string[]): Promise<number> {
       testStartedAt: result.testStartedAt,
       endedAt: result.endedAt,
       probe,
+      agentUrl: targets[0],
       stack: { ...mock, budgetFraction: flags['budget-fraction'], replicas: flags.replicas ?? targets.length },
     });
     writeFileSync(join(reportDir, 'plan-vs-measured.json'), JSON.stringify(comparison, null, 2));

@@ -6,18 +6,20 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import type { ScenarioFile } from './k6/scenario-types.ts';
-import { type K6Summary, runK6 } from './k6-runner.ts';
-import { runNodeDriver } from './node-driver.ts';
+import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
-import { GaugeProbe } from './gauge-probe.ts';
-import { compareRun, formatComparison } from './plan-vs-measured.ts';
-import { freePort, ProcessGroup, waitForHealthy } from './processes.ts';
-import { AGENT_JOB, MOCK_JOB, startPrometheus } from './prometheus.ts';
-import { stackTotals, writePlot } from './report.ts';
-import { loadScenario, ScenarioError } from './scenario.ts';
-import { findTool } from './tools.ts';
-import { putMockConfig } from './mock-admin.ts';
+import { runNodeDriver } from './k6/node-driver.ts';
+import { type K6Summary, runK6 } from './k6/runner.ts';
+import { GaugeProbe } from './measure/gauge-probe.ts';
+import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
+import { writePlot } from './report/plot.ts';
+import { stackTotals } from './report/summary.ts';
+import { loadScenario, ScenarioError } from './scenario/schema.ts';
+import type { ScenarioFile } from './scenario/types.ts';
+import { putMockConfig } from './stack/mock-admin.ts';
+import { freePort, ProcessGroup, waitForHealthy } from './stack/processes.ts';
+import { AGENT_JOB, MOCK_JOB, startPrometheus } from './stack/prometheus.ts';
+import { findTool } from './stack/tools.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -25,36 +27,38 @@ const USAGE = `usage: npm start -- [flags]
   --tree NAME         agent tree for the built-in burst + steady run (default review)
   --scenario NAME     run this scenario file instead (name in loadtest/scenarios or a path)
   --duration S        seconds of steady traffic after the burst (default 300)
-  --rate N            steady user requests per minute (default 40, the worked example)
-  --burst-users N     users clicking at once at the start (default 10)
-  --replicas N        agent service replicas sharing the budget (default 3)
-  --quota-tpm N       provider tokens per minute (default 1000000)
-  --quota-rpm N       provider requests per minute (default 1000)
-  --call-seconds S    model call latency at the mock (default 8)
-  --tokens N          input tokens per model call (default 5000)
-  --permits N         permits per replica (default 10)
-  --max-wait-ms N     limiter maxWait (default 20000)
+  --rate N            steady user requests per minute (default ${EX.userRequestsPerMinute}, the worked example)
+  --burst-users N     users clicking at once at the start (default ${EX.burstUsers})
+  --replicas N        agent service replicas sharing the budget (default ${EX.replicas})
+  --quota-tpm N       provider tokens per minute (default ${EX.quotaTokensPerMinute})
+  --quota-rpm N       provider requests per minute (default ${EX.quotaRequestsPerMinute})
+  --call-seconds S    model call latency at the mock (default ${EX.callSeconds})
+  --tokens N          input tokens per model call (default ${EX.inputTokensPerCall})
+  --permits N         permits per replica (default ${EX.permits})
+  --max-wait-ms N     limiter maxWait (default ${EX.maxWaitMs})
   --report-dir DIR    where reports/<run-id> goes (default reports)`;
 
 const flagsSchema = z.object({
   tree: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a tree name like review').default('review'),
   scenario: z.string().min(1).optional(),
   duration: z.coerce.number().positive().max(86_400).default(300),
-  rate: z.coerce.number().positive().max(100_000).default(40),
-  'burst-users': z.coerce.number().int().min(0).max(10_000).default(10),
-  replicas: z.coerce.number().int().min(1).max(32).default(3),
-  'quota-tpm': z.coerce.number().int().positive().default(1_000_000),
-  'quota-rpm': z.coerce.number().int().positive().default(1000),
-  'call-seconds': z.coerce.number().positive().max(600).default(8),
-  tokens: z.coerce.number().int().min(101).max(1_000_000).default(5000),
-  permits: z.coerce.number().int().positive().max(10_000).default(10),
-  'max-wait-ms': z.coerce.number().int().min(0).default(20_000),
+  rate: z.coerce.number().positive().max(100_000).default(EX.userRequestsPerMinute),
+  'burst-users': z.coerce.number().int().min(0).max(10_000).default(EX.burstUsers),
+  replicas: z.coerce.number().int().min(1).max(32).default(EX.replicas),
+  'quota-tpm': z.coerce.number().int().positive().default(EX.quotaTokensPerMinute),
+  'quota-rpm': z.coerce.number().int().positive().default(EX.quotaRequestsPerMinute),
+  'call-seconds': z.coerce.number().positive().max(600).default(EX.callSeconds),
+  tokens: z.coerce.number().int().min(101).max(1_000_000).default(EX.inputTokensPerCall),
+  permits: z.coerce.number().int().positive().max(10_000).default(EX.permits),
+  'max-wait-ms': z.coerce.number().int().min(0).default(EX.maxWaitMs),
   'report-dir': z.string().min(1).default('reports'),
 });
 type Flags = z.output<typeof flagsSchema>;
 
-const OUTPUT_TOKENS = 800;
-const BUDGET_FRACTION = 0.9;
+const OUTPUT_TOKENS = EX.outputTokensPerCall;
+const BUDGET_FRACTION = EX.budgetFraction;
+/** Share of a call's time the mock spends streaming output after the first token. */
+const STREAMING_SHARE = 0.9;
 
 function parseFlags(argv: string[]): Flags {
   const options = Object.fromEntries(Object.keys(flagsSchema.shape).map((k) => [k, { type: 'string' as const }]));
@@ -97,7 +101,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   group.start('mock-provider', node, [join(ROOT, 'mock-provider', 'cli.ts'), '--port', String(mockPort), '--host', '127.0.0.1']);
   await waitForHealthy('mock provider', `${mockUrl}/healthz`, 30_000, () => group.assertRunning());
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
-  const perTokenMs = (flags['call-seconds'] * 1000 * 0.9) / (OUTPUT_TOKENS - 1);
+  const perTokenMs = (flags['call-seconds'] * 1000 * STREAMING_SHARE) / (OUTPUT_TOKENS - 1);
   const mockConfig = {
     requestsPerMinute: flags['quota-rpm'],
     tokensPerMinute: flags['quota-tpm'],
@@ -163,6 +167,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     testStartedAt,
     endedAt,
     probe,
+    agentUrl: agentUrls[0],
     stack: {
       outputTokensPerCall: OUTPUT_TOKENS,
       latencySeconds: flags['call-seconds'],

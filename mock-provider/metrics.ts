@@ -1,4 +1,4 @@
-// The mock provider's Prometheus metrics (names fixed by DESIGN.md; the dashboards use them).
+// The mock provider's Prometheus metrics (the dashboards query them by these names).
 // Each server gets its own Registry so several mocks can run in one process (tests).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { QuotaName } from './quota.ts';

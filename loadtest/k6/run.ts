@@ -6,9 +6,10 @@ import exec from 'k6/execution';
 import http from 'k6/http';
 import { Counter, Rate, Trend } from 'k6/metrics';
 import type { Options } from 'k6/options';
-import { buildOptions, DEFAULT_REQUEST_TIMEOUT_S } from './build-options.ts';
+import { DEFAULT_REQUEST_TIMEOUT_S } from '../scenario/request.ts';
+import type { ScenarioFile } from '../scenario/types.ts';
+import { buildOptions } from './build-options.ts';
 import { documentForTokens } from './document.ts';
-import type { ScenarioFile } from './scenario-types.ts';
 import { summaryText } from './summary-text.ts';
 
 if (!__ENV.SCENARIO_FILE) throw new Error('SCENARIO_FILE is not set (path of a scenario JSON file)');

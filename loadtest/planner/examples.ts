@@ -1,25 +1,21 @@
 // Named inputs the CLI can start from (`--example NAME`); other flags override their fields.
+import { TREE_SHAPES, type TreeShape } from '../../agent/tree-shapes.ts';
+import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 import type { PlanInput } from './input.ts';
 
-/**
- * DESIGN.md's worked example: a SequentialAgent of [ParallelAgent of 4 reviewers, then 1
- * synthesizer] at 40 user requests/min, 5,000 in + 800 out tokens per call, 8 s per call,
- * against 1,000 requests/min and 1,000,000 tokens/min, 90 % budget over 3 replicas.
- */
+/** The worked example on the review tree (its shape as the agent service publishes it). */
 export const reviewAgentExample = {
-  parallelBranches: 4,
-  callsPerBranch: 1,
-  sequentialSteps: 1,
-  userRequestsPerMinute: 40,
-  inputTokensPerCall: 5000,
-  outputTokensPerCall: 800,
-  latencySeconds: 8,
-  quotaRequestsPerMinute: 1000,
-  quotaTokensPerMinute: 1_000_000,
-  budgetFraction: 0.9,
-  replicas: 3,
-  toleratedWaitSeconds: 20,
-  burstUsers: 10,
+  ...(TREE_SHAPES.review as TreeShape),
+  userRequestsPerMinute: WORKED_EXAMPLE.userRequestsPerMinute,
+  inputTokensPerCall: WORKED_EXAMPLE.inputTokensPerCall,
+  outputTokensPerCall: WORKED_EXAMPLE.outputTokensPerCall,
+  latencySeconds: WORKED_EXAMPLE.callSeconds,
+  quotaRequestsPerMinute: WORKED_EXAMPLE.quotaRequestsPerMinute,
+  quotaTokensPerMinute: WORKED_EXAMPLE.quotaTokensPerMinute,
+  budgetFraction: WORKED_EXAMPLE.budgetFraction,
+  replicas: WORKED_EXAMPLE.replicas,
+  toleratedWaitSeconds: WORKED_EXAMPLE.maxWaitMs / 1000,
+  burstUsers: WORKED_EXAMPLE.burstUsers,
 } as const satisfies PlanInput;
 
 export const examples = { 'review-agent': reviewAgentExample } as const satisfies Record<string, PlanInput>;

@@ -1,5 +1,6 @@
 // The planner's command-line flags: each numeric flag sets one PlanInput field. Parsing
 // never exits; it throws a FlagError whose message is the one line the CLI prints.
+import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 import { examples } from './examples.ts';
 import type { ExampleName } from './examples.ts';
 import { parsePlanInput, planInputIssues } from './input.ts';
@@ -17,10 +18,10 @@ export const numericFlags = {
   '--latency': { field: 'latencySeconds', help: 'average model call latency, seconds' },
   '--quota-rpm': { field: 'quotaRequestsPerMinute', help: 'provider quota, requests per minute' },
   '--quota-tpm': { field: 'quotaTokensPerMinute', help: 'provider quota, tokens per minute' },
-  '--budget-fraction': { field: 'budgetFraction', help: 'share of the quota the limiters may use (0.9)' },
+  '--budget-fraction': { field: 'budgetFraction', help: `share of the quota the limiters may use (${WORKED_EXAMPLE.budgetFraction})` },
   '--replicas': { field: 'replicas', help: 'agent service replicas sharing the budget equally (1)' },
-  '--tolerated-wait': { field: 'toleratedWaitSeconds', help: 'longest wait for admission = maxWait, seconds (20)' },
-  '--burst-users': { field: 'burstUsers', help: 'users clicking at the same moment, for the burst shape (10)' },
+  '--tolerated-wait': { field: 'toleratedWaitSeconds', help: `longest wait for admission = maxWait, seconds (${WORKED_EXAMPLE.maxWaitMs / 1000})` },
+  '--burst-users': { field: 'burstUsers', help: `users clicking at the same moment, for the burst shape (${WORKED_EXAMPLE.burstUsers})` },
 } as const satisfies Record<string, { field: PlanInputField; help: string }>;
 
 type NumericFlag = keyof typeof numericFlags;

@@ -1,6 +1,7 @@
 // What the capacity planner needs to know, validated with zod. Field names are the module's;
 // the CLI maps each to a flag (see flags.ts) so an error can name the flag the user typed.
 import { z } from 'zod';
+import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 
 // A missing field and a non-number get different messages, so the CLI can say "required".
 const number = (what: string) =>
@@ -35,13 +36,13 @@ export const planInputSchema = z
     /** Provider quota: tokens per minute (input + output tokens count). */
     quotaTokensPerMinute: positive('quota tokens per minute'),
     /** Share of the quota the limiters may use, leaving headroom for estimate errors. */
-    budgetFraction: positive('budget fraction').max(1, 'budget fraction must be <= 1').default(0.9),
+    budgetFraction: positive('budget fraction').max(1, 'budget fraction must be <= 1').default(WORKED_EXAMPLE.budgetFraction),
     /** Agent service replicas; each gets an equal static share of the budget. */
     replicas: positiveInt('replicas').default(1),
     /** The longest a call may wait for admission before it is recorded as a timeout (maxWait). */
-    toleratedWaitSeconds: positive('tolerated wait').default(20),
+    toleratedWaitSeconds: positive('tolerated wait').default(WORKED_EXAMPLE.maxWaitMs / 1000),
     /** Users clicking at the same moment, for the burst shape. */
-    burstUsers: positiveInt('burst users').default(10),
+    burstUsers: positiveInt('burst users').default(WORKED_EXAMPLE.burstUsers),
   })
   .strict()
   .superRefine((input, ctx) => {

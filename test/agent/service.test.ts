@@ -6,6 +6,7 @@ import { BaseLlm, type LlmRequest, type LlmResponse } from '@google/adk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { MAX_BODY_BYTES } from '../../agent/request-schema.ts';
+import { fetchAgentShapes } from '../../loadtest/measure/agent-shapes.ts';
 import { fastMock, metricsText, type Stack, sampleValue, startStack } from './stack.ts';
 
 async function post(url: string, body: string, contentType = 'application/json') {
@@ -20,6 +21,15 @@ describe('bad requests', () => {
   });
   afterAll(async () => {
     await stack?.close();
+  });
+
+  it('GET /v1/agents publishes each tree and its model calls per request, as the load-test side reads it', async () => {
+    const res = await fetch(`${stack.agent.url}/v1/agents`);
+    expect(res.status).toBe(200);
+    const shapes = await fetchAgentShapes(stack.agent.url);
+    expect(Object.keys(shapes)).toEqual(['review', 'review-workflow', 'wide', 'tools']);
+    expect(shapes.review).toEqual({ parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 });
+    expect(shapes.wide).toBeNull();
   });
 
   it('answers 4xx with a clear message and keeps serving', async () => {
@@ -88,7 +98,7 @@ describe('client disconnect', () => {
   });
 });
 
-/** A model that throws a plain object for one agent: what ADK rethrows out of runAsync (notes §5). */
+/** A model that throws a plain object for one agent: what ADK rethrows out of runAsync. */
 class ThrowsNonError extends BaseLlm {
   constructor() {
     super({ model: 'gemini-2.5-flash' });

@@ -8,6 +8,7 @@ import type { BaseLlm } from '@google/adk';
 import type { AgentServiceOptionsInput } from '../../agent/config.ts';
 import { type AgentService, startAgentService } from '../../agent/service.ts';
 import { type MockConfigInput, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
+import { samplesOf } from '../../loadtest/measure/prometheus-text.ts';
 
 export interface ProbedCall {
   path: string;
@@ -172,19 +173,10 @@ export async function startStack(
   };
 }
 
-/** Reads one sample from Prometheus text: the value of `name` whose labels include `labels`. */
+/** Reads one sample from Prometheus text: the sum of `name`'s samples whose labels include `labels` (NaN: none). */
 export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  let total = 0;
-  let found = false;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const labelText = line.slice(name.length).match(/^\{(.*)\}/)?.[1] ?? '';
-    const has = Object.entries(labels).every(([k, v]) => labelText.includes(`${k}="${v}"`));
-    if (!has) continue;
-    total += Number(line.slice(line.lastIndexOf(' ') + 1));
-    found = true;
-  }
-  return found ? total : Number.NaN;
+  const samples = samplesOf(text, name, labels);
+  return samples.length ? samples.reduce((sum, s) => sum + s.value, 0) : Number.NaN;
 }
 
 export async function metricsText(url: string): Promise<string> {

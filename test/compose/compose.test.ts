@@ -14,7 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import { jobs } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { plan, reviewAgentExample } from '../../loadtest/planner/index.ts';
-import { requireTool } from '../../loadtest/tools.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);

@@ -17,10 +17,10 @@ import { generatedDir } from '../../dashboards/generate.ts';
 import { dashboards } from '../../dashboards/panels/index.ts';
 import { instantiate, panelsOf } from '../../dashboards/panels/spec.ts';
 import { alertAnnotationExpr } from '../../dashboards/render/grafanaDashboard.ts';
-import { runK6 } from '../../loadtest/k6-runner.ts';
-import { ProcessGroup } from '../../loadtest/processes.ts';
-import { startPrometheus } from '../../loadtest/prometheus.ts';
-import { parseScenario } from '../../loadtest/scenario.ts';
+import { runK6 } from '../../loadtest/k6/runner.ts';
+import { ProcessGroup } from '../../loadtest/stack/processes.ts';
+import { startPrometheus } from '../../loadtest/stack/prometheus.ts';
+import { parseScenario } from '../../loadtest/scenario/schema.ts';
 import { faultsSchema, startMockProvider } from '../../mock-provider/index.ts';
 
 /** Panels without data even in this run, and why. */

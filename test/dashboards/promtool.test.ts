@@ -11,7 +11,7 @@ import { parse, stringify } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generatedPaths } from '../../dashboards/files.ts';
 import { generatedDir } from '../../dashboards/generate.ts';
-import { requireTool } from '../../loadtest/tools.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 
 const exec = promisify(execFile);
 const promtool = requireTool('promtool');

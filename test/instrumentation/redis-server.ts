@@ -6,8 +6,8 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../loadtest/processes.ts';
-import { requireTool } from '../../loadtest/tools.ts';
+import { freePort } from '../../loadtest/stack/processes.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 
 export interface RedisServer {
   readonly port: number;

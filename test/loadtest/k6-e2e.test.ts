@@ -7,15 +7,18 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgentService } from '../../agent/index.ts';
-import type { ScenarioFile } from '../../loadtest/k6/scenario-types.ts';
-import { runK6, THRESHOLDS_FAILED } from '../../loadtest/k6-runner.ts';
+import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
+import { runK6, THRESHOLDS_FAILED } from '../../loadtest/k6/runner.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
-import { GaugeProbe } from '../../loadtest/gauge-probe.ts';
-import { compareRun, formatComparison } from '../../loadtest/plan-vs-measured.ts';
-import { ProcessGroup } from '../../loadtest/processes.ts';
-import { AGENT_JOB, MOCK_JOB, query, startPrometheus } from '../../loadtest/prometheus.ts';
-import { loadScenario, scaleScenario } from '../../loadtest/scenario.ts';
-import { requireTool } from '../../loadtest/tools.ts';
+import { GaugeProbe } from '../../loadtest/measure/gauge-probe.ts';
+import { compareRun, formatComparison } from '../../loadtest/measure/plan-vs-measured.ts';
+import { ProcessGroup } from '../../loadtest/stack/processes.ts';
+import { query } from '../../loadtest/measure/prometheus-client.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
+import { AGENT_JOB, MOCK_JOB, startPrometheus } from '../../loadtest/stack/prometheus.ts';
+import { scaleScenario } from '../../loadtest/scenario/scale.ts';
+import { loadScenario } from '../../loadtest/scenario/schema.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 import { startMockProvider } from '../../mock-provider/index.ts';
 
 const CALL_MS = 397; // mock call latency: 100 ms to first token + 99 more tokens x 3 ms
@@ -29,10 +32,7 @@ const group = new ProcessGroup(dir);
 
 async function mockCalls(): Promise<number> {
   const text = await (await fetch(`${mock.url}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('mock_provider_requests_total{'))
-    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+  return sumOfMetric(text, 'mock_provider_requests_total');
 }
 
 beforeAll(async () => {

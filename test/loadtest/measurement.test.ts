@@ -5,12 +5,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GaugeProbe, sumOfMetric } from '../../loadtest/gauge-probe.ts';
-import type { ScenarioFile } from '../../loadtest/k6/scenario-types.ts';
-import { meanOf, mockParameters } from '../../loadtest/mock-parameters.ts';
-import { formatTick, niceStep, renderSvg, wrap } from '../../loadtest/plot.ts';
-import { legendOf, trailingMean } from '../../loadtest/report.ts';
-import { steadyPhase, steadyWindow, whyNoComparison } from '../../loadtest/steady-state.ts';
+import { GaugeProbe } from '../../loadtest/measure/gauge-probe.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
+import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
+import { meanOf, mockParameters } from '../../loadtest/stack/mock-parameters.ts';
+import { formatTick, niceStep, renderSvg, wrap } from '../../loadtest/report/svg.ts';
+import { legendOf, trailingMean } from '../../loadtest/report/plot.ts';
+import { steadyPhase, steadyWindow, whyNoComparison } from '../../loadtest/measure/steady-state.ts';
 
 describe('GaugeProbe: random-time samples see the time average a periodic scrape misses', () => {
   // A request cycle of 500 ms: 5 calls in flight for the first 100 ms, 0 after (mean 1.0).

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { requireTool } from '../../loadtest/tools.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'qs-npm-start-'));
 const FLAGS = ['--duration', '10', '--rate', '60', '--call-seconds', '0.5', '--tokens', '1000', '--replicas', '2', '--burst-users', '3'];

@@ -1,4 +1,4 @@
-// The capacity planner: DESIGN.md's worked example pinned figure by figure, the edge cases
+// The capacity planner: the worked example pinned figure by figure, the edge cases
 // (bad input, requests binding, one replica), invariants of the fixes, and the CLI as a process.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,7 @@ async function runCli(args: string[]): Promise<{ code: number; stdout: string; s
   }
 }
 
-describe('the worked example of DESIGN.md (review agent)', () => {
+describe('the worked example (review agent)', () => {
   const p = plan(reviewAgentExample);
 
   it('counts 4 parallel reviewers + 1 synthesizer as 5 calls per user request', () => {

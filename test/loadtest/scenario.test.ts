@@ -2,9 +2,10 @@ import { readdirSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildOptions, buildThresholds } from '../../loadtest/k6/build-options.ts';
-import { arrivalTimes } from '../../loadtest/node-driver.ts';
-import { loadScenario, parseScenario, SCENARIOS_DIR, ScenarioError, scaleScenario } from '../../loadtest/scenario.ts';
-import { convertAccessLog } from '../../loadtest/trace-convert.ts';
+import { arrivalTimes } from '../../loadtest/k6/node-driver.ts';
+import { scaleScenario } from '../../loadtest/scenario/scale.ts';
+import { loadScenario, parseScenario, SCENARIOS_DIR, ScenarioError } from '../../loadtest/scenario/schema.ts';
+import { convertAccessLog } from '../../loadtest/scenario/trace-convert.ts';
 
 describe('scenario files', () => {
   const names = readdirSync(SCENARIOS_DIR)

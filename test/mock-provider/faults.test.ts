@@ -4,6 +4,7 @@ import { ApiError, GoogleGenAI } from '@google/genai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MockConfigPatch, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { generate, instant } from './helpers.ts';
+import { samplesOf } from '../../loadtest/measure/prometheus-text.ts';
 
 let providers: MockProvider[] = [];
 afterEach(async () => {
@@ -40,9 +41,12 @@ async function run(url: string, count: number, stream = false): Promise<string[]
   return outcomes;
 }
 
+/** The value of one series written `name{label="value",...}` (0 when absent). */
 function metricValue(text: string, series: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line ? Number(line.slice(series.length + 1)) : 0;
+  const [, name, labelText = ''] = series.match(/^([^{]+)(?:\{(.*)\})?$/) ?? [];
+  const labels = Object.fromEntries([...labelText.matchAll(/(\w+)="([^"]*)"/g)].map(([, k, v]) => [k, v]));
+  const found = samplesOf(text, name, labels).find((s) => Object.keys(s.labels).length === Object.keys(labels).length);
+  return found?.value ?? 0;
 }
 
 /** |observed - n p| within 4.5 standard deviations of a binomial: fails by chance ~1 in 150,000. */

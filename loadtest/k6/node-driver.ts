@@ -1,10 +1,11 @@
 // A small Node stand-in for k6, used by `npm start` only where k6 is not installed: it
 // replays the same scenario file (same arrival times, same documents, same request body)
 // and reports the same summary fields. k6 stays the real tool: no thresholds, no remote write.
-import { DEFAULT_INPUT_TOKENS, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_TREE } from './k6/build-options.ts';
-import { documentForTokens } from './k6/document.ts';
-import type { RequestShape, ScenarioFile, TrafficClass } from './k6/scenario-types.ts';
-import type { K6Summary } from './k6-runner.ts';
+import { arrivalSends } from '../scenario/arrivals.ts';
+import { DEFAULT_REQUEST_TIMEOUT_S, resolveRequest } from '../scenario/request.ts';
+import type { ScenarioFile, TrafficClass } from '../scenario/types.ts';
+import { documentForTokens } from './document.ts';
+import type { K6Summary } from './runner.ts';
 
 export interface PlannedRequest {
   at: number;
@@ -17,39 +18,9 @@ export interface PlannedRequest {
 /** Every request of a scenario with its send time in seconds, in time order. */
 export function arrivalTimes(s: ScenarioFile): PlannedRequest[] {
   const out: PlannedRequest[] = [];
-  const shape = (a: RequestShape) => ({
-    tree: a.tree ?? s.defaults?.tree ?? DEFAULT_TREE,
-    trafficClass: a.trafficClass ?? s.defaults?.trafficClass ?? 'interactive',
-    inputTokensPerCall: a.inputTokensPerCall ?? s.defaults?.inputTokensPerCall ?? DEFAULT_INPUT_TOKENS,
-    width: a.width ?? s.defaults?.width,
-  });
   for (const a of s.arrivals) {
-    if (a.kind === 'burst') {
-      for (let r = 0; r < (a.repeat?.times ?? 1); r++) {
-        for (let u = 0; u < a.users; u++) out.push({ at: a.at + r * (a.repeat?.every ?? 0), ...shape(a) });
-      }
-    } else if (a.kind === 'constant') {
-      if (a.perMinute > 0) for (let t = 0; t < a.duration; t += 60 / a.perMinute) out.push({ at: a.start + t, ...shape(a) });
-    } else if (a.kind === 'ramping') {
-      // Integrate the linear rate: one arrival each time the cumulative count passes an integer.
-      let t = a.start;
-      let count = 0;
-      let rate = a.startPerMinute;
-      for (const st of a.stages) {
-        const steps = Math.max(1, Math.round(st.duration * 10));
-        for (let i = 0; i < steps; i++) {
-          const r = rate + ((st.targetPerMinute - rate) * (i + 0.5)) / steps;
-          const dt = st.duration / steps;
-          const before = Math.floor(count);
-          count += (r / 60) * dt;
-          for (let n = before; n < Math.floor(count); n++) out.push({ at: t + dt / 2, ...shape(a) });
-          t += dt;
-        }
-        rate = st.targetPerMinute;
-      }
-    } else {
-      for (const r of a.records ?? []) out.push({ ...shape(a), ...r, at: (a.start ?? 0) + r.at });
-    }
+    const shape = resolveRequest(a, s.defaults);
+    for (const { at, record } of arrivalSends(a)) out.push({ ...shape, ...record, at });
   }
   return out.sort((x, y) => x.at - y.at);
 }

@@ -4,9 +4,9 @@
 // (`documentChars`, or `inputTokensPerCall`); `trafficClass` and `width` are kept when
 // present. Lines that are not requests to a tree (no `tree`) are skipped.
 import { z } from 'zod';
-import { INSTRUCTION_TOKENS } from './k6/document.ts';
-import type { TraceRecord } from './k6/scenario-types.ts';
-import { ScenarioError } from './scenario.ts';
+import { INSTRUCTION_TOKENS } from '../k6/document.ts';
+import { ScenarioError } from './schema.ts';
+import type { TraceRecord } from './types.ts';
 
 const accessLogLine = z.object({
   time: z.string().optional(),

@@ -1,56 +1,4 @@
-// A local Prometheus for a run: scrapes the agent service and the mock provider under the
-// job names the dashboards rely on, receives k6's remote write, loads the generated alert
-// rules when they exist; plus the few HTTP API queries the report needs.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { ProcessGroup } from './processes.ts';
-import { freePort, waitForHealthy } from './processes.ts';
-import { requireTool } from './tools.ts';
-
-export const AGENT_JOB = 'quotascope-agent';
-export const MOCK_JOB = 'quotascope-mock-provider';
-export const RULES_FILE = join(dirname(fileURLToPath(import.meta.url)), '..', 'dashboards', 'generated', 'prometheus', 'rules.yml');
-
-export interface PrometheusSetup {
-  /** host:port targets per job name. */
-  jobs: Record<string, string[]>;
-  dataDir: string;
-  scrapeIntervalSeconds?: number;
-  rulesFile?: string;
-  port?: number;
-}
-
-export function prometheusConfig(setup: PrometheusSetup, rulesFile: string | undefined): string {
-  const interval = `${setup.scrapeIntervalSeconds ?? 5}s`;
-  const lines = ['global:', `  scrape_interval: ${interval}`, `  evaluation_interval: ${interval}`];
-  if (rulesFile) lines.push('rule_files:', `  - ${JSON.stringify(rulesFile)}`);
-  lines.push('scrape_configs:');
-  for (const [job, targets] of Object.entries(setup.jobs)) {
-    lines.push(`  - job_name: ${JSON.stringify(job)}`, '    static_configs:', `      - targets: ${JSON.stringify(targets)}`);
-  }
-  return `${lines.join('\n')}\n`;
-}
-
-/** Starts Prometheus in `group` and waits until it is ready; returns its base URL. */
-export async function startPrometheus(group: ProcessGroup, setup: PrometheusSetup): Promise<string> {
-  const bin = requireTool('prometheus');
-  mkdirSync(setup.dataDir, { recursive: true });
-  const rulesFile = setup.rulesFile ?? (existsSync(RULES_FILE) ? RULES_FILE : undefined);
-  const configFile = join(setup.dataDir, 'prometheus.yml');
-  writeFileSync(configFile, prometheusConfig(setup, rulesFile));
-  const port = setup.port ?? (await freePort());
-  group.start('prometheus', bin, [
-    `--config.file=${configFile}`,
-    `--storage.tsdb.path=${join(setup.dataDir, 'tsdb')}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-    '--web.enable-remote-write-receiver',
-    '--storage.tsdb.retention.time=1d',
-  ]);
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHealthy('prometheus', `${url}/-/ready`, 30_000, () => group.assertRunning());
-  return url;
-}
+// The few Prometheus HTTP API queries the measurements and the report need.
 
 export interface Sample {
   metric: Record<string, string>;
@@ -108,3 +56,4 @@ export async function alertsFiredBetween(prometheusUrl: string, start: number, e
   const samples = await query(prometheusUrl, `max by (alertname) (max_over_time(ALERTS{alertstate="firing"}[${seconds}s]))`, end);
   return samples.map((s) => s.metric.alertname).sort();
 }
+

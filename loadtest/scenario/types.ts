@@ -1,6 +1,6 @@
 // The scenario file format, as plain types. k6 cannot load npm packages, so the k6 entry
 // script reads these types only; Node validates the same shape with zod
-// (loadtest/scenario.ts) before k6 starts. Times are seconds, rates are per minute.
+// (scenario/schema.ts) before k6 starts. Times are seconds, rates are per minute.
 
 export type TrafficClass = 'interactive' | 'batch';
 

@@ -6,11 +6,11 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ScenarioFile } from './k6/scenario-types.ts';
-import { K6_ENV, requireTool } from './tools.ts';
-import { getMockConfig, putMockConfig } from './mock-admin.ts';
+import type { ScenarioFile } from '../scenario/types.ts';
+import { getMockConfig, putMockConfig } from '../stack/mock-admin.ts';
+import { K6_ENV, requireTool } from '../stack/tools.ts';
 
-export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'k6', 'run.ts');
+export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
 /** Trend stats k6 remote-writes, so Prometheus gets e.g. k6_qs_request_duration_p95. */
 export const TREND_STATS = 'p(50),p(95),p(99),avg,max,count';
 /** k6's exit code when a threshold failed. */

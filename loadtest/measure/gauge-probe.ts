@@ -4,6 +4,7 @@
 // same phase of the request cycle and the scraped mean of llm_limiter_permits_in_use can be
 // off by 20 % or more (measured 5.0 where the true time average was 4.1). Samples taken at
 // uniformly jittered times see the time average (no fixed phase to lock onto).
+import { sumOfMetric } from './prometheus-text.ts';
 
 export interface ProbeSample {
   /** epoch ms */
@@ -19,19 +20,6 @@ export interface GaugeProbeOptions {
   /** Mean gap between samples, ms (each gap is uniform in [0.5, 1.5] x this). */
   meanIntervalMs?: number;
   random?: () => number;
-}
-
-/** The sum of every sample of `metric` in a Prometheus text exposition. */
-export function sumOfMetric(text: string, metric: string): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(metric)) continue;
-    const rest = line.slice(metric.length);
-    if (rest[0] !== ' ' && rest[0] !== '{') continue; // a longer name with the same prefix
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (Number.isFinite(value)) sum += value;
-  }
-  return sum;
 }
 
 export class GaugeProbe {

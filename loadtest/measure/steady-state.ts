@@ -1,11 +1,11 @@
 // Where a run's steady state is, and what the planner is told about it: shared by `npm start`
 // and `npm run loadtest -- <scenario> --plan`.
-import { DEFAULT_INPUT_TOKENS, DEFAULT_TREE } from './k6/build-options.ts';
-import type { ConstantArrival, ScenarioFile } from './k6/scenario-types.ts';
-import type { PlanInput } from './planner/index.ts';
-
-/** The review tree's shape: 4 parallel reviewers, then the synthesizer (5 calls). */
-export const REVIEW_SHAPE = { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 } as const;
+import type { TreeShape } from '../../agent/tree-shapes.ts';
+import type { PlanInput } from '../planner/index.ts';
+import { arrivalSpans } from '../scenario/arrivals.ts';
+import { resolveRequest } from '../scenario/request.ts';
+import type { ConstantArrival, ScenarioFile } from '../scenario/types.ts';
+import { type AgentShapes, BUILT_IN_SHAPES } from './agent-shapes.ts';
 
 export interface SteadyPhase {
   arrival: ConstantArrival;
@@ -18,32 +18,30 @@ export function steadyPhase(s: ScenarioFile): SteadyPhase | undefined {
   const constant = s.arrivals.filter((a): a is ConstantArrival => a.kind === 'constant');
   if (constant.length === 0) return undefined;
   const arrival = constant.reduce((a, b) => (b.duration > a.duration ? b : a));
-  return {
-    arrival,
-    tree: arrival.tree ?? s.defaults?.tree ?? DEFAULT_TREE,
-    inputTokensPerCall: arrival.inputTokensPerCall ?? s.defaults?.inputTokensPerCall ?? DEFAULT_INPUT_TOKENS,
-  };
+  const { tree, inputTokensPerCall } = resolveRequest(arrival, s.defaults);
+  return { arrival, tree, inputTokensPerCall };
 }
 
 /**
  * Why the planner cannot be compared with this run, or undefined when it can: the steady
- * phase must call the review tree (the planner knows its shape), and no other arrival may
- * overlap the measuring window (its requests would count as steady-state throughput).
+ * phase must call a tree with a fixed shape (`shapes`: what the agent service publishes at
+ * GET /v1/agents; the built-in service's table by default), and no other arrival may overlap
+ * the measuring window (its requests would count as steady-state throughput).
  */
-export function whyNoComparison(s: ScenarioFile, phase: SteadyPhase | undefined, window: { from: number; to: number }): string | undefined {
+export function whyNoComparison(
+  s: ScenarioFile,
+  phase: SteadyPhase | undefined,
+  window: { from: number; to: number },
+  shapes: AgentShapes = BUILT_IN_SHAPES,
+): string | undefined {
   if (!phase) return 'the scenario has no constant-rate arrival to reach a steady state';
-  if (phase.tree !== 'review') return `the planner knows the review tree's shape only (steady phase calls ${phase.tree})`;
+  if (!shapes[phase.tree]) {
+    const fixed = Object.keys(shapes).filter((name) => shapes[name]);
+    return `the planner needs a tree with a fixed shape (${fixed.map((n) => `the ${n} tree`).join(', ') || 'none published'}); the steady phase calls ${phase.tree}`;
+  }
   for (const a of s.arrivals) {
     if (a === phase.arrival) continue;
-    const spans: [number, number][] =
-      a.kind === 'burst'
-        ? Array.from({ length: a.repeat?.times ?? 1 }, (_, i) => a.at + i * (a.repeat?.every ?? 0)).map((t) => [t, t])
-        : a.kind === 'constant'
-          ? [[a.start, a.start + a.duration]]
-          : a.kind === 'ramping'
-            ? [[a.start, a.start + a.stages.reduce((sum, st) => sum + st.duration, 0)]]
-            : [[a.start ?? 0, (a.start ?? 0) + Math.max(0, ...(a.records ?? []).map((r) => r.at))]];
-    if (spans.some(([from, to]) => from <= window.to && to >= window.from)) {
+    if (arrivalSpans(a).some(([from, to]) => from <= window.to && to >= window.from)) {
       return `another arrival (${a.kind}) overlaps the steady window ${window.from.toFixed(0)}–${window.to.toFixed(0)} s`;
     }
   }
@@ -72,10 +70,10 @@ export interface StackParameters {
   burstUsers?: number;
 }
 
-/** The planner's input for a steady phase on the review tree and the stack's parameters. */
-export function reviewPlanInput(phase: SteadyPhase, stack: StackParameters): PlanInput {
+/** The planner's input for a steady phase on a tree of `shape` and the stack's parameters. */
+export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: StackParameters): PlanInput {
   return {
-    ...REVIEW_SHAPE,
+    ...shape,
     userRequestsPerMinute: phase.arrival.perMinute,
     inputTokensPerCall: phase.inputTokensPerCall,
     outputTokensPerCall: stack.outputTokensPerCall,

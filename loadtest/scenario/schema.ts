@@ -1,13 +1,13 @@
-// Scenario files (loadtest/scenarios/*.json): zod validation before k6 starts, trace
-// inlining, and time/load scaling. The k6 script reads the result, typed by
-// k6/scenario-types.ts; the assignments at the bottom keep both descriptions in step.
+// Scenario files (loadtest/scenarios/*.json): zod validation before k6 starts and trace
+// inlining. The k6 script reads the result, typed by scenario/types.ts; the assignment at
+// the bottom keeps both descriptions in step.
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import type { Arrival, ScenarioFile, TraceRecord } from './k6/scenario-types.ts';
+import type { ScenarioFile, TraceRecord } from './types.ts';
 
-export const SCENARIOS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'scenarios');
+export const SCENARIOS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'scenarios');
 
 const seconds = z.number().min(0, 'must be >= 0 seconds');
 const positiveSeconds = z.number().positive('must be > 0 seconds');
@@ -167,58 +167,6 @@ export function loadScenario(nameOrPath: string): ScenarioFile {
       return { ...a, file: undefined, records: readTrace(tracePath) };
     }),
   };
-}
-
-export interface Scaling {
-  /** Multiplies every time (offsets, durations, trace times); rates divide by it. */
-  time?: number;
-  /** Multiplies users and rates (at least 1 user per burst). */
-  load?: number;
-}
-
-/** Compresses or stretches a scenario in time and load, keeping its shape. */
-export function scaleScenario(s: ScenarioFile, { time = 1, load = 1 }: Scaling): ScenarioFile {
-  if (!(time > 0) || !(load > 0)) throw new ScenarioError('scale', time > 0 ? 'load' : 'time', 'must be > 0');
-  const t = (x: number) => x * time;
-  const rate = (r: number) => (r * load) / time;
-  return {
-    ...s,
-    arrivals: s.arrivals.map((a): Arrival => {
-      switch (a.kind) {
-        case 'burst':
-          return {
-            ...a,
-            at: t(a.at),
-            users: Math.max(1, Math.round(a.users * load)),
-            repeat: a.repeat && { ...a.repeat, every: t(a.repeat.every) },
-          };
-        case 'constant':
-          return { ...a, start: t(a.start), duration: t(a.duration), perMinute: rate(a.perMinute) };
-        case 'ramping':
-          return {
-            ...a,
-            start: t(a.start),
-            startPerMinute: rate(a.startPerMinute),
-            stages: a.stages.map((st) => ({ duration: t(st.duration), targetPerMinute: rate(st.targetPerMinute) })),
-          };
-        default:
-          return { ...a, start: a.start === undefined ? undefined : t(a.start), records: a.records?.map((r) => ({ ...r, at: t(r.at) })) };
-      }
-    }),
-    mock: s.mock && { ...s.mock, timeline: s.mock.timeline?.map((c) => ({ ...c, at: t(c.at) })) },
-  };
-}
-
-/** Seconds from the first arrival to the last one starting (without request time). */
-export function arrivalSpan(s: ScenarioFile): number {
-  let end = 0;
-  for (const a of s.arrivals) {
-    if (a.kind === 'burst') end = Math.max(end, a.at + (a.repeat ? a.repeat.every * (a.repeat.times - 1) : 0));
-    if (a.kind === 'constant') end = Math.max(end, a.start + a.duration);
-    if (a.kind === 'ramping') end = Math.max(end, a.start + a.stages.reduce((sum, st) => sum + st.duration, 0));
-    if (a.kind === 'trace') end = Math.max(end, (a.start ?? 0) + Math.max(0, ...(a.records ?? []).map((r) => r.at)));
-  }
-  return end;
 }
 
 // Compile-time check that the zod schema and the k6 types describe the same file.

@@ -8,13 +8,15 @@
 // on an exact period, so every scrape may see the same phase of the request cycle (measured
 // 5.0 vs a true mean of 4.1 at 120 requests/min with 1 s scrapes). The gauge's scraped mean
 // is kept as a diagnostic; a GaugeProbe (random-time samples) gives its unbiased mean.
-import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
-import type { PlanInput } from './planner/index.ts';
-import { plan } from './planner/index.ts';
+import { agentMetrics } from '../../agent/metrics.ts';
+import { jobs } from '../../dashboards/config.ts';
+import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
+import { type PlanInput, plan } from '../planner/index.ts';
+import type { ScenarioFile } from '../scenario/types.ts';
+import { type AgentShapes, fetchAgentShapes, scrapedAgentUrl } from './agent-shapes.ts';
 import type { GaugeProbe } from './gauge-probe.ts';
-import type { ScenarioFile } from './k6/scenario-types.ts';
-import { AGENT_JOB, queryScalar } from './prometheus.ts';
-import { reviewPlanInput, type StackParameters, steadyPhase, steadyWindow, whyNoComparison } from './steady-state.ts';
+import { queryScalar } from './prometheus-client.ts';
+import { type StackParameters, steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from './steady-state.ts';
 
 export interface Measured {
   /**
@@ -102,7 +104,7 @@ export async function measureSteadyState(prometheusUrl: string, start: number, e
   const seconds = Math.max(1, Math.round((end - start) / 1000));
   const w = `[${seconds}s]`;
   const d = limiterMetrics.callDuration.name;
-  const completed = (await queryScalar(prometheusUrl, `sum(increase(agent_requests_total${w}))`, end)) ?? 0;
+  const completed = (await queryScalar(prometheusUrl, `sum(increase(${agentMetrics.requests.name}${w}))`, end)) ?? 0;
   const okCalls = (await queryScalar(prometheusUrl, `sum(increase(${limiterMetrics.calls.name}{outcome="ok"}${w}))`, end)) ?? 0;
   const callsInFlight = (await queryScalar(prometheusUrl, `sum(rate(${d}_sum${w}))`, end)) ?? 0;
   const callSeconds = await queryScalar(prometheusUrl, `sum(increase(${d}_sum${w})) / sum(increase(${d}_count${w}))`, end);
@@ -137,6 +139,11 @@ export interface RunComparisonInput {
   /** Random-time samples of the permits in use during the run. */
   probe?: GaugeProbe;
   /**
+   * An agent replica's base URL, to read its trees' shapes (GET /v1/agents). Default: a
+   * replica that Prometheus scrapes under the agent job.
+   */
+  agentUrl?: string;
+  /**
    * The latency the planner is given: the stack's configured one (default; what a user plans
    * with, so client overhead shows as error), or the mean call time the limiter measured in
    * the window (checks the planner's model itself, whatever the machine's load adds per call).
@@ -145,21 +152,37 @@ export interface RunComparisonInput {
 }
 
 /** Plan vs measured over a finished run's steady phase, or why it cannot be compared. */
+/** The published shapes of the agent service the run called, or why they cannot be read. */
+async function agentShapes(r: RunComparisonInput): Promise<AgentShapes | { skipped: string }> {
+  try {
+    const url = r.agentUrl ?? (await scrapedAgentUrl(r.prometheusUrl, jobs.agent));
+    if (!url) return { skipped: `Prometheus at ${r.prometheusUrl} scrapes no agent service (job ${jobs.agent}) to read the trees' shapes from` };
+    return await fetchAgentShapes(url);
+  } catch (e) {
+    return { skipped: `cannot read the agent service's trees: ${(e as Error).message}` };
+  }
+}
+
+/** Plan vs measured over a finished run's steady phase, or why it cannot be compared. */
 export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured | { skipped: string }> {
   const phase = steadyPhase(r.scenario);
   const window = phase ? steadyWindow(phase, r.stack.latencySeconds) : { from: 0, to: 0 };
-  const why = r.scenario.mock ? "the scenario changes the mock provider's quota mid-run" : whyNoComparison(r.scenario, phase, window);
-  if (why || !phase) return { skipped: why ?? 'no steady phase' };
+  if (r.scenario.mock) return { skipped: "the scenario changes the mock provider's quota mid-run" };
+  const shapes = await agentShapes(r);
+  if ('skipped' in shapes) return shapes as { skipped: string };
+  const why = whyNoComparison(r.scenario, phase, window, shapes);
+  const shape = phase && shapes[phase.tree];
+  if (why || !phase || !shape) return { skipped: why ?? 'no steady phase' };
   const from = r.testStartedAt + window.from * 1000;
   const to = Math.min(r.testStartedAt + window.to * 1000, r.endedAt);
   if (to - from < 3000) return { skipped: `the steady window is too short (${((to - from) / 1000).toFixed(1)} s): lengthen the steady phase` };
-  const input = reviewPlanInput(phase, r.stack);
+  const input = steadyPlanInput(phase, shape, r.stack);
   const callsPerRequest = plan(input).tree.callsPerRequest;
   const measured = await measureSteadyState(r.prometheusUrl, from, to, callsPerRequest);
   if (measured.answeredRequestsPerMinute === 0 && measured.callSeconds === undefined) {
-    return { skipped: `Prometheus at ${r.prometheusUrl} has no agent service metrics for the run: does it scrape the agent (job ${AGENT_JOB})?` };
+    return { skipped: `Prometheus at ${r.prometheusUrl} has no agent service metrics for the run: does it scrape the agent (job ${jobs.agent})?` };
   }
   measured.permitsInUseProbed = r.probe?.meanBetween(from, to);
   const latencySeconds = r.planLatency === 'measured' && measured.callSeconds ? measured.callSeconds : r.stack.latencySeconds;
-  return comparePlan(reviewPlanInput(phase, { ...r.stack, latencySeconds }), measured);
+  return comparePlan(steadyPlanInput(phase, shape, { ...r.stack, latencySeconds }), measured);
 }

@@ -1,0 +1,44 @@
+// The trees' fan-out as the capacity planner counts it, published at GET /v1/agents. Pure
+// data (no ADK imports) so the load-test side can read the same table.
+import { REVIEWERS } from './reviewers.ts';
+
+export const TREE_NAMES = ['review', 'review-workflow', 'wide', 'tools'] as const;
+export type TreeName = (typeof TREE_NAMES)[number];
+
+/** Per request: `parallelBranches` branches of `callsPerBranch` calls each, then `sequentialSteps` calls one after another. */
+export interface TreeShape {
+  parallelBranches: number;
+  callsPerBranch: number;
+  sequentialSteps: number;
+}
+
+/** The review tree: the reviewers in parallel, then the synthesizer. */
+const REVIEW_SHAPE: TreeShape = { parallelBranches: REVIEWERS.length, callsPerBranch: 1, sequentialSteps: 1 };
+
+/**
+ * Each tree's shape, or null where the model calls per request are not fixed: `wide`
+ * depends on the request's branches, `tools` on how often the model calls its tools.
+ */
+export const TREE_SHAPES: Readonly<Record<TreeName, TreeShape | null>> = {
+  review: REVIEW_SHAPE,
+  'review-workflow': REVIEW_SHAPE,
+  wide: null,
+  tools: null,
+};
+
+export const modelCallsPerRequest = (s: TreeShape): number => s.parallelBranches * s.callsPerBranch + s.sequentialSteps;
+
+/** One entry of GET /v1/agents. */
+export interface PublishedAgent {
+  name: TreeName;
+  /** Null where the count is not fixed (see TREE_SHAPES). */
+  modelCallsPerRequest: number | null;
+  shape: TreeShape | null;
+}
+
+export function publishedAgents(): PublishedAgent[] {
+  return TREE_NAMES.map((name) => {
+    const shape = TREE_SHAPES[name];
+    return { name, modelCallsPerRequest: shape ? modelCallsPerRequest(shape) : null, shape };
+  });
+}

@@ -1,0 +1,36 @@
+// The agent service's trees' shapes as GET /v1/agents publishes them: what the planner is
+// told about the tree a steady phase calls.
+import { z } from 'zod';
+import { TREE_SHAPES, type TreeShape } from '../../agent/tree-shapes.ts';
+import { query } from './prometheus-client.ts';
+
+/** Tree name → its shape, or null where its model calls per request are not fixed. */
+export type AgentShapes = Readonly<Record<string, TreeShape | null>>;
+
+/** The built-in agent service's shapes (the table it publishes). */
+export const BUILT_IN_SHAPES: AgentShapes = TREE_SHAPES;
+
+const count = z.number().int().min(0).max(10_000);
+const shapeSchema = z.object({ parallelBranches: count, callsPerBranch: count, sequentialSteps: count }).nullable();
+const agentsSchema = z.object({
+  agents: z.array(z.object({ name: z.string().min(1), modelCallsPerRequest: count.nullable(), shape: shapeSchema })),
+});
+
+/** GET {agentUrl}/v1/agents, validated. */
+export async function fetchAgentShapes(agentUrl: string): Promise<AgentShapes> {
+  const url = `${agentUrl.replace(/\/$/, '')}/v1/agents`;
+  const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  if (!res.ok) throw new Error(`agent service at ${url} answered ${res.status}`);
+  const parsed = agentsSchema.safeParse(await res.json());
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`agent service at ${url}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  return Object.fromEntries(parsed.data.agents.map((a) => [a.name, a.shape]));
+}
+
+/** The base URL of one agent replica that Prometheus scrapes under `job` (its instance label). */
+export async function scrapedAgentUrl(prometheusUrl: string, job: string): Promise<string | undefined> {
+  const [first] = await query(prometheusUrl, `up{job="${job}"}`);
+  return first?.metric.instance ? `http://${first.metric.instance}` : undefined;
+}

@@ -1,0 +1,36 @@
+// The run's totals from Prometheus (the processes are fresh, so a counter's last value is
+// the run's total), acquire-time percentiles and the alerts that fired.
+import { agentMetrics } from '../../agent/metrics.ts';
+import { mock } from '../../dashboards/config.ts';
+import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
+import { alerts, alertsFiredBetween, queryScalar } from '../measure/prometheus-client.ts';
+
+export interface StackTotals {
+  requests: number;
+  modelCalls: number;
+  providerRateLimited: number;
+  limiterRateLimited: number;
+  timeouts: number;
+  acquireSeconds: { p50?: number; p95?: number; p99?: number };
+  alertsFired: string[];
+  alertsActiveAtEnd: string[];
+}
+
+const total = (name: string, seconds: number) => `sum(last_over_time(${name}[${seconds}s]))`;
+
+export async function stackTotals(prometheusUrl: string, start: number, end: number): Promise<StackTotals> {
+  const s = Math.max(1, Math.ceil((end - start) / 1000));
+  const q = async (expr: string) => (await queryScalar(prometheusUrl, expr, end)) ?? 0;
+  const acquire = `sum by (le) (last_over_time(${limiterMetrics.acquireDuration.name}_bucket[${s}s]))`;
+  const quantile = (p: number) => queryScalar(prometheusUrl, `histogram_quantile(${p}, ${acquire})`, end);
+  return {
+    requests: await q(total(agentMetrics.requests.name, s)),
+    modelCalls: await q(total(mock.requests, s)),
+    providerRateLimited: await q(total(mock.rateLimited, s)),
+    limiterRateLimited: await q(total(limiterMetrics.rateLimited.name, s)),
+    timeouts: await q(total(limiterMetrics.timeouts.name, s)),
+    acquireSeconds: { p50: await quantile(0.5), p95: await quantile(0.95), p99: await quantile(0.99) },
+    alertsFired: await alertsFiredBetween(prometheusUrl, start, end),
+    alertsActiveAtEnd: (await alerts(prometheusUrl)).map((a) => `${a.name} (${a.state})`),
+  };
+}
