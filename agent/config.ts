@@ -11,7 +11,8 @@ export type QuotaSharing = (typeof QUOTA_SHARING_MODES)[number];
 export const BUDGET_WINDOW_MODES = ['rolling', 'bucket'] as const;
 export type BudgetWindow = (typeof BUDGET_WINDOW_MODES)[number];
 
-export const agentServiceOptionsSchema = z.object({
+/** The options as a plain object (its `.shape` lets other commands reuse single fields). */
+export const agentServiceFields = z.object({
   /** Port of the first replica; 0 picks a free one. */
   port: z.int().min(0).max(65_535).default(8080),
   /** Loopback unless told otherwise (containers pass 0.0.0.0). */
@@ -74,7 +75,13 @@ export const agentServiceOptionsSchema = z.object({
    * rounded down, at least 1. `off` (or a value equal to permits) disables the lanes.
    */
   batchMaxPermits: z.union([z.literal('off'), z.int().min(1).max(10_000)]).optional(),
-}).superRefine((options, ctx) => {
+});
+
+/** The limiter fields a command takes from agentServiceFields; the cross-field rules below need them. */
+type LimiterRuleFields = Pick<z.infer<typeof agentServiceFields>, 'quotaSharing' | 'redisUrl' | 'adaptiveMaxPermits' | 'permits' | 'batchMaxPermits'>;
+
+/** Cross-field rules of the limiter options, shared by every command that takes them. */
+export function checkLimiterOptions(options: LimiterRuleFields, ctx: z.RefinementCtx): void {
   if (options.quotaSharing === 'central' && options.redisUrl === undefined) {
     ctx.addIssue({ code: 'custom', path: ['redisUrl'], message: 'required when quotaSharing is "central" (the shared token bucket lives in Redis)' });
   }
@@ -84,10 +91,30 @@ export const agentServiceOptionsSchema = z.object({
   if (typeof options.batchMaxPermits === 'number' && options.batchMaxPermits > options.permits) {
     ctx.addIssue({ code: 'custom', path: ['batchMaxPermits'], message: `must be <= permits (${options.permits}), or "off"` });
   }
-});
+}
+
+export const agentServiceOptionsSchema = agentServiceFields.superRefine(checkLimiterOptions);
 
 export type AgentServiceOptions = z.infer<typeof agentServiceOptionsSchema>;
 export type AgentServiceOptionsInput = z.input<typeof agentServiceOptionsSchema>;
+
+/** The options one limiter (createLimiter) is built from: every command with a limiter takes these fields. */
+export const LIMITER_OPTION_KEYS = [
+  'limiterName',
+  'permits',
+  'tokensPerMinute',
+  'replicaShare',
+  'estimatedTokensPerCall',
+  'initialOutputTokens',
+  'maxWaitMs',
+  'quotaSharing',
+  'budgetWindow',
+  'redisUrl',
+  'adaptiveMaxPermits',
+  'adaptiveLatencyMs',
+  'batchMaxPermits',
+] as const satisfies readonly (keyof AgentServiceOptions)[];
+export type LimiterOptions = Pick<AgentServiceOptions, (typeof LIMITER_OPTION_KEYS)[number]>;
 
 /** The batch lane's permit cap, or undefined when lanes are off (`off`, or a cap equal to permits). */
 export function batchLanePermits(options: Pick<AgentServiceOptions, 'permits' | 'batchMaxPermits'>): number | undefined {
@@ -151,6 +178,43 @@ function parseBoolean(value: string): boolean | string {
   return value;
 }
 
+export type OptionKey = keyof typeof OPTION_SOURCES;
+
+/**
+ * The values of `keys` from parsed flags over env variables, typed for the schema (numbers,
+ * booleans, `off`), and where each came from (`--flag` or the variable) for error messages.
+ */
+export function readOptionSources(
+  values: Record<string, string | boolean | undefined>,
+  env: NodeJS.ProcessEnv,
+  keys: readonly OptionKey[],
+): { raw: Record<string, unknown>; origin: Record<string, string> } {
+  const raw: Record<string, unknown> = {};
+  const origin: Record<string, string> = {};
+  for (const key of keys) {
+    const source = OPTION_SOURCES[key];
+    const flagValue = values[source.flag];
+    const value = typeof flagValue === 'string' ? flagValue : env[source.env];
+    if (value === undefined || value === '') continue;
+    raw[key] = NUMERIC.has(key)
+      ? Number(value)
+      : BOOLEAN.has(key)
+        ? parseBoolean(value)
+        : NUMBER_OR_OFF.has(key) && value !== 'off' && value.trim() !== '' && !Number.isNaN(Number(value))
+          ? Number(value)
+          : value;
+    origin[key] = typeof flagValue === 'string' ? `--${source.flag}` : source.env;
+  }
+  return { raw, origin };
+}
+
+/** A zod error as one line: each issue prefixed by where its value came from. */
+export function formatIssues(error: z.ZodError, origin: (key: string) => string): string {
+  return error.issues
+    .map((issue) => `${issue.path.length > 0 ? origin(String(issue.path[0])) : '(options)'}: ${issue.message}`)
+    .join('; ');
+}
+
 export interface CliConfig {
   service: AgentServiceOptions;
   /** Independent replicas on consecutive ports starting at service.port. */
@@ -185,12 +249,6 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --replicas N                   start N replicas on consecutive ports (AGENT_REPLICAS, default 1)
   --help`;
 
-function formatIssues(error: z.ZodError, origin: (key: string) => string): string {
-  return error.issues
-    .map((issue) => `${issue.path.length > 0 ? origin(String(issue.path[0])) : '(options)'}: ${issue.message}`)
-    .join('; ');
-}
-
 /** Validates programmatic options (startAgentService); errors name the option. */
 export function parseServiceOptions(input: AgentServiceOptionsInput | undefined): AgentServiceOptions {
   const result = agentServiceOptionsSchema.safeParse(input ?? {});
@@ -210,21 +268,7 @@ export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
   }
   if (values.help) return 'help';
 
-  const raw: Record<string, unknown> = {};
-  const origin: Record<string, string> = {};
-  for (const [key, source] of Object.entries(OPTION_SOURCES)) {
-    const flagValue = values[source.flag];
-    const value = typeof flagValue === 'string' ? flagValue : env[source.env];
-    if (value === undefined || value === '') continue;
-    raw[key] = NUMERIC.has(key)
-      ? Number(value)
-      : BOOLEAN.has(key)
-        ? parseBoolean(value)
-        : NUMBER_OR_OFF.has(key) && value !== 'off' && value.trim() !== '' && !Number.isNaN(Number(value))
-          ? Number(value)
-          : value;
-    origin[key] = typeof flagValue === 'string' ? `--${source.flag}` : source.env;
-  }
+  const { raw, origin } = readOptionSources(values, env, Object.keys(OPTION_SOURCES) as OptionKey[]);
 
   const replicasText = typeof values.replicas === 'string' ? values.replicas : env.AGENT_REPLICAS;
   const replicas = z.coerce.number().int().min(1).max(64).safeParse(replicasText ?? 1);

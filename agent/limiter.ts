@@ -35,7 +35,7 @@ import {
   UsageEstimator,
 } from '../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, redactUrl, RedisTokenBudget } from '../instrumentation/redis.ts';
-import { type AgentServiceOptions, type BudgetWindow, batchLanePermits, type QuotaSharing } from './config.ts';
+import { type BudgetWindow, batchLanePermits, type LimiterOptions, type QuotaSharing } from './config.ts';
 
 /** The lane whose permits are capped (the request body's trafficClass value). */
 export const BATCH_LANE = 'batch';
@@ -53,7 +53,7 @@ export interface Limiter {
 }
 
 export async function createLimiter(
-  config: AgentServiceOptions,
+  config: LimiterOptions,
   delegate: BaseLlm,
   registry: Registry,
   onCallEnd: (report: CallReport) => void,

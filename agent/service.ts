@@ -4,27 +4,17 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  type BaseLlm,
-  type Event,
-  InMemoryRunner,
-  isFinalResponse,
-  LogLevel,
-  StreamingMode,
-  setLogLevel,
-  stringifyContent,
-} from '@google/adk';
-import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { type BaseLlm, InMemoryRunner, LogLevel, setLogLevel } from '@google/adk';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, openAccessLog, sinceArrival } from './access-log.ts';
+import { type AccessLog, openAccessLog } from './access-log.ts';
 import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts';
 import { BATCH_LANE, createLimiter, type Limiter } from './limiter.ts';
 import { createAgentMetrics } from './metrics.ts';
-import { collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
+import { logRejected, nativeRunHandler, stampArrival } from './native-run.ts';
 import { ProviderGemini } from './provider-model.ts';
-import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
-import { currentTrafficClass, recordCallReport, summarizeUsage, withCallReports } from './run-context.ts';
+import { MAX_BODY_BYTES, type RunRequest } from './request-schema.ts';
+import { currentTrafficClass, recordCallReport } from './run-context.ts';
 import { publishedAgents, TREE_NAMES, type TreeName } from './tree-shapes.ts';
 import { type BuiltTree, buildTree, SYNTHESIZER } from './trees.ts';
 
@@ -35,7 +25,6 @@ setLogLevel(LogLevel.ERROR);
 const APP_NAME = 'quotascope';
 /** How long close() waits for aborted runs to unwind (and log) before it returns anyway. */
 const CLOSE_GRACE_MS = 5_000;
-const tracer = trace.getTracer('quotascope-agent');
 
 export interface StartAgentServiceExtras {
   /**
@@ -62,26 +51,6 @@ export interface AgentService {
 
 function isTreeName(name: string): name is TreeName {
   return (TREE_NAMES as readonly string[]).includes(name);
-}
-
-function finalText(events: readonly Event[]): string {
-  let text = '';
-  for (const event of events) {
-    if (event.author === SYNTHESIZER && !event.partial && isFinalResponse(event) && event.errorCode === undefined) {
-      text = stringifyContent(event);
-    }
-  }
-  return text;
-}
-
-/** A thrown value as readable text: non-Error throws (objects, strings) included. */
-function describeThrown(value: unknown): string {
-  if (value instanceof Error) return value.message;
-  try {
-    return typeof value === 'string' ? value : JSON.stringify(value);
-  } catch {
-    return String(value);
-  }
 }
 
 export async function startAgentService(
@@ -144,132 +113,30 @@ export async function startAgentService(
     res.json({ trees: TREE_NAMES, agents: publishedAgents() });
   });
 
-  /** Access-log line of a run request answered without running a tree (no `tree`: not replayed). */
-  function logRejected(req: Request, res: Response, status: number): void {
-    const arrival = res.locals.arrival as Arrival | undefined;
-    if (accessLog && arrival) accessLog.write({ ...sinceArrival(arrival), path: req.path, status });
-  }
-
-  // Stamped before the body is read, so the access log has the time the request arrived.
-  const stampArrival = (_req: Request, res: Response, next: NextFunction) => {
-    res.locals.arrival = arrivalNow();
-    next();
-  };
-
-  app.post('/v1/agents/:tree/run', stampArrival, express.json({ limit: MAX_BODY_BYTES, strict: true }), async (req: Request, res: Response) => {
-    const arrival = res.locals.arrival as Arrival;
-    const treeName = String(req.params.tree);
-    if (!isTreeName(treeName)) {
-      res.status(404).json({ error: `unknown tree "${treeName}"; known trees: ${TREE_NAMES.join(', ')}` });
-      metrics.requests.inc({ tree: 'unknown', status: '404' });
-      logRejected(req, res, 404);
-      return;
-    }
-    const parsed = runRequestSchema.safeParse(req.body);
-    if (!parsed.success) {
-      res.status(400).json({ error: `invalid request: ${describeIssues(parsed.error)}` });
-      metrics.requests.inc({ tree: treeName, status: '400' });
-      logRejected(req, res, 400);
-      return;
-    }
-    const request = parsed.data;
-    const startedAt = performance.now();
-    const { tree, runner } = runnerFor(treeName, request);
-
-    // A client that goes away aborts the run: the wrapper gets the signal and the mock
-    // sees the provider connections close, so no permit is held for nobody.
-    const abort = new AbortController();
-    inFlight.add(abort);
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
-    });
-
-    const run = tracer.startActiveSpan(`agent.run ${treeName}`, async (span) => {
-      span.setAttributes({ 'agent.tree': treeName, 'agent.traffic_class': request.trafficClass });
-      const events: Event[] = [];
-      const { reports, result } = withCallReports(async () => {
-        const session = await runner.sessionService.createSession({ appName: APP_NAME, userId: request.userId });
-        try {
-          for await (const event of runner.runAsync({
-            userId: request.userId,
-            sessionId: session.id,
-            newMessage: { role: 'user', parts: [{ text: request.document }] },
-            runConfig: { maxLlmCalls: tree.maxLlmCalls, streamingMode: config.streaming ? StreamingMode.SSE : StreamingMode.NONE },
-            abortSignal: abort.signal,
-          })) {
-            events.push(event);
-          }
-        } finally {
-          await runner.sessionService.deleteSession({ appName: APP_NAME, userId: request.userId, sessionId: session.id });
-        }
-      }, { trafficClass: request.trafficClass });
-      let status = 200;
-      // What the access-log line reports of the run (the rest comes from the request).
-      let runSummary: Partial<AccessLogRecord> = {};
-      try {
-        await result;
-        const usage = summarizeUsage(reports);
-        const branches = fillMissingFromCallReports(collectBranchOutcomes(events, tree.branches), reports);
-        for (const b of branches) metrics.branchOutcomes.inc({ tree: treeName, branch: b.name, outcome: b.outcome });
-        metrics.modelCallsPerRequest.observe({ tree: treeName }, usage.modelCalls);
-        const missingBranches = branches.filter((b) => b.outcome !== 'ok').map((b) => b.name);
-        runSummary = { modelCalls: usage.modelCalls, missingBranches, permitWaitMs: usage.permitWaitMs, tokens: usage.tokens };
-        span.setAttributes({ 'agent.model_calls': usage.modelCalls, 'agent.missing_branches': missingBranches.length });
-        if (abort.signal.aborted) {
-          status = 499; // client closed the request: nobody to answer
-          return;
-        }
-        res.json({
-          tree: treeName,
-          text: finalText(events),
-          branches: branches.map((b) => ({ name: b.name, outcome: b.outcome, ...(b.errorCode ? { errorCode: b.errorCode } : {}) })),
-          missingBranches,
-          modelCalls: usage.modelCalls,
-          callsByOutcome: usage.callsByOutcome,
-          tokens: usage.tokens,
-          permitWaitMs: usage.permitWaitMs,
-          permitWaitTotalMs: usage.permitWaitTotalMs,
-          durationMs: Math.round(performance.now() - startedAt),
-          trafficClass: request.trafficClass,
-        });
-      } catch (thrown) {
-        // ADK rethrows non-Error values out of runAsync; Errors from outside the
-        // model (session service, a bug) land here too. The wrapper released its permits.
-        status = 500;
-        runSummary = { modelCalls: reports.length };
-        span.setStatus({ code: SpanStatusCode.ERROR, message: describeThrown(thrown) });
-        const kind = thrown instanceof Error ? thrown.name : `non-Error value (${typeof thrown})`;
-        if (!res.headersSent && !abort.signal.aborted) {
-          res.status(500).json({
-            error: `agent run of tree "${treeName}" failed: ${kind}: ${describeThrown(thrown)}`,
-            modelCalls: reports.length,
-          });
-        }
-      } finally {
-        inFlight.delete(abort);
-        metrics.requests.inc({ tree: treeName, status: String(status) });
-        metrics.requestDuration.observe({ tree: treeName }, (performance.now() - startedAt) / 1000);
-        span.setAttribute('http.response.status_code', status);
-        span.end();
-        accessLog?.write({
-          ...sinceArrival(arrival),
-          tree: treeName,
-          documentChars: request.document.length,
-          trafficClass: request.trafficClass,
-          width: treeName === 'wide' ? request.width : null,
-          ...(treeName === 'wide' ? { branches: request.branches } : {}),
-          status,
-          ...runSummary,
-        });
-      }
-    });
-    runs.add(run);
-    try {
-      await run;
-    } finally {
-      runs.delete(run);
-    }
-  });
+  app.post(
+    '/v1/agents/:name/run',
+    stampArrival,
+    express.json({ limit: MAX_BODY_BYTES, strict: true }),
+    nativeRunHandler({
+      metrics,
+      accessLog,
+      streaming: config.streaming,
+      inFlight,
+      runs,
+      unknown: (name) => (isTreeName(name) ? undefined : `unknown tree "${name}"; known trees: ${TREE_NAMES.join(', ')}`),
+      resolve: (name, request) => {
+        const { tree, runner } = runnerFor(name as TreeName, request);
+        return {
+          runner,
+          appName: APP_NAME,
+          branches: tree.branches,
+          maxLlmCalls: tree.maxLlmCalls,
+          finalAuthor: SYNTHESIZER,
+          logFields: name === 'wide' ? { width: request.width, branches: request.branches } : {},
+        };
+      },
+    }),
+  );
 
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not found: the API is POST /v1/agents/{tree}/run, GET /healthz, GET /metrics' });
@@ -286,7 +153,7 @@ export async function startAgentService(
           ? `request body too large: the limit is ${MAX_BODY_BYTES} bytes`
           : (err.message ?? 'internal error');
     if (!res.headersSent) res.status(status).json({ error: message });
-    logRejected(req, res, status); // only run requests carry an arrival stamp
+    logRejected(accessLog, req, res, status); // only run requests carry an arrival stamp
   });
 
   const server: Server = app.listen(config.port, config.host);

@@ -1,0 +1,91 @@
+// Gives every LlmAgent of a user's tree a rate-limited model: one shared RateLimitedLlm per
+// model name (each model name has its own provider quota), around ADK's Gemini pointed at
+// the chosen provider. A model given as a name or as an ADK Gemini is replaced; one the user
+// already wrapped (a RateLimitedLlm), or any other BaseLlm, is left as it is. An agent
+// without a model inherits its parent LlmAgent's at run time, so it needs nothing.
+import { Gemini, type LlmAgent } from '@google/adk';
+import type { Registry } from 'prom-client';
+import { RateLimitedLlm } from '../../instrumentation/index.ts';
+import type { LimiterOptions } from '../config.ts';
+import { createLimiter, type Limiter } from '../limiter.ts';
+import { ProviderGemini } from '../provider-model.ts';
+import { currentTrafficClass, recordCallReport } from '../run-context.ts';
+
+export interface ProviderOptions {
+  readonly providerUrl: string;
+  readonly apiKey: string;
+  readonly httpTimeoutMs: number;
+}
+
+export type ModelDecision =
+  | { readonly agent: string; readonly action: 'wrapped'; readonly model: string; readonly limiter: string }
+  | { readonly agent: string; readonly action: 'kept'; readonly reason: 'already rate-limited' | 'custom model' | 'no wrapping' }
+  | { readonly agent: string; readonly action: 'inherits' };
+
+export interface WrappedModels {
+  /** One limiter per model name, keyed by that name. */
+  readonly limiters: ReadonlyMap<string, Limiter>;
+  /** What happened to each agent's model, in walk order. */
+  readonly decisions: readonly ModelDecision[];
+  close(): Promise<void>;
+}
+
+/** The model name of a model that gets wrapped, or undefined for one that stays. */
+function wrappableModelName(model: LlmAgent['model']): string | undefined {
+  if (typeof model === 'string') return model === '' ? undefined : model;
+  if (model instanceof RateLimitedLlm) return undefined;
+  if (model instanceof Gemini) return model.model;
+  return undefined;
+}
+
+/** The limiter label for a model: the configured name alone when there is one model, else name-model. */
+export function limiterNameFor(base: string, model: string, modelCount: number): string {
+  if (modelCount === 1) return base;
+  return `${base}-${model.toLowerCase().replace(/[^a-z0-9_-]+/g, '_')}`;
+}
+
+/** Describes what wrapping would do, without changing anything (`--no-wrap` reports this). */
+export function describeModels(agents: readonly LlmAgent[]): ModelDecision[] {
+  return agents.map((agent) =>
+    agent.model === undefined
+      ? { agent: agent.name, action: 'inherits' }
+      : { agent: agent.name, action: 'kept', reason: 'no wrapping' },
+  );
+}
+
+export async function wrapModels(
+  agents: readonly LlmAgent[],
+  limiterOptions: LimiterOptions,
+  provider: ProviderOptions,
+  registry: Registry,
+): Promise<WrappedModels> {
+  const names = [...new Set(agents.map((a) => wrappableModelName(a.model)).filter((n): n is string => n !== undefined))];
+  const limiters = new Map<string, Limiter>();
+  try {
+    for (const model of names) {
+      const delegate = new ProviderGemini({ ...provider, model });
+      const config = { ...limiterOptions, limiterName: limiterNameFor(limiterOptions.limiterName, model, names.length) };
+      limiters.set(model, await createLimiter(config, delegate, registry, recordCallReport, currentTrafficClass));
+    }
+  } catch (error) {
+    await Promise.allSettled([...limiters.values()].map((l) => l.close()));
+    throw error;
+  }
+  const decisions: ModelDecision[] = agents.map((agent) => {
+    const name = wrappableModelName(agent.model);
+    if (name !== undefined) {
+      const limiter = limiters.get(name) as Limiter;
+      agent.model = limiter.model;
+      return { agent: agent.name, action: 'wrapped', model: name, limiter: limiter.model.name };
+    }
+    if (agent.model === undefined || agent.model === '') return { agent: agent.name, action: 'inherits' };
+    return { agent: agent.name, action: 'kept', reason: agent.model instanceof RateLimitedLlm ? 'already rate-limited' : 'custom model' };
+  });
+  return {
+    limiters,
+    decisions,
+    async close() {
+      await Promise.allSettled([...limiters.values()].map((l) => l.close()));
+    },
+  };
+}
