@@ -69,8 +69,8 @@ export async function loadAgentModule(spec: string, cwd?: string): Promise<Loade
   }
   const root = exports[exportName];
   if (!isRunnableRoot(root)) {
-    const kind = root === null ? 'null' : typeof root === 'object' ? (root.constructor?.name ?? 'object') : typeof root;
-    throw new AgentModuleError(`agent module ${file}: export "${exportName}" is a ${kind}, not an ADK agent (BaseAgent or Workflow)`);
+    const kind = root === null ? 'null' : typeof root === 'object' ? `an object (${root.constructor?.name ?? 'no class'})` : `a ${typeof root}`;
+    throw new AgentModuleError(`agent module ${file}: export "${exportName}" is ${kind}, not an ADK agent (BaseAgent or Workflow)`);
   }
   return { file, exportName, root, appName: appNameOf(file) };
 }

@@ -22,4 +22,8 @@ function main(argv: readonly string[]): number {
   return 0;
 }
 
-process.exitCode = main(process.argv.slice(2));
+const argv = process.argv.slice(2);
+// `--agent FILE` counts the tree from the module (agent-plan.ts); the rest is the planner alone.
+process.exitCode = argv.some((arg) => arg === '--agent' || arg.startsWith('--agent='))
+  ? await (await import('./agent-plan.ts')).main(argv)
+  : main(argv);

@@ -1,0 +1,189 @@
+// `serve`: a user's ADK agent tree behind ADK's API-server protocol, with every model call
+// rate-limited, plus /metrics (the limiters' and the service's), /healthz and the native
+// POST /v1/agents/{app}/run with branch outcomes per author. Everything that can be wrong
+// with the options, the module or the tree fails before the server listens.
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { InMemoryRunner, type LlmAgent, LogLevel, setLogLevel } from '@google/adk';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { RedisTokenBudget } from '../../instrumentation/index.ts';
+import { type AccessLog, openAccessLog } from '../access-log.ts';
+import { type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
+import { AgentConfigError, formatIssues } from '../config.ts';
+import { createAgentMetrics } from '../metrics.ts';
+import { logRejected, nativeRunHandler, stampArrival } from '../native-run.ts';
+import { MAX_BODY_BYTES } from '../request-schema.ts';
+import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../tree-walk.ts';
+import { adkProtocolRouter } from './adk-protocol.ts';
+import { APP_NAME_PATTERN, type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './options.ts';
+import { describeModels, type ModelDecision, type WrappedModels, wrapModels } from './wrap-models.ts';
+
+// The classic agents log a deprecation WARN per construction.
+setLogLevel(LogLevel.ERROR);
+
+/** How long close() waits for aborted runs to unwind before it returns anyway. */
+const CLOSE_GRACE_MS = 5_000;
+
+export interface ServedAgent {
+  url: string;
+  port: number;
+  appName: string;
+  options: ServeOptions;
+  module: LoadedAgentModule;
+  tree: AgentTreeNode;
+  /** What was done to each LlmAgent's model. */
+  models: readonly ModelDecision[];
+  /** One limiter per wrapped model name (empty with --no-wrap). */
+  limiters: WrappedModels['limiters'];
+  registry: Registry;
+  close(): Promise<void>;
+}
+
+/** An agent whose model resolves nowhere: ADK would throw "No model found" on its first run. */
+function checkModelsResolve(agents: readonly LlmAgent[]): void {
+  for (const agent of agents) {
+    if (agent.model !== undefined && agent.model !== '') continue;
+    try {
+      void agent.canonicalModel;
+    } catch {
+      throw new AgentConfigError(`agent "${agent.name}" has no model, and no LlmAgent above it has one to inherit`);
+    }
+  }
+}
+
+/** Validates the options, loads the module and serves it; rejects before listening on any error. */
+export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentModule): Promise<ServedAgent> {
+  const parsed = serveOptionsSchema.safeParse(input);
+  if (!parsed.success) throw new AgentConfigError(`invalid serve options: ${formatIssues(parsed.error, (k) => k)}`);
+  const options = parsed.data;
+  const module = loaded ?? (await loadAgentModule(options.agent));
+  const appName = options.appName ?? module.appName;
+  if (!APP_NAME_PATTERN.test(appName)) {
+    throw new AgentConfigError(`app name "${appName}" (from ${module.file}) has characters ADK app names cannot have: pass --app-name`);
+  }
+  const tree = walkAgentTree(module.root);
+  const agents = llmAgentsOf(tree);
+  const branches = eventAuthorsOf(tree);
+
+  const ownAccessLog: AccessLog | undefined = options.accessLog ? openAccessLog(options.accessLog) : undefined;
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const metrics = createAgentMetrics(registry);
+  let wrapped: WrappedModels | undefined;
+  try {
+    if (options.wrap) {
+      checkModelsResolve(agents);
+      wrapped = await wrapModels(agents, options, options, registry);
+    }
+  } catch (error) {
+    await ownAccessLog?.close();
+    throw error;
+  }
+  const models = wrapped?.decisions ?? describeModels(agents);
+  const limiters: WrappedModels['limiters'] = wrapped?.limiters ?? new Map();
+  const runner = new InMemoryRunner({ agent: module.root, appName });
+
+  const inFlight = new Set<AbortController>();
+  const runs = new Set<Promise<void>>();
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.get('/healthz', (_req, res) => {
+    const limiterState = Object.fromEntries(
+      [...limiters].map(([model, limiter]) => [
+        model,
+        {
+          ...limiter.snapshot(),
+          quotaSharing: limiter.quotaSharing,
+          ...(limiter.budget instanceof RedisTokenBudget ? { centralBudgetReachable: limiter.budget.central } : {}),
+        },
+      ]),
+    );
+    res.json({ status: 'ok', app: appName, agents: branches, models, limiters: limiterState });
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    res.type(registry.contentType).send(await registry.metrics());
+  });
+
+  app.use(adkProtocolRouter({ appName, runner, metrics, branches, inFlight, runs }));
+
+  app.get('/v1/agents', (_req, res) => {
+    res.json({ trees: [appName] });
+  });
+  app.post(
+    '/v1/agents/:name/run',
+    stampArrival,
+    express.json({ limit: MAX_BODY_BYTES, strict: true }),
+    nativeRunHandler({
+      metrics,
+      accessLog: ownAccessLog,
+      streaming: options.streaming,
+      inFlight,
+      runs,
+      unknown: (name) => (name === appName ? undefined : `unknown app "${name}"; this server serves "${appName}"`),
+      resolve: () => ({ runner, appName, branches }),
+    }),
+  );
+
+  app.use((_req: Request, res: Response) => {
+    res.status(404).json({
+      error: 'not found: the API is GET /list-apps, /apps/{app}/users/{user}/sessions[/{id}], POST /run, POST /run_sse, POST /v1/agents/{app}/run, GET /healthz, GET /metrics',
+    });
+  });
+
+  // Body-parser failures (malformed JSON, oversized body) carry a status.
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const err = error as { status?: number; type?: string; message?: string };
+    const status = typeof err.status === 'number' && err.status >= 400 && err.status < 600 ? err.status : 500;
+    const message =
+      err.type === 'entity.parse.failed'
+        ? `malformed JSON body: ${err.message}`
+        : err.type === 'entity.too.large'
+          ? `request body too large: the limit is ${MAX_BODY_BYTES} bytes`
+          : (err.message ?? 'internal error');
+    if (!res.headersSent) res.status(status).json({ error: message });
+    logRejected(ownAccessLog, req, res, status);
+  });
+
+  const server: Server = app.listen(options.port, options.host);
+  try {
+    await once(server, 'listening');
+  } catch (error) {
+    await wrapped?.close();
+    await ownAccessLog?.close();
+    throw error;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = options.host.includes(':') ? `[${options.host}]` : options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
+
+  return {
+    url: `http://${hostForUrl}:${port}`,
+    port,
+    appName,
+    options,
+    module,
+    tree,
+    models,
+    limiters,
+    registry,
+    async close() {
+      for (const abort of inFlight) abort.abort(new Error('serve closing'));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+      if (runs.size > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        const grace = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, CLOSE_GRACE_MS);
+        });
+        await Promise.race([Promise.allSettled([...runs]), grace]);
+        clearTimeout(timer);
+      }
+      await wrapped?.close();
+      await ownAccessLog?.close();
+    },
+  };
+}

@@ -1,0 +1,166 @@
+// Model calls per user request, counted from a real ADK agent tree (agent/tree-walk.ts),
+// and the peak number of them in flight at once (the fan-out width):
+//   LlmAgent    1, plus toolTurns if it has tools, plus each AgentTool's inner calls per turn
+//   Sequential  the sum of its children; width: the widest child
+//   Parallel    the sum; width: the sum of the children's widths
+//   Loop        the body × maxIterations (a loop without maxIterations cannot be counted)
+//   Workflow    every node's calls × the times the graph runs it, along the edges from START;
+//               width: the widest step (nodes the same number of edges from START)
+// What cannot be counted statically (a loop without a bound, routes chosen at run time, code
+// nodes whose model calls are invisible) is a TreeCountError naming the node.
+import type { AgentTreeNode } from '../../agent/tree-walk.ts';
+
+export interface CountOptions {
+  /** Extra model calls of an LlmAgent with tools: one per round of tool calls it makes. */
+  readonly toolTurns: number;
+}
+
+/** One node of the tree with its count. */
+export interface CountedNode {
+  readonly name: string;
+  readonly kind: AgentTreeNode['kind'];
+  /** Model calls of one run of this node, everything below it included. */
+  readonly calls: number;
+  /** Most of those calls in flight at once. */
+  readonly width: number;
+  /** Workflow nodes: how many times one run of the graph runs it. */
+  readonly runs?: number;
+  /** The model name of an LlmAgent (`inherited` when it takes its parent's). */
+  readonly model?: string;
+  /** Loops: the iterations counted. */
+  readonly iterations?: number;
+  /** How the children are reached: an AgentTool's agent, a transfer target (not counted). */
+  readonly role?: 'agent-tool' | 'transfer-target';
+  readonly children: readonly CountedNode[];
+}
+
+export class TreeCountError extends Error {
+  override name = 'TreeCountError';
+}
+
+const START = '__START__';
+
+function modelName(node: Extract<AgentTreeNode, { kind: 'llm' }>): string {
+  const model = node.agent.model;
+  if (model === undefined || model === '') return 'inherited';
+  return typeof model === 'string' ? model : model.model;
+}
+
+/** Counts the model calls of one run of `tree`. */
+export function countModelCalls(tree: AgentTreeNode, options: CountOptions): CountedNode {
+  return count(tree, options);
+}
+
+function count(node: AgentTreeNode, options: CountOptions): CountedNode {
+  switch (node.kind) {
+    case 'llm': {
+      const tools = node.agentTools.map((t) => ({ ...count(t, options), role: 'agent-tool' as const }));
+      // Transfer targets run only when the model decides to hand over: not counted.
+      const transfers = node.children.map((c) => ({ ...count(c, options), role: 'transfer-target' as const }));
+      const turns = node.toolCount > 0 ? options.toolTurns : 0;
+      const innerCalls = tools.reduce((sum, t) => sum + t.calls, 0);
+      const innerWidth = tools.reduce((sum, t) => sum + t.width, 0);
+      return {
+        name: node.name,
+        kind: node.kind,
+        calls: 1 + turns + turns * innerCalls,
+        // A turn's tool calls run together; the agent's own call is not in flight meanwhile.
+        width: Math.max(1, turns > 0 ? innerWidth : 0),
+        model: modelName(node),
+        children: [...tools, ...transfers],
+      };
+    }
+    case 'sequential':
+    case 'parallel': {
+      const children = node.children.map((c) => count(c, options));
+      const calls = children.reduce((sum, c) => sum + c.calls, 0);
+      const width =
+        node.kind === 'parallel' ? children.reduce((sum, c) => sum + c.width, 0) : Math.max(0, ...children.map((c) => c.width));
+      return { name: node.name, kind: node.kind, calls, width, children };
+    }
+    case 'loop': {
+      if (node.maxIterations === undefined) {
+        throw new TreeCountError(`loop "${node.name}" has no maxIterations: its model calls cannot be counted (give it maxIterations)`);
+      }
+      const children = node.children.map((c) => count(c, options));
+      const body = children.reduce((sum, c) => sum + c.calls, 0);
+      return {
+        name: node.name,
+        kind: node.kind,
+        calls: body * node.maxIterations,
+        width: Math.max(0, ...children.map((c) => c.width)),
+        iterations: node.maxIterations,
+        children,
+      };
+    }
+    case 'workflow':
+      return countWorkflow(node, options);
+    case 'join':
+      return { name: node.name, kind: node.kind, calls: 0, width: 0, children: [] };
+    case 'tool': {
+      const inner = node.inner ? [{ ...count(node.inner, options), role: 'agent-tool' as const }] : [];
+      return { name: node.name, kind: node.kind, calls: inner[0]?.calls ?? 0, width: inner[0]?.width ?? 0, children: inner };
+    }
+    case 'parallel-worker':
+      throw new TreeCountError(`workflow node "${node.name}" runs "${node.inner.name}" once per input item: the count depends on the input`);
+    case 'code':
+      throw new TreeCountError(
+        `"${node.name}" is code (${node.className}): the model calls it makes are not visible to the count (give --calls-per-request instead)`,
+      );
+  }
+}
+
+function countWorkflow(node: Extract<AgentTreeNode, { kind: 'workflow' }>, options: CountOptions): CountedNode {
+  if (node.dynamic) throw new TreeCountError(`workflow "${node.name}" is driven by a function (dynamicEntry): it has no graph to count`);
+  const routed = node.edges.find((e) => e.route !== null);
+  if (routed) {
+    throw new TreeCountError(
+      `workflow "${node.name}": the edge ${routed.from} → ${routed.to} is taken only on route "${routed.route}", chosen at run time: the count needs a graph without routes`,
+    );
+  }
+  const byName = new Map(node.nodes.map((n) => [n.name, n]));
+  const counted = new Map(node.nodes.map((n) => [n.name, count(n, options)]));
+  const incoming = new Map<string, string[]>(node.nodes.map((n) => [n.name, []]));
+  for (const e of node.edges) incoming.get(e.to)?.push(e.from);
+
+  // Runs and step (longest edge count from START), in topological order; a cycle has no order.
+  const runs = new Map<string, number>([[START, 1]]);
+  const step = new Map<string, number>([[START, 0]]);
+  const pending = new Set(node.nodes.map((n) => n.name));
+  while (pending.size > 0) {
+    const ready = [...pending].find((name) => (incoming.get(name) ?? []).every((from) => runs.has(from)));
+    if (ready === undefined) {
+      throw new TreeCountError(`workflow "${node.name}": its graph has a cycle through ${[...pending].join(', ')}: the count needs an acyclic graph`);
+    }
+    pending.delete(ready);
+    const from = incoming.get(ready) ?? [];
+    const fromRuns = from.map((f) => runs.get(f) ?? 0);
+    // A join fires once every predecessor finished; any other node runs once per trigger.
+    const times = byName.get(ready)?.kind === 'join' ? Math.min(...fromRuns) : fromRuns.reduce((sum, r) => sum + r, 0);
+    runs.set(ready, from.length === 0 ? 0 : times);
+    step.set(ready, from.length === 0 ? 0 : 1 + Math.max(...from.map((f) => step.get(f) ?? 0)));
+  }
+
+  const children = node.nodes.map((n) => ({ ...(counted.get(n.name) as CountedNode), runs: runs.get(n.name) ?? 0 }));
+  const calls = children.reduce((sum, c) => sum + c.calls * (c.runs ?? 0), 0);
+  const widthsByStep = new Map<number, number[]>();
+  for (const c of children) {
+    if (!c.runs) continue;
+    const s = step.get(c.name) ?? 0;
+    widthsByStep.set(s, [...(widthsByStep.get(s) ?? []), ...Array<number>(c.runs).fill(c.width)]);
+  }
+  // maxConcurrency caps how many nodes run at once: the widest ones, at worst.
+  const cap = node.maxConcurrency ?? Number.POSITIVE_INFINITY;
+  const stepWidth = (widths: number[]) =>
+    [...widths]
+      .sort((a, b) => b - a)
+      .slice(0, cap)
+      .reduce((sum, w) => sum + w, 0);
+  const width = Math.max(0, ...[...widthsByStep.values()].map(stepWidth));
+  return { name: node.name, kind: node.kind, calls, width, children };
+}
+
+/** Every node of a counted tree, depth first (for tests and reports). */
+export function countedNodes(root: CountedNode): CountedNode[] {
+  return [root, ...root.children.flatMap(countedNodes)];
+}
