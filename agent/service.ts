@@ -1,17 +1,15 @@
 // The agent service: express 5 over the agent trees. POST /v1/agents/{tree}/run runs one
 // tree for one document and answers with the text plus what the run cost: branch
 // outcomes, model calls, tokens and the longest permit wait.
-import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type BaseLlm, InMemoryRunner, LogLevel, setLogLevel } from '@google/adk';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type AccessLog, openAccessLog } from './access-log.ts';
 import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts';
 import { BATCH_LANE, createLimiter, type Limiter } from './limiter.ts';
+import { bodyErrorHandler, type Listening, listen, stopServing } from './http-server.ts';
 import { createAgentMetrics } from './metrics.ts';
-import { logRejected, nativeRunHandler, stampArrival } from './native-run.ts';
+import { nativeRunHandler, stampArrival } from './native-run.ts';
 import { ProviderGemini } from './provider-model.ts';
 import { MAX_BODY_BYTES, type RunRequest } from './request-schema.ts';
 import { currentTrafficClass, recordCallReport } from './run-context.ts';
@@ -23,8 +21,6 @@ import { type BuiltTree, buildTree, SYNTHESIZER } from './trees.ts';
 setLogLevel(LogLevel.ERROR);
 
 const APP_NAME = 'quotascope';
-/** How long close() waits for aborted runs to unwind (and log) before it returns anyway. */
-const CLOSE_GRACE_MS = 5_000;
 
 export interface StartAgentServiceExtras {
   /**
@@ -142,49 +138,25 @@ export async function startAgentService(
     res.status(404).json({ error: 'not found: the API is POST /v1/agents/{tree}/run, GET /healthz, GET /metrics' });
   });
 
-  // Body-parser failures (malformed JSON, oversized body, wrong charset) carry a status.
-  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const err = error as { status?: number; type?: string; message?: string };
-    const status = typeof err.status === 'number' && err.status >= 400 && err.status < 600 ? err.status : 500;
-    const message =
-      err.type === 'entity.parse.failed'
-        ? `malformed JSON body: ${err.message}`
-        : err.type === 'entity.too.large'
-          ? `request body too large: the limit is ${MAX_BODY_BYTES} bytes`
-          : (err.message ?? 'internal error');
-    if (!res.headersSent) res.status(status).json({ error: message });
-    logRejected(accessLog, req, res, status); // only run requests carry an arrival stamp
-  });
+  app.use(bodyErrorHandler(accessLog));
 
-  const server: Server = app.listen(config.port, config.host);
+  let listening: Listening;
   try {
-    await once(server, 'listening');
+    listening = await listen(app, config.port, config.host);
   } catch (error) {
     await limiter.close();
     await ownAccessLog?.close();
     throw error;
   }
-  const port = (server.address() as AddressInfo).port;
-  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  const { server, port, url } = listening;
 
   return {
-    url: `http://${hostForUrl}:${port}`,
+    url,
     port,
     limiter,
     registry,
     async close() {
-      for (const abort of inFlight) abort.abort(new Error('agent service closing'));
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
-      if (runs.size > 0) {
-        let timer: NodeJS.Timeout | undefined;
-        const grace = new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, CLOSE_GRACE_MS);
-        });
-        await Promise.race([Promise.allSettled([...runs]), grace]);
-        clearTimeout(timer);
-      }
+      await stopServing(server, inFlight, runs, 'agent service closing');
       await limiter.close();
       await ownAccessLog?.close(); // after the aborted runs wrote their lines
     },

@@ -2,18 +2,16 @@
 // rate-limited, plus /metrics (the limiters' and the service's), /healthz and the native
 // POST /v1/agents/{app}/run with branch outcomes per author. Everything that can be wrong
 // with the options, the module or the tree fails before the server listens.
-import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { InMemoryRunner, type LlmAgent, LogLevel, setLogLevel } from '@google/adk';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { RedisTokenBudget } from '../../instrumentation/index.ts';
 import { type AccessLog, openAccessLog } from '../access-log.ts';
 import { type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
 import { AgentConfigError, formatIssues } from '../config.ts';
+import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-server.ts';
 import { createAgentMetrics } from '../metrics.ts';
-import { logRejected, nativeRunHandler, stampArrival } from '../native-run.ts';
+import { nativeRunHandler, stampArrival } from '../native-run.ts';
 import { MAX_BODY_BYTES } from '../request-schema.ts';
 import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../tree-walk.ts';
 import { adkProtocolRouter } from './adk-protocol.ts';
@@ -23,8 +21,6 @@ import { describeModels, type ModelDecision, type WrappedModels, wrapModels } fr
 // The classic agents log a deprecation WARN per construction.
 setLogLevel(LogLevel.ERROR);
 
-/** How long close() waits for aborted runs to unwind before it returns anyway. */
-const CLOSE_GRACE_MS = 5_000;
 
 export interface ServedAgent {
   url: string;
@@ -134,33 +130,20 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     });
   });
 
-  // Body-parser failures (malformed JSON, oversized body) carry a status.
-  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const err = error as { status?: number; type?: string; message?: string };
-    const status = typeof err.status === 'number' && err.status >= 400 && err.status < 600 ? err.status : 500;
-    const message =
-      err.type === 'entity.parse.failed'
-        ? `malformed JSON body: ${err.message}`
-        : err.type === 'entity.too.large'
-          ? `request body too large: the limit is ${MAX_BODY_BYTES} bytes`
-          : (err.message ?? 'internal error');
-    if (!res.headersSent) res.status(status).json({ error: message });
-    logRejected(ownAccessLog, req, res, status);
-  });
+  app.use(bodyErrorHandler(ownAccessLog));
 
-  const server: Server = app.listen(options.port, options.host);
+  let listening: Listening;
   try {
-    await once(server, 'listening');
+    listening = await listen(app, options.port, options.host);
   } catch (error) {
     await wrapped?.close();
     await ownAccessLog?.close();
     throw error;
   }
-  const port = (server.address() as AddressInfo).port;
-  const hostForUrl = options.host.includes(':') ? `[${options.host}]` : options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
+  const { server, port, url } = listening;
 
   return {
-    url: `http://${hostForUrl}:${port}`,
+    url,
     port,
     appName,
     options,
@@ -170,18 +153,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     limiters,
     registry,
     async close() {
-      for (const abort of inFlight) abort.abort(new Error('serve closing'));
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await closed;
-      if (runs.size > 0) {
-        let timer: NodeJS.Timeout | undefined;
-        const grace = new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, CLOSE_GRACE_MS);
-        });
-        await Promise.race([Promise.allSettled([...runs]), grace]);
-        clearTimeout(timer);
-      }
+      await stopServing(server, inFlight, runs, 'serve closing');
       await wrapped?.close();
       await ownAccessLog?.close();
     },
