@@ -38,10 +38,15 @@ function wrappableModelName(model: LlmAgent['model']): string | undefined {
   return undefined;
 }
 
-/** The limiter label for a model: the configured name alone when there is one model, else name-model. */
+/**
+ * The limiter label for a model: the configured name alone when there is one model; else the
+ * model's name in label characters, prefixed by the configured name unless it starts with it
+ * (gemini + gemini-2.5-pro → gemini-2_5-pro; team + gemini-2.5-pro → team-gemini-2_5-pro).
+ */
 export function limiterNameFor(base: string, model: string, modelCount: number): string {
   if (modelCount === 1) return base;
-  return `${base}-${model.toLowerCase().replace(/[^a-z0-9_-]+/g, '_')}`;
+  const slug = model.toLowerCase().replace(/[^a-z0-9_-]+/g, '_');
+  return slug.startsWith(`${base}-`) ? slug : `${base}-${slug}`;
 }
 
 /** Describes what wrapping would do, without changing anything (`--no-wrap` reports this). */

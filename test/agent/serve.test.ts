@@ -68,7 +68,7 @@ describe('serve --agent on a tree with a loop, an AgentTool and uneven parallel 
     const wrapped = served.models.filter((d) => d.action === 'wrapped').map((d) => d.agent);
     expect(wrapped.sort()).toEqual([...OUTER_AGENTS, 'explainer'].sort());
     // Two model names: the limiter label names the model.
-    expect(served.models.find((d) => d.agent === 'deep_check')).toMatchObject({ model: 'gemini-2.5-pro', limiter: 'gemini-gemini-2_5-pro' });
+    expect(served.models.find((d) => d.agent === 'deep_check')).toMatchObject({ model: 'gemini-2.5-pro', limiter: 'gemini-2_5-pro' });
   });
 
   it('native runs: the calls at the mock equal the planner count × requests; agent labels; permits back to 0', async () => {
@@ -94,7 +94,7 @@ describe('serve --agent on a tree with a loop, an AgentTool and uneven parallel 
     // The loop ran the critic twice per request, each time calling the explainer once.
     expect(sampleValue(metrics, 'llm_limiter_calls_total', { agent: 'critic' })).toBe(4 * requests);
     expect(sampleValue(metrics, 'llm_limiter_calls_total', { agent: 'explainer' })).toBe(2 * requests);
-    expect(sampleValue(metrics, 'llm_limiter_calls_total', { limiter: 'gemini-gemini-2_5-pro' })).toBe(requests);
+    expect(sampleValue(metrics, 'llm_limiter_calls_total', { limiter: 'gemini-2_5-pro' })).toBe(requests);
     expect(sampleValue(metrics, 'llm_limiter_permits_in_use')).toBe(0);
     expect(sampleValue(metrics, 'agent_requests_total', { tree: 'loop_tools', status: '200' })).toBe(requests);
     expect(sampleValue(metrics, 'agent_branch_outcomes_total', { tree: 'loop_tools', branch: 'critic', outcome: 'ok' })).toBe(requests);
