@@ -3,11 +3,9 @@
 // own count of model calls is the oracle for the planner's count of the same tree.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadAgentModule } from '../../agent/agent-module.ts';
 import { main } from '../../agent/serve/main.ts';
 import { type ServedAgent, startServe } from '../../agent/serve/server.ts';
-import { walkAgentTree } from '../../agent/tree-walk.ts';
-import { countModelCalls } from '../../loadtest/planner/tree-count.ts';
+import { planAgent } from '../../loadtest/planner/agent-plan.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { fastMock, metricsText, sampleValue } from './stack.ts';
 
@@ -15,9 +13,9 @@ const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/agents/${na
 const LOOP_TOOLS = fixture('loop_tools.ts');
 const WORKFLOW = fixture('workflow_graph.ts');
 
+/** The planner's count (`plan --agent FILE`), one tool turn as the mock answers tools once. */
 async function plannedCalls(spec: string): Promise<number> {
-  const { root } = await loadAgentModule(spec);
-  return countModelCalls(walkAgentTree(root), { toolTurns: 1 }).calls;
+  return (await planAgent(['--agent', spec, '--tool-turns', '1'])).callsPerRequest;
 }
 
 async function mockCalls(mock: MockProvider): Promise<number> {
