@@ -30,7 +30,7 @@ export const modelCallsPerRequest = (s: TreeShape): number => s.parallelBranches
 
 /** One entry of GET /v1/agents. */
 export interface PublishedAgent {
-  name: TreeName;
+  name: string;
   /** Null where the count is not fixed (see TREE_SHAPES). */
   modelCallsPerRequest: number | null;
   shape: TreeShape | null;

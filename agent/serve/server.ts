@@ -5,7 +5,6 @@
 import { InMemoryRunner, type LlmAgent, LogLevel, setLogLevel } from '@google/adk';
 import express, { type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { RedisTokenBudget } from '../../instrumentation/index.ts';
 import { type AccessLog, openAccessLog } from '../access-log.ts';
 import { type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
 import { AgentConfigError, formatIssues } from '../config.ts';
@@ -13,6 +12,8 @@ import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-s
 import { createAgentMetrics } from '../metrics.ts';
 import { nativeRunHandler, stampArrival } from '../native-run.ts';
 import { MAX_BODY_BYTES } from '../request-schema.ts';
+import { countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount } from '../tree-count.ts';
+import type { PublishedAgent } from '../tree-shapes.ts';
 import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../tree-walk.ts';
 import { adkProtocolRouter } from './adk-protocol.ts';
 import { APP_NAME_PATTERN, type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './options.ts';
@@ -35,6 +36,20 @@ export interface ServedAgent {
   limiters: WrappedModels['limiters'];
   registry: Registry;
   close(): Promise<void>;
+}
+
+/**
+ * The tree's entry of GET /v1/agents: its counted calls per request and shape, what plan vs
+ * measured compares with; null where the count is not fixed (an unbounded loop, routes, code).
+ */
+function publishedAgent(appName: string, tree: AgentTreeNode): PublishedAgent {
+  try {
+    const counted = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS });
+    if (counted.calls > 0) return { name: appName, modelCallsPerRequest: counted.calls, shape: shapeOfCount(counted) };
+  } catch {
+    // Not countable statically: published as not fixed.
+  }
+  return { name: appName, modelCallsPerRequest: null, shape: null };
 }
 
 /** An agent whose model resolves nowhere: ADK would throw "No model found" on its first run. */
@@ -62,6 +77,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   const tree = walkAgentTree(module.root);
   const agents = llmAgentsOf(tree);
   const branches = eventAuthorsOf(tree);
+  const published = publishedAgent(appName, tree);
 
   const ownAccessLog: AccessLog | undefined = options.accessLog ? openAccessLog(options.accessLog) : undefined;
   const registry = new Registry();
@@ -93,7 +109,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
         {
           ...limiter.snapshot(),
           quotaSharing: limiter.quotaSharing,
-          ...(limiter.budget instanceof RedisTokenBudget ? { centralBudgetReachable: limiter.budget.central } : {}),
+          ...(limiter.budget.central === undefined ? {} : { centralBudgetReachable: limiter.budget.central }),
         },
       ]),
     );
@@ -107,7 +123,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   app.use(adkProtocolRouter({ appName, runner, metrics, branches, inFlight, runs }));
 
   app.get('/v1/agents', (_req, res) => {
-    res.json({ trees: [appName] });
+    res.json({ trees: [appName], agents: [published] });
   });
   app.post(
     '/v1/agents/:name/run',

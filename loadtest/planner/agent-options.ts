@@ -1,10 +1,8 @@
 // The planner's options for counting a real agent tree (`plan --agent FILE[#export]`), as a
 // zod schema; the other planner flags (traffic, tokens, quota) pass through to flags.ts.
 import { z } from 'zod';
+import { DEFAULT_TOOL_TURNS } from '../../agent/tree-count.ts';
 import { FlagError } from './flags.ts';
-
-/** Rounds of tool calls an LlmAgent with tools is taken to make (the mock provider makes one). */
-export const DEFAULT_TOOL_TURNS = 1;
 
 export const agentPlanOptionsSchema = z.object({
   /** The module and export holding the root agent: `FILE[#export]`, export `rootAgent` by default. */

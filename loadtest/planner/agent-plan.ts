@@ -10,7 +10,7 @@ import { splitAgentArgs } from './agent-options.ts';
 import { FlagError, parseArgs, usage } from './flags.ts';
 import { formatPlan } from './format.ts';
 import { type Plan, plan } from './plan.ts';
-import { type CountedNode, countModelCalls, TreeCountError } from './tree-count.ts';
+import { type CountedNode, countModelCalls, shapeOfCount, TreeCountError } from '../../agent/tree-count.ts';
 import { formatCountedTree } from './tree-format.ts';
 
 // The classic agents log a deprecation WARN per construction: noise on the planner's output.
@@ -30,17 +30,18 @@ export interface AgentPlanResult {
   readonly plan?: Plan;
 }
 
-/** The planner input of a counted tree: its calls, its width as the fan-out, the rest after it. */
+/** The planner flags of a counted tree: its calls, and its shape (the width as the fan-out). */
 export function treePlanFlags(tree: CountedNode): string[] {
+  const shape = shapeOfCount(tree);
   return [
     '--calls-per-request',
     String(tree.calls),
     '--branches',
-    String(tree.width),
+    String(shape.parallelBranches),
     '--calls-per-branch',
-    '1',
+    String(shape.callsPerBranch),
     '--sequential-steps',
-    String(tree.calls - tree.width),
+    String(shape.sequentialSteps),
   ];
 }
 

@@ -71,6 +71,11 @@ describe('serve --agent on a tree with a loop, an AgentTool and uneven parallel 
 
   it('native runs: the calls at the mock equal the planner count × requests; agent labels; permits back to 0', async () => {
     expect(planned).toBe(11);
+    // Published for plan vs measured as the planner counts it.
+    expect(await (await fetch(`${served.url}/v1/agents`)).json()).toEqual({
+      trees: ['loop_tools'],
+      agents: [{ name: 'loop_tools', modelCallsPerRequest: 11, shape: { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 9 } }],
+    });
     const before = await mockCalls(mock);
     const requests = 3;
     const answers = await Promise.all(

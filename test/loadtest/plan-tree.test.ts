@@ -2,6 +2,7 @@
 // suite's own fixtures (test/fixtures/agents), the CLI's output and errors, and a property:
 // on random trees of real ADK agents run by the real Runner, the calls the model sees equal
 // the count and never more than the counted width are in flight at once.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { InMemoryRunner, LlmAgent, LoopAgent, ParallelAgent, SequentialAgent } from '@google/adk';
 import fc from 'fast-check';
@@ -9,8 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { loadAgentModule } from '../../agent/agent-module.ts';
 import { walkAgentTree } from '../../agent/tree-walk.ts';
 import { main, planAgent } from '../../loadtest/planner/agent-plan.ts';
-import { countedNodes, countModelCalls } from '../../loadtest/planner/tree-count.ts';
-import { delay, FakeLlm, textResponse } from '../instrumentation/fake-llm.ts';
+import { countedNodes, countModelCalls } from '../../agent/tree-count.ts';
+import { FakeLlm, textResponse } from '../../instrumentation/testing.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/agents/${name}`, import.meta.url));
 const LOOP_TOOLS = fixture('loop_tools.ts');
@@ -149,7 +150,7 @@ describe('property: the count matches what the real ADK Runner calls', () => {
     await fc.assert(
       fc.asyncProperty(shape, async (s) => {
         const model = new FakeLlm(async function* () {
-          await delay(2);
+          await sleep(2);
           yield textResponse('ok', 10);
         });
         const root = build(s, model, { next: 0 });

@@ -7,8 +7,13 @@
 //   Workflow    every node's calls × the times the graph runs it, along the edges from START;
 //               width: the widest step (nodes the same number of edges from START)
 // What cannot be counted statically (a loop without a bound, routes chosen at run time, code
-// nodes whose model calls are invisible) is a TreeCountError naming the node.
-import type { AgentTreeNode } from '../../agent/tree-walk.ts';
+// nodes whose model calls are invisible) is a TreeCountError naming the node. The planner
+// plans with it; `serve` publishes it at GET /v1/agents for plan vs measured.
+import type { TreeShape } from './tree-shapes.ts';
+import type { AgentTreeNode } from './tree-walk.ts';
+
+/** Rounds of tool calls an LlmAgent with tools is taken to make (the mock provider makes one). */
+export const DEFAULT_TOOL_TURNS = 1;
 
 export interface CountOptions {
   /** Extra model calls of an LlmAgent with tools: one per round of tool calls it makes. */
@@ -158,6 +163,15 @@ function countWorkflow(node: Extract<AgentTreeNode, { kind: 'workflow' }>, optio
       .reduce((sum, w) => sum + w, 0);
   const width = Math.max(0, ...[...widthsByStep.values()].map(stepWidth));
   return { name: node.name, kind: node.kind, calls, width, children };
+}
+
+/**
+ * The counted tree as the planner's shape: its width as the fan-out, one call per branch,
+ * the rest of its calls after it (exact for the total, the burst's worst first wave).
+ */
+export function shapeOfCount(tree: CountedNode): TreeShape {
+  const width = Math.max(1, Math.min(tree.width, tree.calls));
+  return { parallelBranches: width, callsPerBranch: 1, sequentialSteps: tree.calls - width };
 }
 
 /** Every node of a counted tree, depth first (for tests and reports). */
