@@ -5,7 +5,8 @@
 //   Parallel    the sum; width: the sum of the children's widths
 //   Loop        the body × maxIterations (a loop without maxIterations cannot be counted)
 //   Workflow    every node's calls × the times the graph runs it, along the edges from START;
-//               width: the widest step (nodes the same number of edges from START)
+//               width: the widest step (nodes the same number of edges from START), i.e. as
+//               if every call took the same time; branches of unequal length can overlap more
 // What cannot be counted statically (a loop without a bound, routes chosen at run time, code
 // nodes whose model calls are invisible) is a TreeCountError naming the node. The planner
 // plans with it; `serve` publishes it at GET /v1/agents for plan vs measured.
@@ -140,8 +141,17 @@ function countWorkflow(node: Extract<AgentTreeNode, { kind: 'workflow' }>, optio
     pending.delete(ready);
     const from = incoming.get(ready) ?? [];
     const fromRuns = from.map((f) => runs.get(f) ?? 0);
-    // A join fires once every predecessor finished; any other node runs once per trigger.
-    const times = byName.get(ready)?.kind === 'join' ? Math.min(...fromRuns) : fromRuns.reduce((sum, r) => sum + r, 0);
+    // A join fires when a predecessor finishes while all of them have finished: once when
+    // each runs once, a number that depends on timing when one runs more often. Any other
+    // node runs once per trigger.
+    const isJoin = byName.get(ready)?.kind === 'join';
+    const rerun = isJoin ? from.find((f) => (runs.get(f) ?? 0) > 1) : undefined;
+    if (rerun !== undefined) {
+      throw new TreeCountError(
+        `workflow "${node.name}": join "${ready}" follows "${rerun}", which runs ${runs.get(rerun)} times: how often the join fires depends on timing`,
+      );
+    }
+    const times = isJoin ? Math.min(...fromRuns) : fromRuns.reduce((sum, r) => sum + r, 0);
     runs.set(ready, from.length === 0 ? 0 : times);
     step.set(ready, from.length === 0 ? 0 : 1 + Math.max(...from.map((f) => step.get(f) ?? 0)));
   }

@@ -8,7 +8,7 @@ import express, { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { AgentMetrics } from '../metrics.ts';
 import { describeThrown, recordRunOutcome } from '../native-run.ts';
-import { describeIssues, MAX_BODY_BYTES } from '../request-schema.ts';
+import { describeIssues, MAX_BODY_BYTES, MAX_DOCUMENT_CHARS } from '../request-schema.ts';
 import { withCallReports } from '../run-context.ts';
 
 const id = (what: string) => z.string().min(1, `${what} must not be empty`).max(128);
@@ -28,7 +28,7 @@ export const adkRunRequestSchema = z.object({
   newMessage: z.object({
     role: z.literal('user').default('user'),
     parts: z
-      .array(z.looseObject({ text: z.string().max(1_000_000).optional() }))
+      .array(z.looseObject({ text: z.string().max(MAX_DOCUMENT_CHARS).optional() }))
       .min(1, 'needs at least one part'),
   }),
   /** /run_sse: partial chunks as they stream (the model calls use SSE). */
