@@ -238,3 +238,26 @@ describe('serve: bad input fails before anything starts', () => {
     for (const line of lines) expect(line).not.toContain('\n');
   });
 });
+
+describe('serve: a run that throws', () => {
+  it('answers /run with 500, /run_sse with an error frame after the 200, the native run with 500; a custom model is left alone', async () => {
+    const served = await startServe({ agent: fixture('throwing_model.ts'), port: 0 });
+    try {
+      expect(served.models).toEqual([{ agent: 'fragile', action: 'kept', reason: 'custom model' }]);
+      const base = served.url;
+      const session = (await (await post(`${base}/apps/throwing_model/users/u/sessions`, {})).json()) as { id: string };
+      const body = { appName: 'throwing_model', userId: 'u', sessionId: session.id, newMessage: { parts: [{ text: 'go' }] } };
+      const run = await post(`${base}/run`, body);
+      expect(run.status).toBe(500);
+      expect(((await run.json()) as { error: string }).error).toContain('model exploded');
+      const sse = await post(`${base}/run_sse`, body);
+      expect(sse.status).toBe(200);
+      expect(sseFrames(await sse.text()).at(-1)).toEqual({ error: expect.stringContaining('model exploded') });
+      const native = await post(`${base}/v1/agents/throwing_model/run`, { document: 'go' });
+      expect(native.status).toBe(500);
+      expect(sampleValue(await metricsText(base), 'agent_requests_total', { tree: 'throwing_model', status: '500' })).toBe(3);
+    } finally {
+      await served.close();
+    }
+  });
+});
