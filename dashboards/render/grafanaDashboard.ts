@@ -51,6 +51,17 @@ function timeseriesPanel(panel: PanelSpec) {
   }
   panel.targets.forEach((t, i) => {
     builder.withTarget(target(t.expr, t.legend, refId(i)));
+    const properties = [
+      ...(t.reference
+        ? [
+            { id: 'color', value: { mode: 'fixed', fixedColor: t.reference } },
+            { id: 'custom.lineStyle', value: { fill: 'dash', dash: [10, 10] } },
+            { id: 'custom.fillOpacity', value: 0 },
+          ]
+        : []),
+      ...(t.unit ? [{ id: 'unit', value: t.unit }, { id: 'custom.axisPlacement', value: 'right' }] : []),
+    ];
+    if (properties.length > 0) builder.overrideByQuery(refId(i), properties);
   });
   return builder;
 }
@@ -98,7 +109,8 @@ function variableBuilder(variable: VariableSpec) {
     .refresh(dash.VariableRefresh.OnTimeRangeChanged)
     .multi(true)
     .includeAll(true)
-    .allValue('.*')
+    // Grafana's dashboard linter wants `.+` for job and instance (both always set on a scrape).
+    .allValue(variable.name === 'job' || variable.name === 'instance' ? '.+' : '.*')
     .current({ selected: true, text: 'All', value: '$__all' })
     .sort(dash.VariableSort.AlphabeticalAsc);
 }
