@@ -68,7 +68,7 @@ const replicaKeys = ['job', 'instance', 'limiter'];
 export function buildRecordingRules(config: DashboardsConfig): RecordingRuleSpec[] {
   const records = recordsOf(config);
   const w = config.windows;
-  const sel = selectorsOf(config).agentRules;
+  const sel = selectorsOf(config).agentScrape;
   const acquired = joinSelectors(sel, 'outcome="acquired"');
   return [
     {
@@ -115,7 +115,7 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
   const fors = config.alerts.for;
   const sel = selectorsOf(config);
   const warn = t.acquireWarnFractionOfMaxWait;
-  const scrapes = [sel.agentRules, ...(sel.mockRules === null ? [] : [sel.mockRules])];
+  const scrapes = [sel.agentScrape, ...(sel.mockScrape === null ? [] : [sel.mockScrape])];
   const bodies: Record<AlertName, AlertBody> = {
     LimiterAcquireTimeRising: {
       expr: `${records.acquireP95Short} > on (job, limiter) ${warn} * ${records.maxWait}\nand\n${records.acquireP95Short} > ${t.acquireRiseFactor} * ${records.acquireP95Baseline}`,
@@ -147,14 +147,14 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       panel: limiterPanel('permit-utilisation'),
     },
     LimiterBudgetExhausted: {
-      expr: `${sumOf(m.budgetAvailable, sel.agentRules, replicaKeys)}\n< ${t.budgetExhaustedFractionOfCapacity} * ${sumOf(m.budgetCapacity, sel.agentRules, replicaKeys)}`,
+      expr: `${sumOf(m.budgetAvailable, sel.agentScrape, replicaKeys)}\n< ${t.budgetExhaustedFractionOfCapacity} * ${sumOf(m.budgetCapacity, sel.agentScrape, replicaKeys)}`,
       summary: 'The token budget of a limiter replica is exhausted.',
       description: (x) =>
         `Only ${x.value('number')} tokens are left in the budget of limiter ${x.label('limiter')} on ${x.label('instance')} (below ${t.budgetExhaustedFractionOfCapacity} × its capacity) for ${fors.LimiterBudgetExhausted}: calls wait for budget.`,
       panel: limiterPanel('budget-level'),
     },
     LimiterBudgetNegative: {
-      expr: `${sumOf(m.budgetAvailable, sel.agentRules, replicaKeys)} < 0`,
+      expr: `${sumOf(m.budgetAvailable, sel.agentScrape, replicaKeys)} < 0`,
       summary: 'The token budget of a limiter replica stays negative.',
       description: (x) =>
         `The budget of limiter ${x.label('limiter')} on ${x.label('instance')} is ${x.value('number')} tokens and has been negative for ${fors.LimiterBudgetNegative}: calls use more tokens than reserved; see LimiterTokenEstimateDrift.`,
@@ -169,14 +169,14 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       panel: limiterPanel('estimate-accuracy'),
     },
     LimiterPermitLeak: {
-      expr: `min_over_time(${series(m.permitsInUse, sel.agentRules)}[${w.leak}]) > 0\nunless on (job, instance, limiter)\nsum by (job, instance, limiter) (increase(${series(m.calls, joinSelectors(sel.agentRules, 'outcome!="timeout"'))}[${w.leak}])) > 0`,
+      expr: `min_over_time(${series(m.permitsInUse, sel.agentScrape)}[${w.leak}]) > 0\nunless on (job, instance, limiter)\nsum by (job, instance, limiter) (increase(${series(m.calls, joinSelectors(sel.agentScrape, 'outcome!="timeout"'))}[${w.leak}])) > 0`,
       summary: 'A limiter holds permits while no call finishes.',
       description: (x) =>
         `${x.value('number')} permits have been held on ${x.label('instance')} (limiter ${x.label('limiter')}) for ${w.leak} while no admitted call finished: a permit leak.`,
       panel: limiterPanel('littles-law'),
     },
     LimiterPermitsReclaimed: {
-      expr: `sum by (job, instance, limiter) (increase(${series(m.permitsReclaimed, sel.agentRules)}[${w.leak}])) > 0`,
+      expr: `sum by (job, instance, limiter) (increase(${series(m.permitsReclaimed, sel.agentScrape)}[${w.leak}])) > 0`,
       summary: 'A limiter reclaimed permits from calls held past the maximum call time.',
       description: (x) =>
         `${x.value('number')} permits were reclaimed on ${x.label('instance')} (limiter ${x.label('limiter')}) in ${w.leak}: calls held them past the maximum call time.`,

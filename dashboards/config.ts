@@ -224,12 +224,14 @@ export function parseDashboardsConfig(input: unknown): DashboardsConfig {
 /** quotascope's own stack. */
 export const defaultConfig: DashboardsConfig = parseDashboardsConfig({});
 
-/** The selector bodies the panels and rules use, built from the config's selectors. */
+/** The selector bodies the panels, variables and rules use, built from the config's selectors. */
 export interface Selectors {
-  /** Agent service scrape, no variables: the recording and alerting rules. */
-  readonly agentRules: string;
-  /** Mock provider scrape, no variables; null when the stack has none. */
-  readonly mockRules: string | null;
+  /** The agent service scrape (no variables): rules and the dashboards' job variable. */
+  readonly agentScrape: string;
+  /** The mock provider scrape (no variables); null when the stack has none. */
+  readonly mockScrape: string | null;
+  /** The k6 remote-write series (no variables). */
+  readonly k6Scrape: string;
   /** Limiter gauges on a dashboard: labelled by limiter (and job/instance by Prometheus). */
   readonly limiter: string;
   /** Limiter metrics that also carry the calling agent. */
@@ -240,29 +242,22 @@ export interface Selectors {
   readonly mockDashboard: string;
   /** k6 metrics (remote write carries the k6 tags, no job). */
   readonly k6: string;
-  /** The agent scrape selector for the dashboard variables. */
-  readonly agentVariables: string;
-  /** The mock provider scrape selector for its dashboard's variables. */
-  readonly mockVariables: string;
-  /** The k6 selector for the scenario variable. */
-  readonly k6Variables: string;
 }
 
 const jobInstance = 'job=~"$job", instance=~"$instance"';
 
 export function selectorsOf(config: DashboardsConfig): Selectors {
-  const { agent, mockProvider, k6 } = config.selectors;
-  const mock = mockProvider ?? '';
+  const agent = joinSelectors(config.selectors.agent);
+  const mock = config.selectors.mockProvider === null ? null : joinSelectors(config.selectors.mockProvider);
+  const k6 = joinSelectors(config.selectors.k6);
   return {
-    agentRules: agent,
-    mockRules: mockProvider,
+    agentScrape: agent,
+    mockScrape: mock,
+    k6Scrape: k6,
     limiter: joinSelectors(agent, jobInstance, 'limiter=~"$limiter"'),
     limiterAgent: joinSelectors(agent, jobInstance, 'limiter=~"$limiter"', 'agent=~"$agent"'),
     agentService: joinSelectors(agent, jobInstance),
-    mockDashboard: joinSelectors(mock, jobInstance),
+    mockDashboard: joinSelectors(mock ?? '', jobInstance),
     k6: joinSelectors(k6, 'scenario=~"$scenario"'),
-    agentVariables: agent,
-    mockVariables: mock,
-    k6Variables: k6,
   };
 }

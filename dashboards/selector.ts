@@ -18,7 +18,7 @@ export function parseMatchers(text: string): Matcher[] {
   const source = `m{${text}}`;
   const tree = parser.parse(source);
   let error: number | undefined;
-  const matchers: Matcher[] = [];
+  const raw: { label: string; op: string; value: string }[] = [];
   tree.iterate({
     enter: (node) => {
       if (node.type.isError && error === undefined) error = node.from;
@@ -27,11 +27,7 @@ export function parseMatchers(text: string): Matcher[] {
       const op = node.node.getChild('MatchOp');
       const literal = node.node.getChild('StringLiteral');
       if (!label || !op || !literal) return;
-      matchers.push({
-        label: unquote(source.slice(label.from, label.to)),
-        op: source.slice(op.from, op.to) as MatchOp,
-        value: unquote(source.slice(literal.from, literal.to)),
-      });
+      raw.push({ label: source.slice(label.from, label.to), op: source.slice(op.from, op.to), value: source.slice(literal.from, literal.to) });
     },
   });
   const top = tree.topNode.firstChild;
@@ -39,6 +35,7 @@ export function parseMatchers(text: string): Matcher[] {
     const at = error === undefined ? '' : ` near "${source.slice(Math.max(2, error - 8), error + 8)}"`;
     throw new Error(`not a list of label matchers such as job="my-agents", namespace=~"prod|eu"${at}`);
   }
+  const matchers: Matcher[] = raw.map((m) => ({ label: unquote(m.label), op: m.op as MatchOp, value: unquote(m.value) }));
   for (const m of matchers) {
     if (!matchOps.includes(m.op)) throw new Error(`unknown match operator ${m.op}`);
     if (m.op === '=~' || m.op === '!~') {
@@ -83,16 +80,20 @@ export function selectsSomething(matchers: readonly Matcher[]): boolean {
   return matchers.some((m) => !matchesValue(m, ''));
 }
 
-/** Joins selector bodies, leaving out the empty ones. */
+/** Joins selector bodies, leaving out the empty ones (and a trailing comma PromQL allows in one). */
 export function joinSelectors(...parts: readonly string[]): string {
-  return parts.filter((p) => p.trim() !== '').join(', ');
+  return parts
+    .map((p) => p.trim().replace(/,$/, '').trim())
+    .filter((p) => p !== '')
+    .join(', ');
 }
 
 const literalAlternatives = /^[A-Za-z0-9_.:-]+(\|[A-Za-z0-9_.:-]+)*$/;
 
 /**
  * A label set that every matcher accepts, for synthetic test series: equality values, a
- * literal alternative of a regex, or `fallback`; a label whose only fit is empty is left out.
+ * literal alternative of a regex, or `fallback` (labels named there are always set); any other
+ * label whose only fit is empty is left out.
  * Throws when no candidate fits (a regex too clever to guess a value for).
  */
 export function labelsSatisfying(matchers: readonly Matcher[], fallback: Readonly<Record<string, string>>): Record<string, string> {
@@ -105,7 +106,8 @@ export function labelsSatisfying(matchers: readonly Matcher[], fallback: Readonl
       ...own.filter((m) => m.op === '=~' && literalAlternatives.test(m.value)).flatMap((m) => m.value.split('|')),
       ...(fallback[name] === undefined ? [] : [fallback[name]]),
       'test',
-      '',
+      // A label with a fallback must be there; any other may be left out.
+      ...(fallback[name] === undefined ? [''] : []),
     ];
     const value = candidates.find((c) => own.every((m) => matchesValue(m, c)));
     if (value === undefined) {

@@ -23,7 +23,7 @@ export function buildLoadtestDashboard(config: DashboardsConfig): DashboardSpec 
     tags: ['quotascope', 'k6'],
     variables: [
       ...limiterVariables(s),
-      { name: 'scenario', label: 'Scenario', metric: k6.httpReqs, labelName: 'scenario', selector: s.k6Variables || undefined },
+      { name: 'scenario', label: 'Scenario', metric: k6.httpReqs, labelName: 'scenario', selector: s.k6Scrape || undefined },
     ],
     rows: [
       {
@@ -90,7 +90,7 @@ export function buildLoadtestDashboard(config: DashboardsConfig): DashboardSpec 
           {
             key: 'k6-vs-acquire',
             title: 'Request p95 vs acquire p95',
-            description: `k6 request p95 overlaid with the limiter acquire-time p95 and the permit wait the responses reported: queueing shows up in both. Orange and red: each limiter\'s early-warning line and maxWait.`,
+            description: `k6 request p95 overlaid with the limiter acquire-time p95 and the permit wait the responses reported: queueing shows up in both. Orange and red: each limiter's early-warning line and maxWait.`,
             unit: 's',
             kind: 'timeseries',
             min: 0,

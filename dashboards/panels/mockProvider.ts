@@ -19,7 +19,7 @@ function usedVsLimit(s: string, quota: string): { expr: string; legend: string }
 /** Null when the stack has no mock provider (config selectors.mockProvider: null). */
 export function buildMockProviderDashboard(config: DashboardsConfig): DashboardSpec | null {
   const sel = selectorsOf(config);
-  if (sel.mockRules === null) return null;
+  if (sel.mockScrape === null) return null;
   const s = sel.mockDashboard;
   return {
     uid: 'quotascope-mock-provider',
@@ -27,10 +27,10 @@ export function buildMockProviderDashboard(config: DashboardsConfig): DashboardS
     description: 'The mock provider: quota windows, 429s by reason, latency served and faults injected.',
     tags: ['quotascope', 'mock-provider'],
     variables: [
-      { name: 'job', label: 'Job', metric: mock.requests, labelName: 'job', selector: sel.mockVariables },
-      { name: 'instance', label: 'Instance', metric: mock.requests, labelName: 'instance', selector: joinSelectors(sel.mockVariables, 'job=~"$job"') },
-      // limiter and agent: kept for links from the other dashboards (they carry them along).
-      ...limiterVariables(sel).filter((v) => v.name === 'limiter' || v.name === 'agent').map((v) => ({ ...v, selector: undefined })),
+      { name: 'job', label: 'Job', metric: mock.requests, labelName: 'job', selector: sel.mockScrape! },
+      { name: 'instance', label: 'Instance', metric: mock.requests, labelName: 'instance', selector: joinSelectors(sel.mockScrape!, 'job=~"$job"') },
+      // limiter and agent: kept for links from the other dashboards (they carry them along), listed from the agent scrape.
+      ...limiterVariables(sel).filter((v) => v.name === 'limiter' || v.name === 'agent').map((v) => ({ ...v, selector: sel.agentScrape })),
     ],
     rows: [
       {

@@ -7,7 +7,7 @@ import { joinSelectors } from '../selector.ts';
 import type { VariableSpec } from './spec.ts';
 
 export function limiterVariables(s: Selectors): VariableSpec[] {
-  const scrape = s.agentVariables;
+  const scrape = s.agentScrape;
   return [
     { name: 'job', label: 'Job', metric: limiter.permitsInUse, labelName: 'job', selector: scrape },
     { name: 'instance', label: 'Replica', metric: limiter.permitsInUse, labelName: 'instance', selector: joinSelectors(scrape, 'job=~"$job"') },

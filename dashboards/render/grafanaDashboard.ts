@@ -4,13 +4,14 @@ import * as dash from '@grafana/grafana-foundation-sdk/dashboard';
 import * as heatmap from '@grafana/grafana-foundation-sdk/heatmap';
 import * as prom from '@grafana/grafana-foundation-sdk/prometheus';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
+import { alertNames } from '../alertNames.ts';
 import type { DashboardSpec, PanelSpec, VariableSpec } from '../panels/spec.ts';
 
 /** Every query goes through the dashboard's datasource variable (a Grafana `${datasource}` reference). */
 const datasource = { type: 'prometheus', uid: `\${datasource}` };
 
-/** Firing alerts from Prometheus' ALERTS series, drawn on every panel. */
-export const alertAnnotationExpr = 'ALERTS{alertstate="firing"}';
+/** Firing alerts of ours (by name) from Prometheus' ALERTS series, drawn on every panel. */
+export const alertAnnotationExpr = `ALERTS{alertstate="firing", alertname=~"${alertNames.join('|')}"}`;
 
 function target(expr: string, legend: string, refId: string, format = prom.PromQueryFormat.TimeSeries) {
   return new prom.DataqueryBuilder()
