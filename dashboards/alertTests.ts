@@ -134,6 +134,18 @@ export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
       ],
     },
     {
+      name: 'a limiter without a maxWait gauge fires after 10m; one with it does not',
+      series: [
+        at(m.permitsLimit, replica('agent-1:8080'), '10x20'),
+        maxWaitGauge(replica('agent-1:8080'), 20, 20),
+        at(m.permitsLimit, replica('agent-1:8080', 'legacy'), '10x20'),
+      ],
+      checks: [
+        { atMinute: 5, alert: 'LimiterMaxWaitMissing', firing: [] },
+        { atMinute: 15, alert: 'LimiterMaxWaitMissing', firing: [{ labels: perLimiter('legacy'), value: '10' }] },
+      ],
+    },
+    {
       name: 'budget timeouts from 11m fire; the permit reason that stays at zero does not',
       series: [
         at(m.timeouts, reviewer(replica('agent-1:8080'), { reason: 'budget' }), '0x10 0+6x20'),

@@ -125,6 +125,14 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       extras: { maxWait: { metric: records.maxWait, labels: ['job', 'limiter'] } },
       panel: limiterPanel('acquire-quantiles'),
     },
+    LimiterMaxWaitMissing: {
+      // Without its maxWait a limiter's acquire-time threshold is unknown: say so instead of staying silent.
+      expr: `${sumOf(m.permitsLimit, sel.agentScrape, ['job', 'limiter'])}\nunless on (job, limiter)\n${records.maxWait}`,
+      summary: 'A limiter exports no maxWait, so its acquire-time alert cannot fire.',
+      description: (x) =>
+        `Limiter ${x.label('limiter')} (job ${x.label('job')}) exports ${m.permitsLimit} but not ${m.maxWait}: LimiterAcquireTimeRising compares the acquire time with that gauge and stays silent for this limiter. Run a wrapper version that exports it.`,
+      panel: limiterPanel('acquire-quantiles'),
+    },
     LimiterTimeouts: {
       expr: `${records.timeoutsRate} > 0`,
       summary: 'Limiter calls time out waiting for a permit or token budget.',

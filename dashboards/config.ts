@@ -18,6 +18,7 @@ export type Severity = 'critical' | 'warning' | 'info';
 /** Default severity per alert: critical pages, warning makes a ticket. */
 const defaultSeverities: Record<AlertName, Severity> = {
   LimiterAcquireTimeRising: 'warning',
+  LimiterMaxWaitMissing: 'warning',
   LimiterTimeouts: 'warning',
   ProviderRateLimitedDespiteLimiter: 'critical',
   LimiterPermitsSaturated: 'warning',
@@ -32,6 +33,7 @@ const defaultSeverities: Record<AlertName, Severity> = {
 /** Default `for` per alert: long enough to ride out a blip. */
 const defaultForDurations: Record<AlertName, string> = {
   LimiterAcquireTimeRising: '1m',
+  LimiterMaxWaitMissing: '10m',
   LimiterTimeouts: '1m',
   ProviderRateLimitedDespiteLimiter: '2m',
   LimiterPermitsSaturated: '5m',
