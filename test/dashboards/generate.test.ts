@@ -133,6 +133,17 @@ describe('quotascope dashboards CLI', () => {
     expect(stale.stderr).toContain(`${generatedPaths.rules} (differs)`);
   });
 
+  it('takes a JSON config as well', async () => {
+    const dir = scratch();
+    const file = join(dir, 'stack.json');
+    writeFileSync(file, JSON.stringify({ selectors: { agent: 'namespace="prod"', mockProvider: null }, datasource: { uid: 'prod-prom' } }));
+    const result = await cli('--config', file, '--out', join(dir, 'out'));
+    expect(result.code, result.stderr).toBe(0);
+    const rules = readFileSync(join(dir, 'out', generatedPaths.rules), 'utf8');
+    expect(rules).toContain('llm_limiter_permits_in_use{namespace="prod"}');
+    expect(parse(readFileSync(join(dir, 'out', generatedPaths.alerting), 'utf8')).groups[0].rules[0].data[0].datasourceUid).toBe('prod-prom');
+  });
+
   it('a bad config is one line naming the file and the field, exit 2', async () => {
     const dir = scratch();
     const cases: [string, RegExp][] = [
