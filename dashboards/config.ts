@@ -93,7 +93,9 @@ const labelName = z
   .refine((name) => !name.startsWith('__'), 'names starting with __ are reserved');
 const fraction = (max: number) => z.number().gt(0).lte(max);
 const k8sName = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a Kubernetes name: lower-case letters, digits and -');
-const k8sLabels = z.record(z.string().regex(/^([a-z0-9.-]{1,253}\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'a Kubernetes label key'), z.string().max(63));
+const k8sLabels = z
+  .record(z.string().regex(/^([a-z0-9.-]{1,253}\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'a Kubernetes label key'), z.string().max(63))
+  .refine((labels) => Object.keys(labels).length <= 20, 'at most 20 labels');
 
 export const dashboardsConfigSchema = z.strictObject({
   /**
@@ -115,7 +117,7 @@ export const dashboardsConfigSchema = z.strictObject({
     .strictObject({
       uid: z.string().regex(/^[a-zA-Z0-9_-]{1,40}$/, 'a Grafana uid: 1-40 letters, digits, - and _').default('quotascope-prometheus'),
       name: z.string().min(1).max(190).default('Prometheus'),
-      url: z.url().default('http://prometheus:9090'),
+      url: z.url().max(2000).default('http://prometheus:9090'),
       /** The scrape interval; Grafana derives $__rate_interval from it. */
       scrapeInterval: duration(1, 3600).default('5s'),
     })
