@@ -7,6 +7,9 @@ import { z } from 'zod';
 import { type AlertName, alertNames } from './alertNames.ts';
 import { joinSelectors, parseMatchers, selectsSomething } from './selector.ts';
 
+/** The metric names live in metrics.ts; re-exported for the modules that import them from here (loadtest/report). */
+export { agent, k6, limiter, mock } from './metrics.ts';
+
 /** Scrape job names of quotascope's own stack (deploy/prometheus/prometheus.yml, loadtest/prometheus.ts). */
 export const jobs = {
   agent: 'quotascope-agent',
