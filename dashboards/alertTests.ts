@@ -1,8 +1,13 @@
 // The promtool unit tests of the alerts, as data: for every alert a synthetic series that
 // fires it and one that must stay silent. render/promtoolTests.ts turns these cases into
 // the rules test file; the expected annotations are rendered from the alert specs
-// themselves, with the expected values filled in.
-import { jobs, limiter as m } from './config.ts';
+// themselves, with the expected values filled in. The series carry labels that the
+// configured selectors accept, so the same cases test a user's config; the acquire-time
+// cases run at a maxWait of 20 s and of 5 s, with each limiter's maxWait gauge as input.
+import { acquireSecondsBuckets } from '../instrumentation/metrics/definitions.ts';
+import { type DashboardsConfig, jobs } from './config.ts';
+import { limiter as m } from './metrics.ts';
+import { labelsRejected, labelsSatisfying, parseMatchers } from './selector.ts';
 
 export interface InputSeries {
   /** `metric{labels}` */
@@ -12,7 +17,7 @@ export interface InputSeries {
 }
 
 export interface ExpectedAlert {
-  /** The alert's labels, severity excluded (added from the spec). */
+  /** The alert's labels, severity and the configured extra labels excluded (added from the spec). */
   readonly labels: Readonly<Record<string, string>>;
   /** The humanized alert value as the annotation shows it. */
   readonly value: string;
@@ -34,180 +39,241 @@ export interface AlertTestCase {
   readonly checks: readonly AlertCheck[];
 }
 
-const job = `job="${jobs.agent}"`;
-const replica = (instance: string, limiter = 'gemini') => `${job}, instance="${instance}", limiter="${limiter}"`;
-const at = (metric: string, labels: string, values: string): InputSeries => ({ series: `${metric}{${labels}}`, values });
-const labelsOf = (instance: string, limiter = 'gemini') => ({ job: jobs.agent, instance, limiter });
+type Labels = Readonly<Record<string, string>>;
 
-/** Acquire histogram with every admission in one bucket range, for each `le` given. */
-function acquireHistogram(labels: string, perLe: Record<string, string>): InputSeries[] {
-  const series = Object.entries(perLe).map(([le, values]) =>
-    at(`${m.acquireDuration}_bucket`, `${labels}, outcome="acquired", le="${le}"`, values),
-  );
-  series.push(at(`${m.acquireDuration}_count`, `${labels}, outcome="acquired"`, perLe['+Inf']));
-  return series;
+function seriesOf(metric: string, labels: Labels): string {
+  const body = Object.entries(labels)
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(', ');
+  return `${metric}{${body}}`;
 }
 
-export const alertTestCases: readonly AlertTestCase[] = [
-  {
-    name: 'acquire time rises at 20m and fires the early warning before the 429s that start at 35m',
-    series: [
-      // 60 admissions/min: all under 5 ms until 20m, then all between 4 s and 8 s.
-      ...acquireHistogram(`${replica('agent-1:8080')}, agent="reviewer"`, {
-        '0.005': '0+60x20 1200+0x40',
-        '4': '0+60x20 1200+0x40',
-        '8': '0+60x60',
-        '+Inf': '0+60x60',
+/** An acquire-time bucket bound that the limiter's buckets for `maxWaitSeconds` really have. */
+function bucketBound(maxWaitSeconds: number, bound: number): string {
+  if (!acquireSecondsBuckets(maxWaitSeconds).includes(bound)) {
+    throw new Error(`${bound} s is not an acquire-time bucket bound for a maxWait of ${maxWaitSeconds} s`);
+  }
+  return String(bound);
+}
+
+export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
+  const agentMatchers = parseMatchers(config.selectors.agent);
+  const scrape = labelsSatisfying(agentMatchers, { job: jobs.agent });
+  const job = scrape.job;
+  const at = (metric: string, labels: Labels, values: string): InputSeries => ({ series: seriesOf(metric, labels), values });
+  const replica = (instance: string, limiter = 'gemini'): Labels => ({ ...scrape, instance, limiter });
+  /** Labels of an alert on a `sum by (job, instance, limiter)`. */
+  const perReplica = (instance: string, limiter = 'gemini'): Labels => ({ job, instance, limiter });
+  const perLimiter = (limiter = 'gemini'): Labels => ({ job, limiter });
+  const reviewer = (labels: Labels, extra: Labels = {}): Labels => ({ ...labels, agent: 'reviewer', ...extra });
+
+  /** Admitted-call histogram with every admission in one bucket range, for each `le` given. */
+  const acquireHistogram = (labels: Labels, perLe: Record<string, string>): InputSeries[] => {
+    const acquired = { ...labels, outcome: 'acquired' };
+    return [
+      ...Object.entries(perLe).map(([le, values]) => at(`${m.acquireDuration}_bucket`, { ...acquired, le }, values)),
+      at(`${m.acquireDuration}_count`, acquired, perLe['+Inf']),
+    ];
+  };
+  const maxWaitGauge = (labels: Labels, seconds: number, minutes: number) => at(m.maxWait, labels, `${seconds}x${minutes}`);
+
+  /** Admissions move at 20m from under 5 ms into (0.2, 0.4] × maxWait: p95 = 0.39 × maxWait, above 0.25 × maxWait. */
+  const risingCase = (maxWait: number, withRateLimits: boolean): AlertTestCase => {
+    const lo = bucketBound(maxWait, 0.2 * maxWait);
+    const hi = bucketBound(maxWait, 0.4 * maxWait);
+    const p95 = `${Number((0.39 * maxWait).toPrecision(3))}s`;
+    const gemini = replica('agent-1:8080');
+    const steady = replica('agent-1:8080', 'steady');
+    return {
+      name: withRateLimits
+        ? `maxWait ${maxWait} s: acquire time rises at 20m and fires the early warning before the 429s that start at 35m`
+        : `maxWait ${maxWait} s: acquire time rises at 20m and fires the early warning; a limiter that always waited that long does not`,
+      series: [
+        maxWaitGauge(gemini, maxWait, 60),
+        maxWaitGauge(steady, maxWait, 60),
+        // 60 admissions/min: all under 5 ms until 20m, then all in (lo, hi].
+        ...acquireHistogram(reviewer(gemini), { '0.005': '0+60x20 1200+0x40', [lo]: '0+60x20 1200+0x40', [hi]: '0+60x60', '+Inf': '0+60x60' }),
+        // Silent: a limiter that has always waited that long is slow, not rising.
+        ...acquireHistogram(reviewer(steady), { '0.005': '0x60', [lo]: '0x60', [hi]: '0+60x60', '+Inf': '0+60x60' }),
+        // 429s from 36m on, 10 per minute.
+        ...(withRateLimits ? [at(m.rateLimited, reviewer(gemini), '0x35 1+10x24')] : []),
+      ],
+      checks: [
+        { atMinute: 15, alert: 'LimiterAcquireTimeRising', firing: [] },
+        { atMinute: 25, alert: 'LimiterAcquireTimeRising', firing: [{ labels: perLimiter(), value: p95, extras: { maxWait: `${maxWait}s` } }] },
+        ...(withRateLimits
+          ? [
+              { atMinute: 25, alert: 'ProviderRateLimitedDespiteLimiter', firing: [] },
+              { atMinute: 34, alert: 'ProviderRateLimitedDespiteLimiter', firing: [] },
+              { atMinute: 45, alert: 'ProviderRateLimitedDespiteLimiter', firing: [{ labels: perLimiter(), value: '0.167' }] },
+            ]
+          : []),
+      ],
+    };
+  };
+
+  const cases: AlertTestCase[] = [
+    risingCase(20, true),
+    risingCase(5, false),
+    {
+      name: 'the same acquire times (p95 3.9 s) fire on a limiter with a maxWait of 5 s and stay silent on one with 20 s',
+      series: ['short-wait', 'long-wait'].flatMap((limiter) => {
+        const labels = replica('agent-1:8080', limiter);
+        return [
+          maxWaitGauge(labels, limiter === 'short-wait' ? 5 : 20, 40),
+          ...acquireHistogram(reviewer(labels), { '0.005': '0+60x20 1200+0x20', '2': '0+60x20 1200+0x20', '4': '0+60x40', '+Inf': '0+60x40' }),
+        ];
       }),
-      // Silent: a limiter that has always waited 4-8 s is slow, not rising.
-      ...acquireHistogram(`${replica('agent-1:8080', 'steady')}, agent="reviewer"`, {
-        '0.005': '0x60',
-        '4': '0x60',
-        '8': '0+60x60',
-        '+Inf': '0+60x60',
-      }),
-      // 429s from 36m on, 10 per minute.
-      at(m.rateLimited, `${replica('agent-1:8080')}, agent="reviewer"`, '0x35 1+10x24'),
-    ],
-    checks: [
-      { atMinute: 15, alert: 'LimiterAcquireTimeRising', firing: [] },
-      {
-        atMinute: 25,
-        alert: 'LimiterAcquireTimeRising',
-        firing: [{ labels: { job: jobs.agent, limiter: 'gemini' }, value: '7.8s' }],
-      },
-      { atMinute: 25, alert: 'ProviderRateLimitedDespiteLimiter', firing: [] },
-      { atMinute: 34, alert: 'ProviderRateLimitedDespiteLimiter', firing: [] },
-      {
-        atMinute: 45,
-        alert: 'ProviderRateLimitedDespiteLimiter',
-        firing: [{ labels: { job: jobs.agent, limiter: 'gemini' }, value: '0.167' }],
-      },
-    ],
-  },
-  {
-    name: 'budget timeouts from 11m fire; the permit reason that stays at zero does not',
-    series: [
-      at(m.timeouts, `${replica('agent-1:8080')}, agent="reviewer", reason="budget"`, '0x10 0+6x20'),
-      at(m.timeouts, `${replica('agent-1:8080')}, agent="reviewer", reason="permit"`, '0x30'),
-    ],
-    checks: [
-      { atMinute: 10, alert: 'LimiterTimeouts', firing: [] },
-      {
-        atMinute: 20,
-        alert: 'LimiterTimeouts',
-        firing: [{ labels: { job: jobs.agent, limiter: 'gemini', reason: 'budget' }, value: '0.1' }],
-      },
-    ],
-  },
-  {
-    name: 'a replica with every permit in use fires after 5m; one at 90 % does not',
-    series: [
-      at(m.permitsInUse, replica('agent-1:8080'), '10x20'),
-      at(m.permitsLimit, replica('agent-1:8080'), '10x20'),
-      at(m.permitsInUse, replica('agent-2:8080'), '9x20'),
-      at(m.permitsLimit, replica('agent-2:8080'), '10x20'),
-    ],
-    checks: [
-      { atMinute: 4, alert: 'LimiterPermitsSaturated', firing: [] },
-      { atMinute: 10, alert: 'LimiterPermitsSaturated', firing: [{ labels: labelsOf('agent-1:8080'), value: '100%' }] },
-    ],
-  },
-  {
-    name: 'an empty budget fires "exhausted"; a negative one also fires "negative" after 10m; a healthy one neither',
-    series: [
-      at(m.budgetAvailable, replica('agent-1:8080'), '100x20'),
-      at(m.budgetCapacity, replica('agent-1:8080'), '300000x20'),
-      at(m.budgetAvailable, replica('agent-2:8080'), '200000x20'),
-      at(m.budgetCapacity, replica('agent-2:8080'), '300000x20'),
-      at(m.budgetAvailable, replica('agent-3:8080'), '-5000x20'),
-      at(m.budgetCapacity, replica('agent-3:8080'), '300000x20'),
-    ],
-    checks: [
-      { atMinute: 4, alert: 'LimiterBudgetExhausted', firing: [] },
-      {
-        atMinute: 6,
-        alert: 'LimiterBudgetExhausted',
-        firing: [
-          { labels: labelsOf('agent-1:8080'), value: '100' },
-          { labels: labelsOf('agent-3:8080'), value: '-5k' },
-        ],
-      },
-      { atMinute: 9, alert: 'LimiterBudgetNegative', firing: [] },
-      { atMinute: 15, alert: 'LimiterBudgetNegative', firing: [{ labels: labelsOf('agent-3:8080'), value: '-5k' }] },
-    ],
-  },
-  {
-    name: 'agents using 140 % and 60 % of their reserved tokens fire with the suggested estimate; an exact one does not',
-    series: [
-      // 5000 tokens reserved per call, one call per minute each.
-      ...['reviewer', 'synthesizer', 'classifier'].flatMap((agent) => [
-        at(m.tokensReserved, `${replica('agent-1:8080')}, agent="${agent}"`, '0+5000x40'),
-        at(`${m.acquireDuration}_count`, `${replica('agent-1:8080')}, agent="${agent}", outcome="acquired"`, '0+1x40'),
-      ]),
-      at(m.tokensActual, `${replica('agent-1:8080')}, agent="reviewer"`, '0+7000x40'),
-      at(m.tokensActual, `${replica('agent-1:8080')}, agent="synthesizer"`, '0+3000x40'),
-      at(m.tokensActual, `${replica('agent-1:8080')}, agent="classifier"`, '0+5000x40'),
-    ],
-    checks: [
-      { atMinute: 10, alert: 'LimiterTokenEstimateDrift', firing: [] },
-      {
-        atMinute: 25,
-        alert: 'LimiterTokenEstimateDrift',
-        firing: [
-          { labels: { job: jobs.agent, limiter: 'gemini', agent: 'reviewer' }, value: '140%', extras: { suggested: '7k' } },
-          { labels: { job: jobs.agent, limiter: 'gemini', agent: 'synthesizer' }, value: '60%', extras: { suggested: '3k' } },
-        ],
-      },
-    ],
-  },
-  {
-    name: 'permits held while no admitted call finishes fire as a leak (timeouts do not count as calls); a busy replica does not',
-    series: [
-      at(m.permitsInUse, replica('agent-1:8080'), '2x30'),
-      at(m.calls, `${replica('agent-1:8080')}, agent="reviewer", outcome="ok"`, '100x30'),
-      at(m.permitsInUse, replica('agent-2:8080'), '3x30'),
-      at(m.calls, `${replica('agent-2:8080')}, agent="reviewer", outcome="timeout"`, '0+5x30'),
-      at(m.permitsInUse, replica('agent-3:8080'), '2x30'),
-      at(m.calls, `${replica('agent-3:8080')}, agent="reviewer", outcome="ok"`, '0+5x30'),
-    ],
-    checks: [
-      { atMinute: 3, alert: 'LimiterPermitLeak', firing: [] },
-      {
-        atMinute: 20,
-        alert: 'LimiterPermitLeak',
-        firing: [
-          { labels: labelsOf('agent-1:8080'), value: '2' },
-          { labels: labelsOf('agent-2:8080'), value: '3' },
-        ],
-      },
-    ],
-  },
-  {
-    name: 'a reclaimed permit at 6m fires, and resolves once it is 10m old',
-    series: [
-      at(m.permitsReclaimed, replica('agent-1:8080'), '0x5 1+0x20'),
-      at(m.permitsReclaimed, replica('agent-2:8080'), '0x25'),
-    ],
-    checks: [
-      { atMinute: 5, alert: 'LimiterPermitsReclaimed', firing: [] },
-      { atMinute: 10, alert: 'LimiterPermitsReclaimed', firing: [{ labels: labelsOf('agent-1:8080'), value: '1' }] },
-      { atMinute: 20, alert: 'LimiterPermitsReclaimed', firing: [] },
-    ],
-  },
-  {
-    name: 'a scrape target down for 2m fires; one that is up does not',
-    series: [
-      { series: `up{job="${jobs.agent}", instance="agent-1:8080"}`, values: '1x5 0x10' },
-      { series: `up{job="${jobs.mockProvider}", instance="mock:8090"}`, values: '1x15' },
-    ],
+      checks: [
+        { atMinute: 15, alert: 'LimiterAcquireTimeRising', firing: [] },
+        {
+          atMinute: 25,
+          alert: 'LimiterAcquireTimeRising',
+          firing: [{ labels: perLimiter('short-wait'), value: '3.9s', extras: { maxWait: '5s' } }],
+        },
+      ],
+    },
+    {
+      name: 'a limiter without a maxWait gauge fires after 10m; one with it does not',
+      series: [
+        at(m.permitsLimit, replica('agent-1:8080'), '10x20'),
+        maxWaitGauge(replica('agent-1:8080'), 20, 20),
+        at(m.permitsLimit, replica('agent-1:8080', 'legacy'), '10x20'),
+      ],
+      checks: [
+        { atMinute: 5, alert: 'LimiterMaxWaitMissing', firing: [] },
+        { atMinute: 15, alert: 'LimiterMaxWaitMissing', firing: [{ labels: perLimiter('legacy'), value: '10' }] },
+      ],
+    },
+    {
+      name: 'budget timeouts from 11m fire; the permit reason that stays at zero does not',
+      series: [
+        at(m.timeouts, reviewer(replica('agent-1:8080'), { reason: 'budget' }), '0x10 0+6x20'),
+        at(m.timeouts, reviewer(replica('agent-1:8080'), { reason: 'permit' }), '0x30'),
+      ],
+      checks: [
+        { atMinute: 10, alert: 'LimiterTimeouts', firing: [] },
+        { atMinute: 20, alert: 'LimiterTimeouts', firing: [{ labels: { ...perLimiter(), reason: 'budget' }, value: '0.1' }] },
+      ],
+    },
+    {
+      name: 'a replica with every permit in use fires after 5m; one at 90 % does not',
+      series: [
+        at(m.permitsInUse, replica('agent-1:8080'), '10x20'),
+        at(m.permitsLimit, replica('agent-1:8080'), '10x20'),
+        at(m.permitsInUse, replica('agent-2:8080'), '9x20'),
+        at(m.permitsLimit, replica('agent-2:8080'), '10x20'),
+      ],
+      checks: [
+        { atMinute: 4, alert: 'LimiterPermitsSaturated', firing: [] },
+        { atMinute: 10, alert: 'LimiterPermitsSaturated', firing: [{ labels: perReplica('agent-1:8080'), value: '100%' }] },
+      ],
+    },
+    {
+      name: 'an empty budget fires "exhausted"; a negative one also fires "negative" after 10m; a healthy one neither',
+      series: [
+        at(m.budgetAvailable, replica('agent-1:8080'), '100x20'),
+        at(m.budgetCapacity, replica('agent-1:8080'), '300000x20'),
+        at(m.budgetAvailable, replica('agent-2:8080'), '200000x20'),
+        at(m.budgetCapacity, replica('agent-2:8080'), '300000x20'),
+        at(m.budgetAvailable, replica('agent-3:8080'), '-5000x20'),
+        at(m.budgetCapacity, replica('agent-3:8080'), '300000x20'),
+      ],
+      checks: [
+        { atMinute: 4, alert: 'LimiterBudgetExhausted', firing: [] },
+        {
+          atMinute: 6,
+          alert: 'LimiterBudgetExhausted',
+          firing: [
+            { labels: perReplica('agent-1:8080'), value: '100' },
+            { labels: perReplica('agent-3:8080'), value: '-5k' },
+          ],
+        },
+        { atMinute: 9, alert: 'LimiterBudgetNegative', firing: [] },
+        { atMinute: 15, alert: 'LimiterBudgetNegative', firing: [{ labels: perReplica('agent-3:8080'), value: '-5k' }] },
+      ],
+    },
+    {
+      name: 'agents using 140 % and 60 % of their reserved tokens fire with the suggested estimate; an exact one does not',
+      series: [
+        // 5000 tokens reserved per call, one call per minute each.
+        ...['reviewer', 'synthesizer', 'classifier'].flatMap((agent) => [
+          at(m.tokensReserved, { ...replica('agent-1:8080'), agent }, '0+5000x40'),
+          at(`${m.acquireDuration}_count`, { ...replica('agent-1:8080'), agent, outcome: 'acquired' }, '0+1x40'),
+        ]),
+        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'reviewer' }, '0+7000x40'),
+        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'synthesizer' }, '0+3000x40'),
+        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'classifier' }, '0+5000x40'),
+      ],
+      checks: [
+        { atMinute: 10, alert: 'LimiterTokenEstimateDrift', firing: [] },
+        {
+          atMinute: 25,
+          alert: 'LimiterTokenEstimateDrift',
+          firing: [
+            { labels: { ...perLimiter(), agent: 'reviewer' }, value: '140%', extras: { suggested: '7k' } },
+            { labels: { ...perLimiter(), agent: 'synthesizer' }, value: '60%', extras: { suggested: '3k' } },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'permits held while no admitted call finishes fire as a leak (timeouts do not count as calls); a busy replica does not',
+      series: [
+        at(m.permitsInUse, replica('agent-1:8080'), '2x30'),
+        at(m.calls, reviewer(replica('agent-1:8080'), { outcome: 'ok' }), '100x30'),
+        at(m.permitsInUse, replica('agent-2:8080'), '3x30'),
+        at(m.calls, reviewer(replica('agent-2:8080'), { outcome: 'timeout' }), '0+5x30'),
+        at(m.permitsInUse, replica('agent-3:8080'), '2x30'),
+        at(m.calls, reviewer(replica('agent-3:8080'), { outcome: 'ok' }), '0+5x30'),
+      ],
+      checks: [
+        { atMinute: 3, alert: 'LimiterPermitLeak', firing: [] },
+        {
+          atMinute: 20,
+          alert: 'LimiterPermitLeak',
+          // A raw gauge: the alert keeps every label of the series.
+          firing: [
+            { labels: replica('agent-1:8080'), value: '2' },
+            { labels: replica('agent-2:8080'), value: '3' },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'a reclaimed permit at 6m fires, and resolves once it is 10m old',
+      series: [at(m.permitsReclaimed, replica('agent-1:8080'), '0x5 1+0x20'), at(m.permitsReclaimed, replica('agent-2:8080'), '0x25')],
+      checks: [
+        { atMinute: 5, alert: 'LimiterPermitsReclaimed', firing: [] },
+        { atMinute: 10, alert: 'LimiterPermitsReclaimed', firing: [{ labels: perReplica('agent-1:8080'), value: '1' }] },
+        { atMinute: 20, alert: 'LimiterPermitsReclaimed', firing: [] },
+      ],
+    },
+    targetDownCase(config, scrape, at),
+  ];
+  return cases;
+}
+
+/** The agent target down fires; an agent target that is up, the mock provider and a job outside the selectors do not. */
+function targetDownCase(
+  config: DashboardsConfig,
+  scrape: Labels,
+  at: (metric: string, labels: Labels, values: string) => InputSeries,
+): AlertTestCase {
+  const down = { ...scrape, instance: 'agent-1:8080' };
+  const series = [at('up', down, '1x5 0x10'), at('up', { ...scrape, instance: 'agent-2:8080' }, '1x15')];
+  if (config.selectors.mockProvider !== null) {
+    const mock = labelsSatisfying(parseMatchers(config.selectors.mockProvider), { job: jobs.mockProvider });
+    series.push(at('up', { ...mock, instance: 'mock:8090' }, '1x15'));
+  }
+  const outside = labelsRejected(parseMatchers(config.selectors.agent), { ...scrape, instance: 'other:9100' });
+  if (outside) series.push(at('up', outside, '0x15'));
+  return {
+    name: 'a scrape target down for 2m fires; one that is up, and one outside the selectors, do not',
+    series,
     checks: [
       { atMinute: 6, alert: 'QuotascopeTargetDown', firing: [] },
-      {
-        atMinute: 10,
-        alert: 'QuotascopeTargetDown',
-        firing: [{ labels: { job: jobs.agent, instance: 'agent-1:8080' }, value: '0' }],
-      },
+      { atMinute: 10, alert: 'QuotascopeTargetDown', firing: [{ labels: down, value: '0' }] },
     ],
-  },
-];
+  };
+}

@@ -1,8 +1,12 @@
-// The alerts and recording rules, defined once. render/prometheusRules.ts emits them as a
-// Prometheus rule file and render/grafanaAlerts.ts as Grafana-managed alert rules; the
-// promtool unit tests (alertTests.ts) prove each one fires and stays silent.
-import { acquireWarnSeconds, forDurations, jobs, limiter as m, thresholds, windows } from './config.ts';
+// The alerts and recording rules, defined once per config. render/prometheusRules.ts emits
+// them as a Prometheus rule file (and a PrometheusRule), render/grafanaAlerts.ts as
+// Grafana-managed alert rules; the promtool unit tests (alertTests.ts) prove each one fires
+// and stays silent.
+import type { AlertName } from './alertNames.ts';
+import { type DashboardsConfig, type Severity, selectorsOf } from './config.ts';
+import { limiter as m } from './metrics.ts';
 import { quantile, series, sumOf, sumRate } from './promql.ts';
+import { joinSelectors } from './selector.ts';
 
 export interface RecordingRuleSpec {
   /** `level:metric:operations`. */
@@ -26,12 +30,14 @@ export interface AnnotationTemplate {
 
 export interface AlertSpec {
   /** CamelCase alert name. */
-  readonly name: string;
-  readonly severity: 'warning' | 'critical';
+  readonly name: AlertName;
+  readonly severity: Severity;
   readonly for: string;
   /** PromQL that returns a series exactly while the alert condition holds. */
   readonly expr: string;
-  readonly summary: (t: AnnotationTemplate) => string;
+  /** One sentence without templates (mixtool's rule): what is wrong, for a notification's title. */
+  readonly summary: string;
+  /** The details, with the value and the labels. */
   readonly description: (t: AnnotationTemplate) => string;
   /** Extra values shown in the annotations: recorded metrics matched on `labels`. */
   readonly extras?: Readonly<Record<string, { readonly metric: string; readonly labels: readonly string[] }>>;
@@ -39,149 +45,163 @@ export interface AlertSpec {
   readonly panel: { readonly dashboardUid: string; readonly key: string };
 }
 
-export const records = {
-  acquireP95Short: `job_limiter:${m.acquireDuration}:p95_rate${windows.acquireShort}`,
-  acquireP95Baseline: `job_limiter:${m.acquireDuration}:p95_rate${windows.acquireShort}_median${windows.acquireBaseline}`,
-  permitUtilisation: 'job_instance_limiter:llm_limiter_permits:utilisation',
-  timeoutsRate: `job_limiter_reason:${m.timeouts}:rate${windows.rate}`,
-  rateLimitedRate: `job_limiter:${m.rateLimited}:rate${windows.rate}`,
-  estimateRatio: `job_limiter_agent:llm_limiter_tokens_actual_per_reserved:ratio_rate${windows.drift}`,
-  actualTokensPerCall: `job_limiter_agent:llm_limiter_tokens_actual_per_call:rate${windows.drift}`,
-} as const;
+export type Records = ReturnType<typeof recordsOf>;
+
+/** The recorded series' names (they carry the configured windows). */
+export function recordsOf(config: DashboardsConfig) {
+  const w = config.windows;
+  return {
+    acquireP95Short: `job_limiter:${m.acquireDuration}:p95_rate${w.acquireShort}`,
+    acquireP95Baseline: `job_limiter:${m.acquireDuration}:p95_rate${w.acquireShort}_median${w.acquireBaseline}`,
+    maxWait: `job_limiter:${m.maxWait}:max`,
+    permitUtilisation: 'job_instance_limiter:llm_limiter_permits:utilisation',
+    timeoutsRate: `job_limiter_reason:${m.timeouts}:rate${w.rate}`,
+    rateLimitedRate: `job_limiter:${m.rateLimited}:rate${w.rate}`,
+    estimateRatio: `job_limiter_agent:llm_limiter_tokens_actual_per_reserved:ratio_rate${w.drift}`,
+    actualTokensPerCall: `job_limiter_agent:llm_limiter_tokens_actual_per_call:rate${w.drift}`,
+  } as const;
+}
 
 const agentKeys = ['job', 'limiter', 'agent'];
 const replicaKeys = ['job', 'instance', 'limiter'];
 
-export const recordingRules: readonly RecordingRuleSpec[] = [
-  {
-    // Only while calls are admitted: an idle limiter has no acquire time (not NaN).
-    record: records.acquireP95Short,
-    expr: `${quantile(0.95, m.acquireDuration, '', windows.acquireShort, ['job', 'limiter'])}\nand\n${sumRate(`${m.acquireDuration}_count`, '', windows.acquireShort, ['job', 'limiter'])} > 0`,
-  },
-  {
-    // The typical short-window p95 of the recent past: what "rising" is measured against.
-    record: records.acquireP95Baseline,
-    expr: `quantile_over_time(0.5, ${records.acquireP95Short}[${windows.acquireBaseline}])`,
-  },
-  {
-    record: records.permitUtilisation,
-    expr: `${sumOf(m.permitsInUse, '', replicaKeys)} / ${sumOf(m.permitsLimit, '', replicaKeys)}`,
-  },
-  { record: records.timeoutsRate, expr: sumRate(m.timeouts, '', windows.rate, ['job', 'limiter', 'reason']) },
-  { record: records.rateLimitedRate, expr: sumRate(m.rateLimited, '', windows.rate, ['job', 'limiter']) },
-  {
-    record: records.estimateRatio,
-    expr: `${sumRate(m.tokensActual, '', windows.drift, agentKeys)} / ${sumRate(m.tokensReserved, '', windows.drift, agentKeys)}`,
-  },
-  {
-    // Tokens per admitted call: what estimatedTokensPerCall should be.
-    record: records.actualTokensPerCall,
-    expr: `${sumRate(m.tokensActual, '', windows.drift, agentKeys)} / ${sumRate(`${m.acquireDuration}_count`, 'outcome="acquired"', windows.drift, agentKeys)}`,
-  },
-];
+export function buildRecordingRules(config: DashboardsConfig): RecordingRuleSpec[] {
+  const records = recordsOf(config);
+  const w = config.windows;
+  const sel = selectorsOf(config).agentScrape;
+  const acquired = joinSelectors(sel, 'outcome="acquired"');
+  return [
+    {
+      // Admitted calls only: a timed-out wait is maxWait by construction and is counted apart.
+      // Only while calls are admitted: an idle limiter has no acquire time (not NaN).
+      record: records.acquireP95Short,
+      expr: `${quantile(0.95, m.acquireDuration, acquired, w.acquireShort, ['job', 'limiter'])}\nand\n${sumRate(`${m.acquireDuration}_count`, acquired, w.acquireShort, ['job', 'limiter'])} > 0`,
+    },
+    {
+      // The typical short-window p95 of the recent past: what "rising" is measured against.
+      record: records.acquireP95Baseline,
+      expr: `quantile_over_time(0.5, ${records.acquireP95Short}[${w.acquireBaseline}])`,
+    },
+    {
+      // Each limiter's own maxWait (replicas of a job share it; max if a rollout mixes two).
+      record: records.maxWait,
+      expr: `max by (job, limiter) (${series(m.maxWait, sel)})`,
+    },
+    {
+      record: records.permitUtilisation,
+      expr: `${sumOf(m.permitsInUse, sel, replicaKeys)} / ${sumOf(m.permitsLimit, sel, replicaKeys)}`,
+    },
+    { record: records.timeoutsRate, expr: sumRate(m.timeouts, sel, w.rate, ['job', 'limiter', 'reason']) },
+    { record: records.rateLimitedRate, expr: sumRate(m.rateLimited, sel, w.rate, ['job', 'limiter']) },
+    {
+      record: records.estimateRatio,
+      expr: `${sumRate(m.tokensActual, sel, w.drift, agentKeys)} / ${sumRate(m.tokensReserved, sel, w.drift, agentKeys)}`,
+    },
+    {
+      // Tokens per admitted call: what estimatedTokensPerCall should be.
+      record: records.actualTokensPerCall,
+      expr: `${sumRate(m.tokensActual, sel, w.drift, agentKeys)} / ${sumRate(`${m.acquireDuration}_count`, acquired, w.drift, agentKeys)}`,
+    },
+  ];
+}
 
 const limiterPanel = (key: string) => ({ dashboardUid: 'quotascope-limiter', key });
 
-export const alerts: readonly AlertSpec[] = [
-  {
-    name: 'LimiterAcquireTimeRising',
-    severity: 'warning',
-    for: forDurations.acquireRising,
-    expr: `${records.acquireP95Short} > ${acquireWarnSeconds}\nand\n${records.acquireP95Short} > ${thresholds.acquireRiseFactor} * ${records.acquireP95Baseline}`,
-    summary: (t) => `Acquire time of limiter ${t.label('limiter')} is rising (p95 ${t.value('duration')})`,
-    description: (t) =>
-      `The ${windows.acquireShort} p95 time to acquire a permit and budget on limiter ${t.label('limiter')} (job ${t.label('job')}) is ${t.value('duration')}: above ${acquireWarnSeconds}s (${thresholds.acquireFractionOfMaxWait} × maxWait) and ${thresholds.acquireRiseFactor}× its median over the last ${windows.acquireBaseline}. Demand is outgrowing the budget; timeouts and 429s come next.`,
-    panel: limiterPanel('acquire-quantiles'),
-  },
-  {
-    name: 'LimiterTimeouts',
-    severity: 'warning',
-    for: forDurations.timeouts,
-    expr: `${records.timeoutsRate} > 0`,
-    summary: (t) => `Limiter ${t.label('limiter')} is timing out calls waiting for ${t.label('reason')}`,
-    description: (t) =>
-      `${t.value('rate')} calls/s on limiter ${t.label('limiter')} (job ${t.label('job')}) gave up after maxWait waiting for ${t.label('reason')}. Those model calls never ran: branches go missing.`,
-    panel: limiterPanel('timeouts'),
-  },
-  {
-    name: 'ProviderRateLimitedDespiteLimiter',
-    severity: 'critical',
-    for: forDurations.rateLimited,
-    expr: `${records.rateLimitedRate} > 0`,
-    summary: (t) => `Provider answers 429 to limiter ${t.label('limiter')}`,
-    description: (t) =>
-      `The provider rate-limited ${t.value('rate')} calls/s from limiter ${t.label('limiter')} (job ${t.label('job')}) although the limiter should keep the fleet within the quota. The budget or replica share is set above the real quota.`,
-    panel: limiterPanel('rate-limited'),
-  },
-  {
-    name: 'LimiterPermitsSaturated',
-    severity: 'warning',
-    for: forDurations.permitsSaturated,
-    expr: `${records.permitUtilisation} >= ${thresholds.permitSaturation}`,
-    summary: (t) => `Limiter ${t.label('limiter')} on ${t.label('instance')} has every permit in use`,
-    description: (t) =>
-      `Permits in use / limit on ${t.label('instance')} (limiter ${t.label('limiter')}) is ${t.value('percent')} for ${forDurations.permitsSaturated}: calls queue for permits.`,
-    panel: limiterPanel('permit-utilisation'),
-  },
-  {
-    name: 'LimiterBudgetExhausted',
-    severity: 'warning',
-    for: forDurations.budgetExhausted,
-    expr: `${sumOf(m.budgetAvailable, '', replicaKeys)}\n< ${thresholds.budgetExhaustedFraction} * ${sumOf(m.budgetCapacity, '', replicaKeys)}`,
-    summary: (t) => `Token budget of limiter ${t.label('limiter')} on ${t.label('instance')} is exhausted`,
-    description: (t) =>
-      `Only ${t.value('number')} tokens are left in the budget of limiter ${t.label('limiter')} on ${t.label('instance')} (below ${thresholds.budgetExhaustedFraction * 100} % of capacity) for ${forDurations.budgetExhausted}: calls wait for budget.`,
-    panel: limiterPanel('budget-level'),
-  },
-  {
-    name: 'LimiterBudgetNegative',
-    severity: 'warning',
-    for: forDurations.budgetNegative,
-    expr: `${sumOf(m.budgetAvailable, '', replicaKeys)} < 0`,
-    summary: (t) => `Token budget of limiter ${t.label('limiter')} on ${t.label('instance')} stays negative`,
-    description: (t) =>
-      `The budget of limiter ${t.label('limiter')} on ${t.label('instance')} is ${t.value('number')} tokens and has been negative for ${forDurations.budgetNegative}: calls use more tokens than reserved; see LimiterTokenEstimateDrift.`,
-    panel: limiterPanel('budget-level'),
-  },
-  {
-    name: 'LimiterTokenEstimateDrift',
-    severity: 'warning',
-    for: forDurations.estimateDrift,
-    expr: `${records.estimateRatio} < ${thresholds.estimateBand.low}\nor\n${records.estimateRatio} > ${thresholds.estimateBand.high}`,
-    summary: (t) => `Token estimate of agent ${t.label('agent')} is off (actual/reserved ${t.value('percent')})`,
-    description: (t) =>
-      `Over ${windows.drift}, agent ${t.label('agent')} on limiter ${t.label('limiter')} used ${t.value('percent')} of the tokens it reserved (band ${thresholds.estimateBand.low}–${thresholds.estimateBand.high}). Suggested estimate: ${t.extra('suggested', 'number')} tokens per call.`,
-    extras: { suggested: { metric: records.actualTokensPerCall, labels: agentKeys } },
-    panel: limiterPanel('estimate-accuracy'),
-  },
-  {
-    name: 'LimiterPermitLeak',
-    severity: 'critical',
-    for: forDurations.permitLeak,
-    expr: `min_over_time(${series(m.permitsInUse)}[${windows.leak}]) > 0\nunless on (job, instance, limiter)\n${`sum by (job, instance, limiter) (increase(${series(m.calls, 'outcome!="timeout"')}[${windows.leak}]))`} > 0`,
-    summary: (t) => `Limiter ${t.label('limiter')} on ${t.label('instance')} holds permits with no calls running`,
-    description: (t) =>
-      `${t.value('number')} permits have been held on ${t.label('instance')} (limiter ${t.label('limiter')}) for ${windows.leak} while no admitted call finished: a permit leak.`,
-    panel: limiterPanel('littles-law'),
-  },
-  {
-    name: 'LimiterPermitsReclaimed',
-    severity: 'warning',
-    for: forDurations.permitsReclaimed,
-    expr: `sum by (job, instance, limiter) (increase(${series(m.permitsReclaimed)}[${windows.leak}])) > 0`,
-    summary: (t) => `Limiter ${t.label('limiter')} on ${t.label('instance')} reclaimed leaked permits`,
-    description: (t) =>
-      `${t.value('number')} permits were reclaimed on ${t.label('instance')} (limiter ${t.label('limiter')}) in ${windows.leak}: calls held them past the maximum call time.`,
-    panel: limiterPanel('permits-reclaimed'),
-  },
-  {
-    name: 'QuotascopeTargetDown',
-    severity: 'critical',
-    for: forDurations.targetDown,
-    expr: `up{job=~"${jobs.agent}|${jobs.mockProvider}"} == 0`,
-    summary: (t) => `${t.label('job')} target ${t.label('instance')} is down`,
-    description: (t) =>
-      `Prometheus cannot scrape ${t.label('instance')} of job ${t.label('job')}: its limiter metrics and alerts are blind.`,
-    panel: limiterPanel('permits'),
-  },
-];
+type AlertBody = Omit<AlertSpec, 'name' | 'severity' | 'for'>;
+
+export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
+  const records = recordsOf(config);
+  const { windows: w, thresholds: t } = config;
+  const fors = config.alerts.for;
+  const sel = selectorsOf(config);
+  const warn = t.acquireWarnFractionOfMaxWait;
+  const scrapes = [sel.agentScrape, ...(sel.mockScrape === null ? [] : [sel.mockScrape])];
+  const bodies: Record<AlertName, AlertBody> = {
+    LimiterAcquireTimeRising: {
+      expr: `${records.acquireP95Short} > on (job, limiter) ${warn} * ${records.maxWait}\nand\n${records.acquireP95Short} > ${t.acquireRiseFactor} * ${records.acquireP95Baseline}`,
+      summary: 'Limiter acquire time is rising towards maxWait.',
+      description: (x) =>
+        `The ${w.acquireShort} p95 time to acquire a permit and budget of the admitted calls on limiter ${x.label('limiter')} (job ${x.label('job')}) is ${x.value('duration')}: above ${warn} × its maxWait of ${x.extra('maxWait', 'duration')} and ${t.acquireRiseFactor}× its median over the last ${w.acquireBaseline}. Demand is outgrowing the budget; timeouts and 429s come next.`,
+      extras: { maxWait: { metric: records.maxWait, labels: ['job', 'limiter'] } },
+      panel: limiterPanel('acquire-quantiles'),
+    },
+    LimiterMaxWaitMissing: {
+      // Without its maxWait a limiter's acquire-time threshold is unknown: say so instead of staying silent.
+      expr: `${sumOf(m.permitsLimit, sel.agentScrape, ['job', 'limiter'])}\nunless on (job, limiter)\n${records.maxWait}`,
+      summary: 'A limiter exports no maxWait, so its acquire-time alert cannot fire.',
+      description: (x) =>
+        `Limiter ${x.label('limiter')} (job ${x.label('job')}) exports ${m.permitsLimit} but not ${m.maxWait}: LimiterAcquireTimeRising compares the acquire time with that gauge and stays silent for this limiter. Run a wrapper version that exports it.`,
+      panel: limiterPanel('acquire-quantiles'),
+    },
+    LimiterTimeouts: {
+      expr: `${records.timeoutsRate} > 0`,
+      summary: 'Limiter calls time out waiting for a permit or token budget.',
+      description: (x) =>
+        `${x.value('rate')} calls/s on limiter ${x.label('limiter')} (job ${x.label('job')}) gave up after maxWait waiting for ${x.label('reason')}. Those model calls never ran: branches go missing.`,
+      panel: limiterPanel('timeouts'),
+    },
+    ProviderRateLimitedDespiteLimiter: {
+      expr: `${records.rateLimitedRate} > 0`,
+      summary: 'The provider answers 429 although the limiter should keep within the quota.',
+      description: (x) =>
+        `The provider rate-limited ${x.value('rate')} calls/s from limiter ${x.label('limiter')} (job ${x.label('job')}) although the limiter should keep the fleet within the quota. The budget or replica share is set above the real quota.`,
+      panel: limiterPanel('rate-limited'),
+    },
+    LimiterPermitsSaturated: {
+      expr: `${records.permitUtilisation} >= ${t.permitSaturation}`,
+      summary: 'Every permit of a limiter replica is in use.',
+      description: (x) =>
+        `Permits in use / limit on ${x.label('instance')} (limiter ${x.label('limiter')}) is ${x.value('percent')} for ${fors.LimiterPermitsSaturated}: calls queue for permits.`,
+      panel: limiterPanel('permit-utilisation'),
+    },
+    LimiterBudgetExhausted: {
+      expr: `${sumOf(m.budgetAvailable, sel.agentScrape, replicaKeys)}\n< ${t.budgetExhaustedFractionOfCapacity} * ${sumOf(m.budgetCapacity, sel.agentScrape, replicaKeys)}`,
+      summary: 'The token budget of a limiter replica is exhausted.',
+      description: (x) =>
+        `Only ${x.value('number')} tokens are left in the budget of limiter ${x.label('limiter')} on ${x.label('instance')} (below ${t.budgetExhaustedFractionOfCapacity} × its capacity) for ${fors.LimiterBudgetExhausted}: calls wait for budget.`,
+      panel: limiterPanel('budget-level'),
+    },
+    LimiterBudgetNegative: {
+      expr: `${sumOf(m.budgetAvailable, sel.agentScrape, replicaKeys)} < 0`,
+      summary: 'The token budget of a limiter replica stays negative.',
+      description: (x) =>
+        `The budget of limiter ${x.label('limiter')} on ${x.label('instance')} is ${x.value('number')} tokens and has been negative for ${fors.LimiterBudgetNegative}: calls use more tokens than reserved; see LimiterTokenEstimateDrift.`,
+      panel: limiterPanel('budget-level'),
+    },
+    LimiterTokenEstimateDrift: {
+      expr: `${records.estimateRatio} < ${t.estimateBand.low}\nor\n${records.estimateRatio} > ${t.estimateBand.high}`,
+      summary: 'The token estimate of an agent is off.',
+      description: (x) =>
+        `Over ${w.drift}, agent ${x.label('agent')} on limiter ${x.label('limiter')} used ${x.value('percent')} of the tokens it reserved (band ${t.estimateBand.low}–${t.estimateBand.high}). Suggested estimate: ${x.extra('suggested', 'number')} tokens per call.`,
+      extras: { suggested: { metric: records.actualTokensPerCall, labels: agentKeys } },
+      panel: limiterPanel('estimate-accuracy'),
+    },
+    LimiterPermitLeak: {
+      expr: `min_over_time(${series(m.permitsInUse, sel.agentScrape)}[${w.leak}]) > 0\nunless on (job, instance, limiter)\nsum by (job, instance, limiter) (increase(${series(m.calls, joinSelectors(sel.agentScrape, 'outcome!="timeout"'))}[${w.leak}])) > 0`,
+      summary: 'A limiter holds permits while no call finishes.',
+      description: (x) =>
+        `${x.value('number')} permits have been held on ${x.label('instance')} (limiter ${x.label('limiter')}) for ${w.leak} while no admitted call finished: a permit leak.`,
+      panel: limiterPanel('littles-law'),
+    },
+    LimiterPermitsReclaimed: {
+      expr: `sum by (job, instance, limiter) (increase(${series(m.permitsReclaimed, sel.agentScrape)}[${w.leak}])) > 0`,
+      summary: 'A limiter reclaimed permits from calls held past the maximum call time.',
+      description: (x) =>
+        `${x.value('number')} permits were reclaimed on ${x.label('instance')} (limiter ${x.label('limiter')}) in ${w.leak}: calls held them past the maximum call time.`,
+      panel: limiterPanel('permits-reclaimed'),
+    },
+    QuotascopeTargetDown: {
+      expr: scrapes.map((s) => `${series('up', s)} == 0`).join('\nor\n'),
+      summary: 'Prometheus cannot scrape a target the limiter alerts depend on.',
+      description: (x) =>
+        `Prometheus cannot scrape ${x.label('instance')} of job ${x.label('job')}: its limiter metrics and alerts are blind.`,
+      panel: limiterPanel('permits'),
+    },
+  };
+  return (Object.entries(bodies) as [AlertName, AlertBody][]).map(([name, body]) => ({
+    name,
+    severity: config.alerts.severity[name],
+    for: fors[name],
+    ...body,
+  }));
+}

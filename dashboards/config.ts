@@ -1,130 +1,270 @@
-// Every selector, threshold, window and metric name the dashboards and alerts use, in one
-// place (kubernetes-mixin style). Limiter metric names come from
-// instrumentation/metrics/definitions.ts and the agent's from agent/metrics.ts; the
-// mock-provider and k6 names, which the dashboards read over the wire, are typed here once.
-import { agentMetrics } from '../agent/metrics.ts';
-import { WORKED_EXAMPLE } from '../agent/worked-example.ts';
-import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
+// The one config module of the dashboards and alerts (kubernetes-mixin style): every
+// selector, threshold, window, `for` duration, severity, label and Grafana/Kubernetes
+// identity they use, with its default and its bound. `quotascope dashboards --config FILE`
+// reads a YAML or JSON file of this shape; an empty file gives the defaults, which are what
+// quotascope's own stack (npm start, docker compose) scrapes and provisions.
+import { z } from 'zod';
+import { type AlertName, alertNames } from './alertNames.ts';
+import { joinSelectors, parseMatchers, selectsSomething } from './selector.ts';
 
-/** Limiter metric names, imported (never retyped). */
-export const limiter = Object.fromEntries(
-  Object.entries(limiterMetrics).map(([key, def]) => [key, def.name]),
-) as { readonly [K in keyof typeof limiterMetrics]: (typeof limiterMetrics)[K]['name'] };
+/** The metric names live in metrics.ts; re-exported for the modules that import them from here (loadtest/report). */
+export { agent, k6, limiter, mock } from './metrics.ts';
 
-/** Agent service metric names, imported (never retyped). */
-export const agent = Object.fromEntries(Object.entries(agentMetrics).map(([key, def]) => [key, def.name])) as {
-  readonly [K in keyof typeof agentMetrics]: (typeof agentMetrics)[K]['name'];
-};
-
-/** Mock provider metrics (mock-provider/). */
-export const mock = {
-  requests: 'mock_provider_requests_total',
-  tokens: 'mock_provider_tokens_total',
-  quotaUsed: 'mock_provider_quota_used',
-  quotaLimit: 'mock_provider_quota_limit',
-  rateLimited: 'mock_provider_rate_limited_total',
-  inFlight: 'mock_provider_in_flight_requests',
-  requestDuration: 'mock_provider_request_duration_seconds',
-  timeToFirstToken: 'mock_provider_time_to_first_token_seconds',
-  faults: 'mock_provider_faults_total',
-} as const;
-
-/** k6 metrics as Prometheus receives them through remote write (trend stats mode). */
-export const k6 = {
-  httpReqs: 'k6_http_reqs_total',
-  httpReqFailed: 'k6_http_req_failed_rate',
-  httpReqDurationP95: 'k6_http_req_duration_p95',
-  httpReqDurationP99: 'k6_http_req_duration_p99',
-  vus: 'k6_vus',
-  requestDurationP95: 'k6_qs_request_duration_p95',
-  requestDurationP99: 'k6_qs_request_duration_p99',
-  permitWaitP95: 'k6_qs_permit_wait_p95',
-  missingBranches: 'k6_qs_missing_branches_rate',
-  branchOutcomes: 'k6_qs_branch_outcomes_total',
-} as const;
-
-/** Prometheus scrape job names; the compose Prometheus config spells the same (a test checks it). */
+/** Scrape job names of quotascope's own stack (deploy/prometheus/prometheus.yml, loadtest/prometheus.ts). */
 export const jobs = {
   agent: 'quotascope-agent',
   mockProvider: 'quotascope-mock-provider',
 } as const;
 
-/** Grafana identity of what we provision. */
-export const grafana = {
-  datasourceUid: 'quotascope-prometheus',
-  datasourceName: 'Prometheus',
-  datasourceUrl: 'http://prometheus:9090',
-  folderTitle: 'quotascope',
-  folderUid: 'quotascope',
-  /** Where the compose file mounts grafana/dashboards/ inside the Grafana container. */
-  dashboardsPath: '/var/lib/grafana/dashboards',
-  scrapeInterval: '5s',
-  /** Where the runbooks are (the dashboards README, relative to the repository root): set the published URL here. */
-  runbookBase: 'dashboards/README.md',
-} as const;
+export type Severity = 'critical' | 'warning' | 'info';
 
-/**
- * Label selectors of the dashboard variables. Panels use these; the run report and the live
- * query test substitute the variables (see instantiate() in panels/spec.ts).
- */
-export const selectors = {
-  /** Limiter gauges: labelled by limiter (and job/instance by Prometheus). */
-  limiter: 'job=~"$job", instance=~"$instance", limiter=~"$limiter"',
+/** Default severity per alert: critical pages, warning makes a ticket. */
+const defaultSeverities: Record<AlertName, Severity> = {
+  LimiterAcquireTimeRising: 'warning',
+  LimiterMaxWaitMissing: 'warning',
+  LimiterTimeouts: 'warning',
+  ProviderRateLimitedDespiteLimiter: 'critical',
+  LimiterPermitsSaturated: 'warning',
+  LimiterBudgetExhausted: 'warning',
+  LimiterBudgetNegative: 'warning',
+  LimiterTokenEstimateDrift: 'warning',
+  LimiterPermitLeak: 'critical',
+  LimiterPermitsReclaimed: 'warning',
+  QuotascopeTargetDown: 'critical',
+};
+
+/** Default `for` per alert: long enough to ride out a blip. */
+const defaultForDurations: Record<AlertName, string> = {
+  LimiterAcquireTimeRising: '1m',
+  LimiterMaxWaitMissing: '10m',
+  LimiterTimeouts: '1m',
+  ProviderRateLimitedDespiteLimiter: '2m',
+  LimiterPermitsSaturated: '5m',
+  LimiterBudgetExhausted: '5m',
+  LimiterBudgetNegative: '10m',
+  LimiterTokenEstimateDrift: '15m',
+  LimiterPermitLeak: '5m',
+  LimiterPermitsReclaimed: '1m',
+  QuotascopeTargetDown: '2m',
+};
+
+const durationUnits: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
+
+/** Seconds in a Prometheus duration such as `1m30s`; undefined when it is not one. */
+export function durationSeconds(text: string): number | undefined {
+  if (!/^(\d+(ms|s|m|h|d|w))+$/.test(text)) return undefined;
+  let total = 0;
+  for (const [, n, unit] of text.matchAll(/(\d+)(ms|s|m|h|d|w)/g)) total += Number(n) * durationUnits[unit];
+  return total;
+}
+
+/** A Prometheus duration between `min` and `max` seconds. */
+function duration(minSeconds: number, maxSeconds: number) {
+  return z.string().superRefine((text, ctx) => {
+    const seconds = durationSeconds(text);
+    if (seconds === undefined) ctx.addIssue({ code: 'custom', message: `"${text}" is not a Prometheus duration such as 30s, 5m or 1h30m` });
+    else if (seconds < minSeconds || seconds > maxSeconds) {
+      ctx.addIssue({ code: 'custom', message: `${text} is outside ${minSeconds}s to ${maxSeconds}s` });
+    }
+  });
+}
+
+/** A PromQL matcher list; `required` ones must select something (Prometheus refuses all-empty matchers). */
+function selector(required: boolean) {
+  return z
+    .string()
+    .max(1000)
+    .superRefine((text, ctx) => {
+      if (text.includes('`')) {
+        ctx.addIssue({ code: 'custom', message: 'backticks are not allowed (use double-quoted values)' });
+        return;
+      }
+      try {
+        const matchers = parseMatchers(text);
+        if (required && !selectsSomething(matchers)) {
+          ctx.addIssue({ code: 'custom', message: 'needs at least one matcher that does not match the empty string, e.g. job="my-agents"' });
+        }
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    });
+}
+
+const labelName = z
+  .string()
+  .regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name: letters, digits and _, not starting with a digit')
+  .refine((name) => !name.startsWith('__'), 'names starting with __ are reserved');
+const fraction = (max: number) => z.number().gt(0).lte(max);
+const k8sName = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a Kubernetes name: lower-case letters, digits and -');
+const k8sLabels = z
+  .record(z.string().regex(/^([a-z0-9.-]{1,253}\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'a Kubernetes label key'), z.string().max(63))
+  .refine((labels) => Object.keys(labels).length <= 20, 'at most 20 labels');
+
+export const dashboardsConfigSchema = z.strictObject({
+  /**
+   * Label matchers added to every query, variable and rule, by what is scraped. The dashboards'
+   * job and instance variables list their values from these.
+   */
+  selectors: z
+    .strictObject({
+      /** The agent service (limiter and agent_* metrics). */
+      agent: selector(true).default(`job="${jobs.agent}"`),
+      /** The mock provider; null when the stack has none (its dashboard and target-down check are left out). */
+      mockProvider: selector(true).nullable().default(`job="${jobs.mockProvider}"`),
+      /** k6 remote-write series (they carry k6's tags, no job). */
+      k6: selector(false).default(''),
+    })
+    .prefault({}),
+  /** The Prometheus datasource Grafana queries (dashboards pick it through their datasource variable). */
+  datasource: z
+    .strictObject({
+      uid: z.string().regex(/^[a-zA-Z0-9_-]{1,40}$/, 'a Grafana uid: 1-40 letters, digits, - and _').default('quotascope-prometheus'),
+      name: z.string().min(1).max(190).default('Prometheus'),
+      url: z.url().max(2000).default('http://prometheus:9090'),
+      /** The scrape interval; Grafana derives $__rate_interval from it. */
+      scrapeInterval: duration(1, 3600).default('5s'),
+    })
+    .prefault({}),
+  grafana: z
+    .strictObject({
+      folderTitle: z.string().min(1).max(190).default('quotascope'),
+      folderUid: z.string().regex(/^[a-zA-Z0-9_-]{1,40}$/, 'a Grafana uid: 1-40 letters, digits, - and _').default('quotascope'),
+      /** Where the dashboard provider reads the dashboard JSON inside the Grafana container. */
+      dashboardsPath: z.string().startsWith('/').max(500).default('/var/lib/grafana/dashboards'),
+    })
+    .prefault({}),
+  /** Alert thresholds, relative to each limiter's own maxWait and budget capacity; panels draw the same lines. */
+  thresholds: z
+    .strictObject({
+      /** Acquire p95 (admitted calls) above this fraction of the limiter's maxWait is worth a look... */
+      acquireWarnFractionOfMaxWait: fraction(1).default(0.25),
+      /** ...when it is also this many times its own recent baseline. */
+      acquireRiseFactor: z.number().gte(1).lte(100).default(1.5),
+      /** Permits in use / limit at or above this is saturated. */
+      permitSaturation: fraction(1).default(1),
+      /** Budget below this fraction of the limiter's capacity is exhausted. */
+      budgetExhaustedFractionOfCapacity: fraction(1).default(0.05),
+      /** actual/reserved tokens outside [low, high] means the estimate drifted. */
+      estimateBand: z
+        .strictObject({ low: fraction(1).default(0.8), high: z.number().gte(1).lte(10).default(1.2) })
+        .prefault({}),
+    })
+    .prefault({}),
+  /** Fixed windows of the recording and alerting rules (panels use $__rate_interval). */
+  windows: z
+    .strictObject({
+      /** The short window of the acquire-time early warning. */
+      acquireShort: duration(60, 3600).default('2m'),
+      /** The baseline of the short-window p95: its median over this window. */
+      acquireBaseline: duration(300, 86_400).default('30m'),
+      /** Rates of timeouts, 429s and finished calls. */
+      rate: duration(60, 3600).default('5m'),
+      /** Token estimate drift: long enough to average many calls. */
+      drift: duration(300, 86_400).default('30m'),
+      /** A permit held this long with no finished call is a leak. */
+      leak: duration(60, 86_400).default('10m'),
+    })
+    .prefault({}),
+  alerts: z
+    .strictObject({
+      /** Severity label per alert name (mixtool's lint allows critical, warning and info). */
+      severity: z.partialRecord(z.enum(alertNames), z.enum(['critical', 'warning', 'info'])).default({}),
+      /** `for` per alert name. */
+      for: z.partialRecord(z.enum(alertNames), duration(0, 86_400)).default({}),
+      /** Labels added to every alert (team, service, ...). */
+      labels: z
+        .record(labelName.refine((n) => n !== 'severity' && n !== 'alertname', 'severity and alertname are set per alert'), z.string().max(200))
+        .refine((labels) => Object.keys(labels).length <= 20, 'at most 20 labels')
+        .default({}),
+      /** Runbook links are this base + `#<alert name in lower case>`. */
+      runbookUrlBase: z.string().min(1).max(2000).default('dashboards/README.md'),
+    })
+    .prefault({}),
+  /** Metadata of the Kubernetes outputs (PrometheusRule, dashboard ConfigMaps). */
+  kubernetes: z
+    .strictObject({
+      /** Namespace of every object; left out when absent (kubectl -n decides). */
+      namespace: k8sName.optional(),
+      /** Object name prefix. */
+      namePrefix: k8sName.max(40).default('quotascope'),
+      /** Labels on every object, e.g. the `release` label a Prometheus Operator's ruleSelector matches. */
+      labels: k8sLabels.default({}),
+    })
+    .prefault({}),
+});
+
+export type DashboardsConfigInput = z.input<typeof dashboardsConfigSchema>;
+type ParsedConfig = z.output<typeof dashboardsConfigSchema>;
+
+/** The config with every per-alert setting filled in. */
+export interface DashboardsConfig extends Omit<ParsedConfig, 'alerts'> {
+  readonly alerts: Omit<ParsedConfig['alerts'], 'severity' | 'for'> & {
+    readonly severity: Readonly<Record<AlertName, Severity>>;
+    readonly for: Readonly<Record<AlertName, string>>;
+  };
+}
+
+/** A config problem, naming the field: `thresholds.acquireRiseFactor: Too small: ...`. */
+export class DashboardsConfigError extends Error {}
+
+/** Validates a config object (parsed YAML or JSON) and fills in the defaults. */
+export function parseDashboardsConfig(input: unknown): DashboardsConfig {
+  const result = dashboardsConfigSchema.safeParse(input ?? {});
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(top level)'}: ${issue.message}`);
+    throw new DashboardsConfigError(problems.join('; '));
+  }
+  const parsed = result.data;
+  if (parsed.thresholds.estimateBand.low >= parsed.thresholds.estimateBand.high) {
+    throw new DashboardsConfigError('thresholds.estimateBand: low must be below high');
+  }
+  return {
+    ...parsed,
+    alerts: {
+      ...parsed.alerts,
+      severity: { ...defaultSeverities, ...parsed.alerts.severity },
+      for: { ...defaultForDurations, ...parsed.alerts.for },
+    },
+  };
+}
+
+/** quotascope's own stack. */
+export const defaultConfig: DashboardsConfig = parseDashboardsConfig({});
+
+/** The selector bodies the panels, variables and rules use, built from the config's selectors. */
+export interface Selectors {
+  /** The agent service scrape (no variables): rules and the dashboards' job variable. */
+  readonly agentScrape: string;
+  /** The mock provider scrape (no variables); null when the stack has none. */
+  readonly mockScrape: string | null;
+  /** The k6 remote-write series (no variables). */
+  readonly k6Scrape: string;
+  /** Limiter gauges on a dashboard: labelled by limiter (and job/instance by Prometheus). */
+  readonly limiter: string;
   /** Limiter metrics that also carry the calling agent. */
-  limiterAgent: 'job=~"$job", instance=~"$instance", limiter=~"$limiter", agent=~"$agent"',
+  readonly limiterAgent: string;
   /** Agent service request metrics. */
-  agentService: 'job=~"$job", instance=~"$instance"',
-  /** Mock provider metrics on the mock provider's own dashboard (its job/instance variables). */
-  mockDashboard: 'job=~"$job", instance=~"$instance"',
-  /** Mock provider metrics overlaid on other dashboards: the fixed scrape job. */
-  mockProvider: `job="${jobs.mockProvider}"`,
+  readonly agentService: string;
+  /** Mock provider metrics on its own dashboard (its job/instance variables). */
+  readonly mockDashboard: string;
   /** k6 metrics (remote write carries the k6 tags, no job). */
-  k6: 'scenario=~"$scenario"',
-} as const;
+  readonly k6: string;
+}
 
-/** Fixed windows of the alert and recording rules (panels use $__rate_interval). */
-export const windows = {
-  /** The short window of the acquire-time early warning. */
-  acquireShort: '2m',
-  /** The baseline of the short-window p95: its median over this window. */
-  acquireBaseline: '30m',
-  /** Rates of timeouts, 429s and finished calls. */
-  rate: '5m',
-  /** Token estimate drift: long enough to average many calls. */
-  drift: '30m',
-  /** A permit held this long with no finished call is a leak. */
-  leak: '10m',
-} as const;
+const jobInstance = 'job=~"$job", instance=~"$instance"';
 
-/** Alert thresholds; panels draw the same values as threshold lines. */
-export const thresholds = {
-  /** The limiter's maxWait in seconds (the worked example's). */
-  maxWaitSeconds: WORKED_EXAMPLE.maxWaitMs / 1000,
-  /** Acquire p95 above this fraction of maxWait is worth a look... */
-  acquireFractionOfMaxWait: 0.25,
-  /** ...when it is also this many times its own recent baseline. */
-  acquireRiseFactor: 1.5,
-  /** Permits in use / limit at or above this is saturated. */
-  permitSaturation: 1,
-  /** Budget below this fraction of capacity is exhausted. */
-  budgetExhaustedFraction: 0.05,
-  /** actual/reserved tokens outside [low, high] means the estimate drifted. */
-  estimateBand: { low: 0.8, high: 1.2 },
-} as const;
-
-/** The acquire-time threshold in seconds, derived from maxWait. */
-export const acquireWarnSeconds = thresholds.maxWaitSeconds * thresholds.acquireFractionOfMaxWait;
-
-/** `for` durations of the alerts. */
-export const forDurations = {
-  acquireRising: '1m',
-  timeouts: '1m',
-  rateLimited: '2m',
-  permitsSaturated: '5m',
-  budgetExhausted: '5m',
-  budgetNegative: '10m',
-  estimateDrift: '15m',
-  permitLeak: '5m',
-  permitsReclaimed: '1m',
-  targetDown: '2m',
-} as const;
+export function selectorsOf(config: DashboardsConfig): Selectors {
+  const agent = joinSelectors(config.selectors.agent);
+  const mock = config.selectors.mockProvider === null ? null : joinSelectors(config.selectors.mockProvider);
+  const k6 = joinSelectors(config.selectors.k6);
+  return {
+    agentScrape: agent,
+    mockScrape: mock,
+    k6Scrape: k6,
+    limiter: joinSelectors(agent, jobInstance, 'limiter=~"$limiter"'),
+    limiterAgent: joinSelectors(agent, jobInstance, 'limiter=~"$limiter"', 'agent=~"$agent"'),
+    agentService: joinSelectors(agent, jobInstance),
+    mockDashboard: joinSelectors(mock ?? '', jobInstance),
+    k6: joinSelectors(k6, 'scenario=~"$scenario"'),
+  };
+}

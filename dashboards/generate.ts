@@ -1,26 +1,69 @@
-// `npm run dashboards`: writes dashboards/generated/ from the specs.
-// `--check`: regenerates into a temporary folder and exits 1 naming every file that differs
-// from the committed one (npm test runs this so the generated files never go stale).
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { generatedFiles } from './files.ts';
+// `quotascope dashboards` (`npm run dashboards`): writes the dashboards, alert rules and their
+// Grafana, Prometheus and Kubernetes shapes.
+//   (no flags)                   quotascope's own stack: dashboards/generated/, and the rules and
+//                                dashboard JSON the Helm chart embeds (deploy/helm/quotascope/files/)
+//   --config FILE --out DIR      a user's stack, from a YAML or JSON config (dashboards/config.ts)
+//   --check                      regenerates in memory and exits 1 naming every file that differs
+//                                (npm test runs it so the committed files never go stale)
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+import { type DashboardsConfig, DashboardsConfigError, defaultConfig, parseDashboardsConfig } from './config.ts';
+import { generatedFiles, helmFilePaths } from './files.ts';
 
-export const generatedDir = join(dirname(fileURLToPath(import.meta.url)), 'generated');
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const generatedDir = join(repoRoot, 'dashboards', 'generated');
+/** The Helm chart's files/ folder; only rules.yml and dashboards/ in it are generated. */
+export const helmFilesDir = join(repoRoot, 'deploy', 'helm', 'quotascope', 'files');
 
-/** Writes every generated file under `dir` (which is emptied first). */
-export function writeGenerated(dir: string): string[] {
-  rmSync(dir, { recursive: true, force: true });
-  const written: string[] = [];
-  for (const [path, content] of generatedFiles()) {
+/** Reads and validates a YAML or JSON config file; errors name the file and the field. */
+export function loadConfigFile(path: string): DashboardsConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new DashboardsConfigError(`${path}: cannot read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  let value: unknown;
+  try {
+    value = parseYaml(text);
+  } catch (error) {
+    throw new DashboardsConfigError(`${path}: not YAML or JSON: ${(error as Error).message.split('\n')[0]}`);
+  }
+  try {
+    return parseDashboardsConfig(value);
+  } catch (error) {
+    throw new DashboardsConfigError(`${path}: ${(error as Error).message}`);
+  }
+}
+
+function writeAll(dir: string, files: ReadonlyMap<string, string>): string[] {
+  for (const [path, content] of files) {
     const target = join(dir, path);
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, content);
-    written.push(path);
   }
-  return written;
+  return [...files.keys()];
+}
+
+/** Writes every generated file for `config` under `dir`; `clean` empties it first (only for folders the generator owns). */
+export function writeGenerated(dir: string, config: DashboardsConfig = defaultConfig, clean = true): string[] {
+  if (clean) rmSync(dir, { recursive: true, force: true });
+  return writeAll(dir, generatedFiles(config));
+}
+
+/** The files the Helm chart embeds, by their path in the chart's files/ folder. */
+function helmFiles(files: ReadonlyMap<string, string>): Map<string, string> {
+  return new Map([...helmFilePaths(files)].map(([helmPath, path]) => [helmPath, files.get(path)!]));
+}
+
+/** Writes the chart's generated files (rules.yml, dashboards/*.json), leaving the rest of files/ alone. */
+export function writeHelmFiles(dir: string, config: DashboardsConfig = defaultConfig): string[] {
+  rmSync(join(dir, 'rules.yml'), { force: true });
+  rmSync(join(dir, 'dashboards'), { recursive: true, force: true });
+  return writeAll(dir, helmFiles(generatedFiles(config)));
 }
 
 function listFiles(dir: string): string[] {
@@ -36,45 +79,99 @@ function listFiles(dir: string): string[] {
   });
 }
 
-/** Paths (relative to the generated folder) that are missing, stale or extra in `dir`. */
-export function differences(dir: string): string[] {
-  const scratch = mkdtempSync(join(tmpdir(), 'quotascope-dashboards-'));
-  try {
-    writeGenerated(scratch);
-    const expected = new Set(listFiles(scratch).map((f) => relative(scratch, f)));
-    const actual = new Set(listFiles(dir).map((f) => relative(dir, f)));
-    const differing: string[] = [];
-    for (const path of [...new Set([...expected, ...actual])].sort()) {
-      if (!expected.has(path)) differing.push(`${path} (not generated any more)`);
-      else if (!actual.has(path)) differing.push(`${path} (missing)`);
-      else if (!readFileSync(join(scratch, path)).equals(readFileSync(join(dir, path)))) differing.push(`${path} (differs)`);
-    }
-    return differing;
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
+function compare(expected: ReadonlyMap<string, string>, dir: string, actualPaths: readonly string[]): string[] {
+  const actual = new Set(actualPaths);
+  const differing: string[] = [];
+  for (const path of [...new Set([...expected.keys(), ...actual])].sort()) {
+    const content = expected.get(path);
+    if (content === undefined) differing.push(`${path} (not generated any more)`);
+    else if (!actual.has(path)) differing.push(`${path} (missing)`);
+    else if (!Buffer.from(content).equals(readFileSync(join(dir, path)))) differing.push(`${path} (differs)`);
   }
+  return differing;
 }
 
-function main(argv: readonly string[]): number {
-  const unknown = argv.filter((arg) => arg !== '--check');
-  if (unknown.length > 0) {
-    console.error(`unknown argument(s): ${unknown.join(' ')}\nusage: node dashboards/generate.ts [--check]`);
-    return 2;
+/** Paths (relative to `dir`) that are missing, stale or extra there for `config`. */
+export function differences(dir: string, config: DashboardsConfig = defaultConfig): string[] {
+  return compare(
+    generatedFiles(config),
+    dir,
+    listFiles(dir).map((f) => relative(dir, f)),
+  );
+}
+
+/** The same for the Helm chart's generated files (other files in files/ are not the generator's). */
+export function helmDifferences(dir: string, config: DashboardsConfig = defaultConfig): string[] {
+  const actual = listFiles(dir)
+    .map((f) => relative(dir, f))
+    .filter((p) => p === 'rules.yml' || p.startsWith('dashboards/'));
+  return compare(helmFiles(generatedFiles(config)), dir, actual);
+}
+
+export interface DashboardsArgs {
+  readonly config?: string;
+  readonly out?: string;
+  readonly check: boolean;
+}
+
+export const usage = 'usage: quotascope dashboards [--config FILE --out DIR] [--check]';
+
+/** The command line, apart from what it does (so another flag parser can replace it). */
+export function parseDashboardsArgs(argv: readonly string[]): DashboardsArgs {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: { config: { type: 'string' }, out: { type: 'string' }, check: { type: 'boolean', default: false } },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.config !== undefined && values.out === undefined) {
+    throw new Error('--config needs --out DIR (dashboards/generated/ holds the defaults)');
   }
-  if (argv.includes('--check')) {
-    const differing = differences(generatedDir);
-    if (differing.length === 0) {
-      console.log('dashboards/generated is up to date');
+  return { config: values.config, out: values.out, check: values.check ?? false };
+}
+
+/** Runs the command; returns the exit code. */
+export function runDashboards(args: DashboardsArgs): number {
+  const config = args.config === undefined ? defaultConfig : loadConfigFile(args.config);
+  const targets =
+    args.out === undefined
+      ? [
+          { label: 'dashboards/generated', differing: () => differences(generatedDir, config), write: () => writeGenerated(generatedDir, config) },
+          { label: 'deploy/helm/quotascope/files', differing: () => helmDifferences(helmFilesDir, config), write: () => writeHelmFiles(helmFilesDir, config) },
+        ]
+      : [{ label: args.out, differing: () => differences(resolve(args.out!), config), write: () => writeGenerated(resolve(args.out!), config, false) }];
+  if (args.check) {
+    const stale = targets.flatMap((t) => t.differing().map((path) => `${t.label}/${path}`));
+    if (stale.length === 0) {
+      console.log(`${targets.map((t) => t.label).join(' and ')} ${targets.length > 1 ? 'are' : 'is'} up to date`);
       return 0;
     }
-    console.error(`dashboards/generated is out of date; run \`npm run dashboards\`:\n  ${differing.join('\n  ')}`);
+    console.error(`generated files are out of date; run \`npm run dashboards\`:\n  ${stale.join('\n  ')}`);
     return 1;
   }
-  const written = writeGenerated(generatedDir);
-  console.log(`wrote ${written.length} files to dashboards/generated/`);
+  for (const t of targets) console.log(`wrote ${t.write().length} files to ${t.label}/`);
   return 0;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+export function main(argv: readonly string[]): number {
+  let args: DashboardsArgs;
+  try {
+    args = parseDashboardsArgs(argv);
+  } catch (error) {
+    console.error(`dashboards: ${(error as Error).message}\n${usage}`);
+    return 2;
+  }
+  try {
+    return runDashboards(args);
+  } catch (error) {
+    if (error instanceof DashboardsConfigError) {
+      console.error(`dashboards: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   process.exitCode = main(process.argv.slice(2));
 }

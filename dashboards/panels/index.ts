@@ -1,7 +1,11 @@
-// Every dashboard spec, in the order they are generated.
-import { limiterDashboard } from './limiter.ts';
-import { loadtestDashboard } from './loadtest.ts';
-import { mockProviderDashboard } from './mockProvider.ts';
+// Every dashboard spec for a config, in the order they are generated.
+import type { DashboardsConfig } from '../config.ts';
+import { buildLimiterDashboard } from './limiter.ts';
+import { buildLoadtestDashboard } from './loadtest.ts';
+import { buildMockProviderDashboard } from './mockProvider.ts';
 import type { DashboardSpec } from './spec.ts';
 
-export const dashboards: readonly DashboardSpec[] = [limiterDashboard, loadtestDashboard, mockProviderDashboard];
+export function buildDashboards(config: DashboardsConfig): DashboardSpec[] {
+  const mockProvider = buildMockProviderDashboard(config);
+  return [buildLimiterDashboard(config), buildLoadtestDashboard(config), ...(mockProvider ? [mockProvider] : [])];
+}

@@ -1,240 +1,254 @@
 // The Limiter dashboard: what the RateLimitedLlm does, per replica and per agent.
-import {
-  acquireWarnSeconds,
-  limiter as m,
-  mock,
-  selectors,
-  thresholds,
-} from '../config.ts';
+import { type DashboardsConfig, selectorsOf } from '../config.ts';
+import { limiter as m } from '../metrics.ts';
 import { quantile, series, sumOf, sumRate } from '../promql.ts';
-import type { DashboardSpec } from './spec.ts';
+import { joinSelectors } from '../selector.ts';
+import type { DashboardSpec, TargetSpec } from './spec.ts';
 import { limiterVariables } from './variables.ts';
 
-const l = selectors.limiter;
-const la = selectors.limiterAgent;
 const ri = '$__rate_interval';
+const acquired = 'outcome="acquired"';
 
-const acquireThresholds = [
-  { value: acquireWarnSeconds, color: 'orange' },
-  { value: thresholds.maxWaitSeconds, color: 'red' },
-] as const;
+/** Each limiter's early-warning line and maxWait, from its exported maxWait (thresholds differ per limiter). */
+export function maxWaitLines(config: DashboardsConfig, selector: string): TargetSpec[] {
+  const maxWait = `max by (limiter) (${series(m.maxWait, selector)})`;
+  const f = config.thresholds.acquireWarnFractionOfMaxWait;
+  return [
+    { expr: `${f} * ${maxWait}`, legend: `{{limiter}} early warning (${f} × maxWait)`, reference: 'orange' },
+    { expr: maxWait, legend: '{{limiter}} maxWait', reference: 'red' },
+  ];
+}
 
-export const limiterDashboard: DashboardSpec = {
-  uid: 'quotascope-limiter',
-  title: 'quotascope / Limiter',
-  description: 'Permits, queueing, acquire time, token budget and provider errors of the rate-limited model wrapper.',
-  tags: ['quotascope', 'limiter'],
-  variables: limiterVariables,
-  rows: [
-    {
-      title: 'Saturation',
-      panels: [
-        {
-          key: 'permits',
-          title: 'Permits in use vs limit',
-          description:
-            'Permits held right now and the current permit limit, per replica. In use pinned at the limit means calls queue for permits.',
-          unit: 'short',
-          kind: 'timeseries',
-          min: 0,
-          targets: [
-            { expr: sumOf(m.permitsInUse, l, ['instance']), legend: '{{instance}} in use' },
-            { expr: sumOf(m.permitsLimit, l, ['instance']), legend: '{{instance}} limit' },
-          ],
-        },
-        {
-          key: 'permit-utilisation',
-          title: 'Permit utilisation',
-          description:
-            'Permits in use divided by the limit, per replica. The "permits saturated" alert fires when this stays at the red line for minutes.',
-          unit: 'percentunit',
-          kind: 'timeseries',
-          min: 0,
-          thresholds: [{ value: thresholds.permitSaturation, color: 'red' }],
-          targets: [
-            {
-              expr: `${sumOf(m.permitsInUse, l, ['instance'])} / ${sumOf(m.permitsLimit, l, ['instance'])}`,
-              legend: '{{instance}}',
-            },
-          ],
-        },
-        {
-          key: 'waiting',
-          title: 'Waiting calls',
-          description: 'Calls queued for a permit or for token budget, per replica. Any queue means demand exceeds what the limiter admits.',
-          unit: 'short',
-          kind: 'timeseries',
-          min: 0,
-          targets: [{ expr: sumOf(m.waitingCalls, l, ['instance']), legend: '{{instance}}' }],
-        },
-        {
-          key: 'littles-law',
-          title: "Calls in flight: measured vs Little's law",
-          description:
-            "Permits in use (scraped gauge), permits held (measured: the rate of permit-seconds, the exact mean over the window) and call rate × mean call time (Little's law, L = λW). Held above rate × latency is time a permit waits for token budget; measured well above both points at permits held without a call: a leak.",
-          unit: 'short',
-          kind: 'timeseries',
-          min: 0,
-          targets: [
-            { expr: sumOf(m.permitsInUse, l), legend: 'measured (permits in use)' },
-            { expr: sumRate(m.permitSeconds, l, ri), legend: 'permits held (measured)' },
-            { expr: sumRate(`${m.callDuration}_sum`, la, ri), legend: 'rate × latency' },
-          ],
-        },
-      ],
-    },
-    {
-      title: 'Acquire time',
-      panels: [
-        {
-          key: 'acquire-quantiles',
-          title: 'Acquire time p50 / p95 / p99',
-          description: `Time from call to admission (permit and budget), all outcomes. Orange: the early-warning line (${thresholds.acquireFractionOfMaxWait} × maxWait); red: maxWait, where calls time out. It rises before any 429.`,
-          unit: 's',
-          kind: 'timeseries',
-          min: 0,
-          thresholds: acquireThresholds,
-          targets: [0.5, 0.95, 0.99].map((q) => ({
-            expr: quantile(q, m.acquireDuration, la, ri),
-            legend: `p${Math.round(q * 100)}`,
-          })),
-        },
-        {
-          key: 'acquire-p95-by-agent',
-          title: 'Acquire time p95 by agent',
-          description: 'Acquire time p95 per calling agent: shows whether one agent of the tree waits longer than its siblings.',
-          unit: 's',
-          kind: 'timeseries',
-          min: 0,
-          thresholds: acquireThresholds,
-          targets: [{ expr: quantile(0.95, m.acquireDuration, la, ri, ['agent']), legend: '{{agent}}' }],
-        },
-        {
-          key: 'acquire-heatmap',
-          title: 'Acquire time distribution',
-          description: 'Heatmap of acquire times from the histogram buckets: a band moving up is queueing building up.',
-          unit: 's',
-          kind: 'heatmap',
-          targets: [{ expr: sumRate(`${m.acquireDuration}_bucket`, la, ri, ['le']), legend: '{{le}}' }],
-        },
-        {
-          key: 'timeouts',
-          title: 'Timeouts by reason',
-          description: 'Calls whose maxWait expired, per second, by what they waited for (permit or budget). Each is a model call that never ran.',
-          unit: 'ops',
-          kind: 'timeseries',
-          min: 0,
-          targets: [{ expr: sumRate(m.timeouts, la, ri, ['reason']), legend: '{{reason}}' }],
-          quietRunEmpty: 'the counter has no series until a call times out, which a run within the budget never does',
-        },
-      ],
-    },
-    {
-      title: 'Tokens',
-      panels: [
-        {
-          key: 'tokens-per-minute',
-          title: 'Tokens per minute: reserved vs actual vs budget vs quota',
-          description:
-            'Tokens reserved up front (estimates) and reported by the provider, per minute, against the limiter budget capacity (all replicas) and the provider quota.',
-          unit: 'short',
-          kind: 'timeseries',
-          min: 0,
-          span: 24,
-          targets: [
-            { expr: `${sumRate(m.tokensReserved, la, ri)} * 60`, legend: 'reserved' },
-            { expr: `${sumRate(m.tokensActual, la, ri)} * 60`, legend: 'actual' },
-            { expr: sumOf(m.budgetCapacity, l), legend: 'budget capacity' },
-            {
-              expr: `max(${series(mock.quotaLimit, `${selectors.mockProvider}, quota="tokens_per_minute"`)})`,
-              legend: 'provider quota',
-            },
-          ],
-        },
-        {
-          key: 'estimate-accuracy',
-          title: 'Actual / reserved tokens by agent',
-          description: `How good the token estimate is, per agent: 100 % is exact, above means underestimates (the budget goes negative), below means capacity is wasted. The drift alert fires outside ${thresholds.estimateBand.low}–${thresholds.estimateBand.high}.`,
-          unit: 'percentunit',
-          kind: 'timeseries',
-          min: 0,
-          thresholds: [
-            { value: thresholds.estimateBand.low, color: 'orange' },
-            { value: thresholds.estimateBand.high, color: 'red' },
-          ],
-          targets: [
-            {
-              expr: `${sumRate(m.tokensActual, la, ri, ['agent'])} / ${sumRate(m.tokensReserved, la, ri, ['agent'])}`,
-              legend: '{{agent}}',
-            },
-          ],
-        },
-        {
-          key: 'budget-level',
-          title: 'Token budget level',
-          description:
-            'Tokens available in the bucket per replica, with its capacity, and the tokens its rolling-minute guard counts in the last 60 s (actual usage once settled). The bucket may go negative when an underestimate is reconciled; persistently at or below zero means the budget binds. Window tokens at the capacity while the bucket still has tokens: the guard is holding back a burst a per-minute provider quota would refuse.',
-          unit: 'short',
-          kind: 'timeseries',
-          thresholds: [{ value: 0, color: 'red' }],
-          targets: [
-            { expr: sumOf(m.budgetAvailable, l, ['instance']), legend: '{{instance}} available' },
-            { expr: sumOf(m.budgetCapacity, l, ['instance']), legend: '{{instance}} capacity' },
-            { expr: sumOf(m.budgetWindow, l, ['instance']), legend: '{{instance}} last 60 s' },
-          ],
-        },
-      ],
-    },
-    {
-      title: 'Calls and provider errors',
-      panels: [
-        {
-          key: 'call-outcomes',
-          title: 'Call outcomes',
-          description: 'Finished calls per second by outcome: ok, error, rate_limited, cancelled, timeout.',
-          unit: 'ops',
-          kind: 'timeseries',
-          min: 0,
-          targets: [{ expr: sumRate(m.calls, la, ri, ['outcome']), legend: '{{outcome}}' }],
-        },
-        {
-          key: 'rate-limited',
-          title: '429s and retries by agent',
-          description:
-            'Provider rate-limit errors seen (every attempt) and retries issued, per agent. With the limiter sized right this stays at zero.',
-          unit: 'ops',
-          kind: 'timeseries',
-          min: 0,
-          targets: [
-            { expr: sumRate(m.rateLimited, la, ri, ['agent']), legend: '{{agent}} 429' },
-            { expr: sumRate(m.retries, la, ri, ['agent']), legend: '{{agent}} retry' },
-          ],
-          quietRunEmpty: 'the counters have no series until the provider answers 429, which the limiter exists to prevent',
-        },
-        {
-          key: 'call-duration',
-          title: 'Model call time p50 / p95',
-          description: 'Model call time after admission, retries included: the W of Little\'s law.',
-          unit: 's',
-          kind: 'timeseries',
-          min: 0,
-          targets: [0.5, 0.95].map((q) => ({
-            expr: quantile(q, m.callDuration, la, ri),
-            legend: `p${Math.round(q * 100)}`,
-          })),
-        },
-        {
-          key: 'permits-reclaimed',
-          title: 'Permits reclaimed (leaks)',
-          description: 'Permits reclaimed because a call held one past the maximum call time. Anything above zero is a leak.',
-          unit: 'short',
-          kind: 'timeseries',
-          min: 0,
-          thresholds: [{ value: 1, color: 'red' }],
-          targets: [{ expr: `sum by (instance) (increase(${series(m.permitsReclaimed, l)}[${ri}]))`, legend: '{{instance}}' }],
-          quietRunEmpty: 'the counter has no series until a permit is reclaimed, which needs a call stuck past the maximum call time',
-        },
-      ],
-    },
-  ],
-};
+export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
+  const s = selectorsOf(config);
+  const l = s.limiter;
+  const la = s.limiterAgent;
+  const laAcquired = joinSelectors(la, acquired);
+  const t = config.thresholds;
+  return {
+    uid: 'quotascope-limiter',
+    title: 'quotascope / Limiter',
+    description: 'Permits, queueing, acquire time, token budget and provider errors of the rate-limited model wrapper.',
+    tags: ['quotascope', 'limiter'],
+    variables: limiterVariables(s),
+    rows: [
+      {
+        title: 'Saturation',
+        panels: [
+          {
+            key: 'permits',
+            title: 'Permits in use vs limit',
+            description:
+              'Permits held right now and the current permit limit, per replica. In use pinned at the limit means calls queue for permits.',
+            unit: 'short',
+            kind: 'timeseries',
+            min: 0,
+            targets: [
+              { expr: sumOf(m.permitsInUse, l, ['instance']), legend: '{{instance}} in use' },
+              { expr: sumOf(m.permitsLimit, l, ['instance']), legend: '{{instance}} limit' },
+            ],
+          },
+          {
+            key: 'permit-utilisation',
+            title: 'Permit utilisation',
+            description:
+              'Permits in use divided by the limit, per replica. The "permits saturated" alert fires when this stays at the red line for minutes.',
+            unit: 'percentunit',
+            kind: 'timeseries',
+            min: 0,
+            thresholds: [{ value: t.permitSaturation, color: 'red' }],
+            targets: [
+              {
+                expr: `${sumOf(m.permitsInUse, l, ['instance'])} / ${sumOf(m.permitsLimit, l, ['instance'])}`,
+                legend: '{{instance}}',
+              },
+            ],
+          },
+          {
+            key: 'waiting',
+            title: 'Waiting calls',
+            description: 'Calls queued for a permit or for token budget, per replica. Any queue means demand exceeds what the limiter admits.',
+            unit: 'short',
+            kind: 'timeseries',
+            min: 0,
+            targets: [{ expr: sumOf(m.waitingCalls, l, ['instance']), legend: '{{instance}}' }],
+          },
+          {
+            key: 'littles-law',
+            title: "Calls in flight: measured vs Little's law",
+            description:
+              "Permits in use (scraped gauge), permits held (measured: the rate of permit-seconds, the exact mean over the window) and call rate × mean call time (Little's law, L = λW). Held above rate × latency is time a permit waits for token budget; measured well above both points at permits held without a call: a leak.",
+            unit: 'short',
+            kind: 'timeseries',
+            min: 0,
+            targets: [
+              { expr: sumOf(m.permitsInUse, l), legend: 'measured (permits in use)' },
+              { expr: sumRate(m.permitSeconds, l, ri), legend: 'permits held (measured)' },
+              { expr: sumRate(`${m.callDuration}_sum`, la, ri), legend: 'rate × latency' },
+            ],
+          },
+        ],
+      },
+      {
+        title: 'Acquire time',
+        panels: [
+          {
+            key: 'acquire-quantiles',
+            title: 'Acquire time p50 / p95 / p99 (admitted calls) and timeouts',
+            description: `Time from call to admission (permit and budget) of the calls that were admitted, and, on the right axis, the calls per second that gave up at maxWait (their waits would only pin the quantiles at maxWait). Orange: each limiter's early-warning line (${t.acquireWarnFractionOfMaxWait} × its maxWait); red: its maxWait, where calls time out. It rises before any 429.`,
+            unit: 's',
+            kind: 'timeseries',
+            min: 0,
+            targets: [
+              ...[0.5, 0.95, 0.99].map((q) => ({
+                expr: quantile(q, m.acquireDuration, laAcquired, ri),
+                legend: `p${Math.round(q * 100)}`,
+              })),
+              {
+                expr: sumRate(`${m.acquireDuration}_count`, joinSelectors(la, 'outcome="timeout"'), ri),
+                legend: 'timed out /s',
+                unit: 'ops',
+              },
+              ...maxWaitLines(config, l),
+            ],
+          },
+          {
+            key: 'acquire-p95-by-agent',
+            title: 'Acquire time p95 by agent (admitted calls)',
+            description: 'Acquire time p95 of the admitted calls per calling agent: shows whether one agent of the tree waits longer than its siblings.',
+            unit: 's',
+            kind: 'timeseries',
+            min: 0,
+            targets: [{ expr: quantile(0.95, m.acquireDuration, laAcquired, ri, ['agent']), legend: '{{agent}}' }, ...maxWaitLines(config, l)],
+          },
+          {
+            key: 'acquire-heatmap',
+            title: 'Acquire time distribution (admitted calls)',
+            description: 'Heatmap of the admitted calls\' acquire times from the histogram buckets: a band moving up is queueing building up.',
+            unit: 's',
+            kind: 'heatmap',
+            targets: [{ expr: sumRate(`${m.acquireDuration}_bucket`, laAcquired, ri, ['le']), legend: '{{le}}' }],
+          },
+          {
+            key: 'timeouts',
+            title: 'Timeouts by reason',
+            description: 'Calls whose maxWait expired, per second, by what they waited for (permit or budget). Each is a model call that never ran.',
+            unit: 'ops',
+            kind: 'timeseries',
+            min: 0,
+            targets: [{ expr: sumRate(m.timeouts, la, ri, ['reason']), legend: '{{reason}}' }],
+            quietRunEmpty: 'the counter has no series until a call times out, which a run within the budget never does',
+          },
+        ],
+      },
+      {
+        title: 'Tokens',
+        panels: [
+          {
+            key: 'tokens-per-minute',
+            title: 'Tokens per minute: reserved vs actual vs budget capacity',
+            description:
+              'Tokens reserved up front (estimates) and reported by the provider, per minute, against the budget capacity the limiters are configured with (all replicas).',
+            unit: 'short',
+            kind: 'timeseries',
+            min: 0,
+            span: 24,
+            targets: [
+              { expr: `${sumRate(m.tokensReserved, la, ri)} * 60`, legend: 'reserved' },
+              { expr: `${sumRate(m.tokensActual, la, ri)} * 60`, legend: 'actual' },
+              { expr: sumOf(m.budgetCapacity, l), legend: 'budget capacity', reference: 'red' },
+            ],
+          },
+          {
+            key: 'estimate-accuracy',
+            title: 'Actual / reserved tokens by agent',
+            description: `How good the token estimate is, per agent: 100 % is exact, above means underestimates (the budget goes negative), below means capacity is wasted. The drift alert fires outside ${t.estimateBand.low}–${t.estimateBand.high}.`,
+            unit: 'percentunit',
+            kind: 'timeseries',
+            min: 0,
+            thresholds: [
+              { value: t.estimateBand.low, color: 'orange' },
+              { value: t.estimateBand.high, color: 'red' },
+            ],
+            targets: [
+              {
+                expr: `${sumRate(m.tokensActual, la, ri, ['agent'])} / ${sumRate(m.tokensReserved, la, ri, ['agent'])}`,
+                legend: '{{agent}}',
+              },
+            ],
+          },
+          {
+            key: 'budget-level',
+            title: 'Token budget level',
+            description:
+              'Tokens available in the bucket per replica, with its capacity, and the tokens its rolling-minute guard counts in the last 60 s (actual usage once settled). The bucket may go negative when an underestimate is reconciled; persistently at or below zero means the budget binds. Window tokens at the capacity while the bucket still has tokens: the guard is holding back a burst a per-minute provider quota would refuse. Orange: the budget-exhausted alert line, a fraction of each replica\'s capacity.',
+            unit: 'short',
+            kind: 'timeseries',
+            thresholds: [{ value: 0, color: 'red' }],
+            targets: [
+              { expr: sumOf(m.budgetAvailable, l, ['instance']), legend: '{{instance}} available' },
+              { expr: sumOf(m.budgetCapacity, l, ['instance']), legend: '{{instance}} capacity' },
+              { expr: sumOf(m.budgetWindow, l, ['instance']), legend: '{{instance}} last 60 s' },
+              {
+                expr: `${t.budgetExhaustedFractionOfCapacity} * ${sumOf(m.budgetCapacity, l, ['instance'])}`,
+                legend: `{{instance}} exhausted below (${t.budgetExhaustedFractionOfCapacity} × capacity)`,
+                reference: 'orange',
+              },
+            ],
+          },
+        ],
+      },
+      {
+        title: 'Calls and provider errors',
+        panels: [
+          {
+            key: 'call-outcomes',
+            title: 'Call outcomes',
+            description: 'Finished calls per second by outcome: ok, error, rate_limited, cancelled, timeout.',
+            unit: 'ops',
+            kind: 'timeseries',
+            min: 0,
+            targets: [{ expr: sumRate(m.calls, la, ri, ['outcome']), legend: '{{outcome}}' }],
+          },
+          {
+            key: 'rate-limited',
+            title: '429s and retries by agent',
+            description:
+              'Provider rate-limit errors seen (every attempt) and retries issued, per agent. With the limiter sized right this stays at zero.',
+            unit: 'ops',
+            kind: 'timeseries',
+            min: 0,
+            targets: [
+              { expr: sumRate(m.rateLimited, la, ri, ['agent']), legend: '{{agent}} 429' },
+              { expr: sumRate(m.retries, la, ri, ['agent']), legend: '{{agent}} retry' },
+            ],
+            quietRunEmpty: 'the counters have no series until the provider answers 429, which the limiter exists to prevent',
+          },
+          {
+            key: 'call-duration',
+            title: 'Model call time p50 / p95',
+            description: 'Model call time after admission, retries included: the W of Little\'s law.',
+            unit: 's',
+            kind: 'timeseries',
+            min: 0,
+            targets: [0.5, 0.95].map((q) => ({
+              expr: quantile(q, m.callDuration, la, ri),
+              legend: `p${Math.round(q * 100)}`,
+            })),
+          },
+          {
+            key: 'permits-reclaimed',
+            title: 'Permits reclaimed (leaks)',
+            description: 'Permits reclaimed because a call held one past the maximum call time. Anything above zero is a leak.',
+            unit: 'short',
+            kind: 'timeseries',
+            min: 0,
+            thresholds: [{ value: 1, color: 'red' }],
+            targets: [{ expr: `sum by (instance) (increase(${series(m.permitsReclaimed, l)}[${ri}]))`, legend: '{{instance}}' }],
+            quietRunEmpty: 'the counter has no series until a permit is reclaimed, which needs a call stuck past the maximum call time',
+          },
+        ],
+      },
+    ],
+  };
+}

@@ -9,6 +9,10 @@ export interface TargetSpec {
   readonly expr: string;
   /** Grafana legend format, e.g. `{{instance}}`. */
   readonly legend: string;
+  /** A threshold computed from a metric (e.g. each limiter's maxWait): drawn as a dashed line of this color. */
+  readonly reference?: ThresholdSpec['color'];
+  /** A unit other than the panel's: the series is drawn on a right-hand axis in this unit. */
+  readonly unit?: string;
 }
 
 export interface ThresholdSpec {

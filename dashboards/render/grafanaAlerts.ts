@@ -8,10 +8,10 @@ import * as alerting from '@grafana/grafana-foundation-sdk/alerting';
 import * as expr from '@grafana/grafana-foundation-sdk/expr';
 import * as prom from '@grafana/grafana-foundation-sdk/prometheus';
 import type { AlertSpec, AnnotationTemplate, ValueFormat } from '../alerts.ts';
-import { grafana } from '../config.ts';
+import type { DashboardsConfig } from '../config.ts';
 import type { DashboardSpec } from '../panels/spec.ts';
 import { panelIds } from './grafanaDashboard.ts';
-import { runbookUrl } from './runbook.ts';
+import { alertLabels, runbookUrl } from './runbook.ts';
 
 export const grafanaRuleGroup = 'quotascope-limiter';
 const conditionRefId = 'Z';
@@ -47,21 +47,22 @@ export function grafanaRuleUid(alertName: string): string {
   return uid;
 }
 
-function promQuery(refId: string, promql: string) {
+function promQuery(datasourceUid: string, refId: string, promql: string) {
   return new alerting.QueryBuilder(refId)
-    .datasourceUid(grafana.datasourceUid)
+    .datasourceUid(datasourceUid)
     .relativeTimeRange({ from: 600, to: 0 })
     .model(new prom.DataqueryBuilder().expr(promql).refId(refId).instant());
 }
 
-function ruleOf(alert: AlertSpec, dashboards: readonly DashboardSpec[]) {
+function ruleOf(config: DashboardsConfig, alert: AlertSpec, dashboards: readonly DashboardSpec[]) {
+  const uid = config.datasource.uid;
   const template = grafanaTemplateFor(alert);
   const builder = new alerting.RuleBuilder(alert.name)
     .uid(grafanaRuleUid(alert.name))
     .condition(conditionRefId)
-    .withQuery(promQuery('A', alert.expr));
+    .withQuery(promQuery(uid, 'A', alert.expr));
   Object.values(alert.extras ?? {}).forEach((extra, i) => {
-    builder.withQuery(promQuery(extraRefId(i), extra.metric));
+    builder.withQuery(promQuery(uid, extraRefId(i), extra.metric));
   });
   builder
     .withQuery(
@@ -76,11 +77,11 @@ function ruleOf(alert: AlertSpec, dashboards: readonly DashboardSpec[]) {
     // No series means the condition does not hold: OK, as in Prometheus.
     .noDataState('OK')
     .execErrState('Error')
-    .labels({ severity: alert.severity })
+    .labels(alertLabels(config, alert.severity))
     .annotations({
-      summary: alert.summary(template),
+      summary: alert.summary,
       description: alert.description(template),
-      runbook_url: runbookUrl(alert.name),
+      runbook_url: runbookUrl(config, alert.name),
     });
   const rule = JSON.parse(JSON.stringify(builder.build())) as alerting.Rule;
   const dashboard = dashboards.find((d) => d.uid === alert.panel.dashboardUid);
@@ -94,16 +95,16 @@ function ruleOf(alert: AlertSpec, dashboards: readonly DashboardSpec[]) {
 }
 
 /** The provisioning file `alerting/quotascope-alerts.yaml` as an object. */
-export function grafanaAlertProvisioning(alerts: readonly AlertSpec[], dashboards: readonly DashboardSpec[]) {
+export function grafanaAlertProvisioning(config: DashboardsConfig, alerts: readonly AlertSpec[], dashboards: readonly DashboardSpec[]) {
   return {
     apiVersion: 1,
     groups: [
       {
         orgId: 1,
         name: grafanaRuleGroup,
-        folder: grafana.folderTitle,
+        folder: config.grafana.folderTitle,
         interval: '1m',
-        rules: alerts.map((alert) => ruleOf(alert, dashboards)),
+        rules: alerts.map((alert) => ruleOf(config, alert, dashboards)),
       },
     ],
   };

@@ -4,13 +4,14 @@ import * as dash from '@grafana/grafana-foundation-sdk/dashboard';
 import * as heatmap from '@grafana/grafana-foundation-sdk/heatmap';
 import * as prom from '@grafana/grafana-foundation-sdk/prometheus';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
+import { alertNames } from '../alertNames.ts';
 import type { DashboardSpec, PanelSpec, VariableSpec } from '../panels/spec.ts';
 
 /** Every query goes through the dashboard's datasource variable (a Grafana `${datasource}` reference). */
 const datasource = { type: 'prometheus', uid: `\${datasource}` };
 
-/** Firing alerts from Prometheus' ALERTS series, drawn on every panel. */
-export const alertAnnotationExpr = 'ALERTS{alertstate="firing"}';
+/** Firing alerts of ours (by name) from Prometheus' ALERTS series, drawn on every panel. */
+export const alertAnnotationExpr = `ALERTS{alertstate="firing", alertname=~"${alertNames.join('|')}"}`;
 
 function target(expr: string, legend: string, refId: string, format = prom.PromQueryFormat.TimeSeries) {
   return new prom.DataqueryBuilder()
@@ -51,6 +52,17 @@ function timeseriesPanel(panel: PanelSpec) {
   }
   panel.targets.forEach((t, i) => {
     builder.withTarget(target(t.expr, t.legend, refId(i)));
+    const properties = [
+      ...(t.reference
+        ? [
+            { id: 'color', value: { mode: 'fixed', fixedColor: t.reference } },
+            { id: 'custom.lineStyle', value: { fill: 'dash', dash: [10, 10] } },
+            { id: 'custom.fillOpacity', value: 0 },
+          ]
+        : []),
+      ...(t.unit ? [{ id: 'unit', value: t.unit }, { id: 'custom.axisPlacement', value: 'right' }] : []),
+    ];
+    if (properties.length > 0) builder.overrideByQuery(refId(i), properties);
   });
   return builder;
 }
@@ -98,7 +110,8 @@ function variableBuilder(variable: VariableSpec) {
     .refresh(dash.VariableRefresh.OnTimeRangeChanged)
     .multi(true)
     .includeAll(true)
-    .allValue('.*')
+    // Grafana's dashboard linter wants `.+` for job and instance (both always set on a scrape).
+    .allValue(variable.name === 'job' || variable.name === 'instance' ? '.+' : '.*')
     .current({ selected: true, text: 'All', value: '$__all' })
     .sort(dash.VariableSort.AlphabeticalAsc);
 }

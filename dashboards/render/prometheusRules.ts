@@ -1,6 +1,7 @@
 // Alert and recording rule specs → a Prometheus rule file (the object; generate.ts writes YAML).
 import type { AlertSpec, AnnotationTemplate, RecordingRuleSpec, ValueFormat } from '../alerts.ts';
-import { runbookUrl } from './runbook.ts';
+import type { DashboardsConfig } from '../config.ts';
+import { alertLabels, runbookUrl } from './runbook.ts';
 
 const humanizer: Record<ValueFormat, string> = {
   number: 'humanize',
@@ -41,6 +42,7 @@ export interface PrometheusRuleFile {
 }
 
 export function prometheusRuleFile(
+  config: DashboardsConfig,
   recordingRules: readonly RecordingRuleSpec[],
   alerts: readonly AlertSpec[],
 ): PrometheusRuleFile {
@@ -58,11 +60,11 @@ export function prometheusRuleFile(
             alert: alert.name,
             expr: alert.expr,
             for: alert.for,
-            labels: { severity: alert.severity },
+            labels: alertLabels(config, alert.severity),
             annotations: {
-              summary: alert.summary(template),
+              summary: alert.summary,
               description: alert.description(template),
-              runbook_url: runbookUrl(alert.name),
+              runbook_url: runbookUrl(config, alert.name),
             },
           };
         }),

@@ -2,7 +2,8 @@
 // summary/description rendered with the expected values, so a template change is tested too.
 import type { AlertSpec, AnnotationTemplate } from '../alerts.ts';
 import type { AlertTestCase, ExpectedAlert } from '../alertTests.ts';
-import { runbookUrl } from './runbook.ts';
+import type { DashboardsConfig } from '../config.ts';
+import { alertLabels, runbookUrl } from './runbook.ts';
 
 function expectedTemplate(expected: ExpectedAlert): AnnotationTemplate {
   return {
@@ -20,7 +21,12 @@ function expectedTemplate(expected: ExpectedAlert): AnnotationTemplate {
   };
 }
 
-export function promtoolTestFile(ruleFile: string, cases: readonly AlertTestCase[], alerts: readonly AlertSpec[]) {
+export function promtoolTestFile(
+  config: DashboardsConfig,
+  ruleFile: string,
+  cases: readonly AlertTestCase[],
+  alerts: readonly AlertSpec[],
+) {
   const specOf = (name: string): AlertSpec => {
     const spec = alerts.find((a) => a.name === name);
     if (!spec) throw new Error(`alert test names unknown alert ${name}`);
@@ -41,11 +47,11 @@ export function promtoolTestFile(ruleFile: string, cases: readonly AlertTestCase
           exp_alerts: check.firing.map((expected) => {
             const template = expectedTemplate(expected);
             return {
-              exp_labels: { ...expected.labels, severity: spec.severity },
+              exp_labels: { ...expected.labels, ...alertLabels(config, spec.severity) },
               exp_annotations: {
-                summary: spec.summary(template),
+                summary: spec.summary,
                 description: spec.description(template),
-                runbook_url: runbookUrl(spec.name),
+                runbook_url: runbookUrl(config, spec.name),
               },
             };
           }),

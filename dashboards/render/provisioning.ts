@@ -1,23 +1,24 @@
 // Grafana provisioning for the datasource (fixed uid) and the dashboard provider.
-import { grafana } from '../config.ts';
+import type { DashboardsConfig } from '../config.ts';
 
-export function datasourceProvisioning() {
+export function datasourceProvisioning(config: DashboardsConfig) {
+  const ds = config.datasource;
   return {
     apiVersion: 1,
     datasources: [
       {
-        name: grafana.datasourceName,
-        uid: grafana.datasourceUid,
+        name: ds.name,
+        uid: ds.uid,
         type: 'prometheus',
         access: 'proxy',
         orgId: 1,
-        url: grafana.datasourceUrl,
+        url: ds.url,
         isDefault: true,
         editable: false,
         jsonData: {
           httpMethod: 'POST',
           // Feeds $__rate_interval: Grafana needs the scrape interval to pick a safe window.
-          timeInterval: grafana.scrapeInterval,
+          timeInterval: ds.scrapeInterval,
           prometheusType: 'Prometheus',
         },
       },
@@ -25,7 +26,8 @@ export function datasourceProvisioning() {
   };
 }
 
-export function dashboardProviderProvisioning() {
+export function dashboardProviderProvisioning(config: DashboardsConfig) {
+  const grafana = config.grafana;
   return {
     apiVersion: 1,
     providers: [

@@ -21,6 +21,25 @@ export const ACQUIRE_SECONDS_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 12, 16, 20, 25, 30, 60,
 ] as const;
 
+/** The largest maxWait acquireSecondsBuckets() takes: an hour of waiting is already a misconfiguration. */
+export const MAX_WAIT_SECONDS_LIMIT = 3600;
+
+/**
+ * Acquire-time buckets for a limiter whose maxWait is `maxWaitSeconds`: the default buckets
+ * below maxWait, maxWait itself, then one bound 5 % above it for the waits that expire a
+ * little late (timer lag). Nothing waits longer, so no quantile can interpolate past that
+ * last bound. A maxWait above the default range is reached by doubling the last bound.
+ */
+export function acquireSecondsBuckets(maxWaitSeconds: number): number[] {
+  if (!Number.isFinite(maxWaitSeconds) || maxWaitSeconds < 0.001 || maxWaitSeconds > MAX_WAIT_SECONDS_LIMIT) {
+    throw new RangeError(`maxWaitSeconds must be between 0.001 and ${MAX_WAIT_SECONDS_LIMIT}, got ${maxWaitSeconds}`);
+  }
+  const bounds: number[] = ACQUIRE_SECONDS_BUCKETS.filter((b) => b < maxWaitSeconds);
+  while (bounds.length > 0 && bounds[bounds.length - 1] * 2 < maxWaitSeconds) bounds.push(bounds[bounds.length - 1] * 2);
+  const justAbove = Number((maxWaitSeconds * 1.05).toPrecision(6));
+  return [...bounds, maxWaitSeconds, justAbove];
+}
+
 /** Model-call buckets in seconds: the worked example's calls take about 8 s. */
 export const CALL_SECONDS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 6, 8, 10, 12, 16, 20, 30, 60, 120] as const;
 
@@ -115,6 +134,12 @@ export const limiterMetrics = {
     name: 'llm_limiter_permits_reclaimed_total',
     help: 'Permits reclaimed because a call held one past the maximum call time (a leak).',
     type: 'counter',
+    labelNames: ['limiter'],
+  },
+  maxWait: {
+    name: 'llm_limiter_max_wait_seconds',
+    help: 'The configured maxWait: the longest a call waits for a permit and budget before it times out.',
+    type: 'gauge',
     labelNames: ['limiter'],
   },
   permitSeconds: {

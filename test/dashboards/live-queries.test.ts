@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgentService } from '../../agent/index.ts';
-import { alerts, recordingRules } from '../../dashboards/alerts.ts';
-import { jobs } from '../../dashboards/config.ts';
+import { buildAlerts, buildRecordingRules } from '../../dashboards/alerts.ts';
+import { defaultConfig, jobs } from '../../dashboards/config.ts';
 import { generatedPaths } from '../../dashboards/files.ts';
 import { generatedDir } from '../../dashboards/generate.ts';
-import { dashboards } from '../../dashboards/panels/index.ts';
+import { buildDashboards } from '../../dashboards/panels/index.ts';
 import { instantiate, panelsOf } from '../../dashboards/panels/spec.ts';
 import { alertAnnotationExpr } from '../../dashboards/render/grafanaDashboard.ts';
 import { runK6 } from '../../loadtest/k6/runner.ts';
@@ -28,6 +28,9 @@ const emptyEvenUnderStress: Record<string, string> = {
   'quotascope-limiter/permits-reclaimed': 'a reclaim needs a call stuck past the maximum call time (minutes)',
 };
 const rateInterval = '1m';
+const dashboards = buildDashboards(defaultConfig);
+const alerts = buildAlerts(defaultConfig);
+const recordingRules = buildRecordingRules(defaultConfig);
 
 interface Evaluation {
   error?: string;

@@ -1,43 +1,50 @@
 // The dashboard and alert specs are complete and consistent, and the generated Grafana and
-// Prometheus files carry them faithfully.
+// Prometheus files carry them faithfully, for the default config and a user's.
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
-import { alerts, recordingRules } from '../../dashboards/alerts.ts';
-import { alertTestCases } from '../../dashboards/alertTests.ts';
-import { acquireWarnSeconds, agent, k6, mock, thresholds } from '../../dashboards/config.ts';
+import { buildAlerts, buildRecordingRules } from '../../dashboards/alerts.ts';
+import { buildAlertTestCases } from '../../dashboards/alertTests.ts';
+import { type DashboardsConfig, defaultConfig } from '../../dashboards/config.ts';
 import { generatedFiles, generatedPaths } from '../../dashboards/files.ts';
-import { dashboards } from '../../dashboards/panels/index.ts';
+import { loadConfigFile } from '../../dashboards/generate.ts';
+import { agent, k6, mock } from '../../dashboards/metrics.ts';
+import { buildDashboards } from '../../dashboards/panels/index.ts';
+import { buildLimiterDashboard } from '../../dashboards/panels/limiter.ts';
 import { instantiate, panelsOf } from '../../dashboards/panels/spec.ts';
-import { limiterDashboard } from '../../dashboards/panels/limiter.ts';
+import { parseQuery } from './lint.ts';
 
-const files = generatedFiles();
-const knownMetrics = new Set<string>([
-  ...Object.values(limiterMetrics).map((d) => d.name),
-  ...Object.values(agent),
-  ...Object.values(mock),
-  ...Object.values(k6),
-  ...recordingRules.map((r) => r.record),
-  'up',
-  'ALERTS',
-]);
+const customConfig = loadConfigFile(new URL('../../dashboards/examples/custom-stack.yaml', import.meta.url).pathname);
+const configs: [string, DashboardsConfig][] = [
+  ['default config', defaultConfig],
+  ['custom-stack.yaml', customConfig],
+];
 
-/** Metric names in a PromQL expression (histogram suffixes removed): what is left after
- * dropping strings, selectors, ranges, grouping clauses, function names and keywords. */
+const knownMetrics = (config: DashboardsConfig) =>
+  new Set<string>([
+    ...Object.values(limiterMetrics).map((d) => d.name),
+    ...Object.values(agent),
+    ...Object.values(mock),
+    ...Object.values(k6),
+    ...buildRecordingRules(config).map((r) => r.record),
+    'up',
+    'ALERTS',
+  ]);
+
+/** Metric names a PromQL expression reads (histogram suffixes removed), from Prometheus' own grammar. */
 function metricsIn(expr: string): string[] {
-  const stripped = expr
-    .replace(/"[^"]*"/g, '')
-    .replace(/\{[^}]*\}/g, ' ')
-    .replace(/\[[^\]]*\]/g, ' ')
-    .replace(/\b(by|on|without|ignoring)\s*\([^)]*\)/g, ' ');
-  return [...stripped.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?/g)]
-    .filter((match) => !match[2] && !['and', 'or', 'unless', 'bool', 'offset'].includes(match[1]))
-    .map((match) => match[1].replace(/_(bucket|sum|count)$/, ''));
+  const parsed = parseQuery(expr);
+  expect(parsed.error, expr).toBeUndefined();
+  return parsed.selectors.map((s) => s.metric.replace(/_(bucket|sum|count)$/, ''));
 }
 
-describe('panel specs', () => {
+describe.each(configs)('specs with the %s', (_name, config) => {
+  const dashboards = buildDashboards(config);
+  const alerts = buildAlerts(config);
+  const recordingRules = buildRecordingRules(config);
+
   it('every panel has a title, a description, a unit and at least one query', () => {
     for (const dashboard of dashboards) {
       for (const panel of panelsOf(dashboard)) {
@@ -57,30 +64,72 @@ describe('panel specs', () => {
     }
   });
 
-  it('every query uses only known metric names (limiter names come from the definitions)', () => {
+  it('every query parses and uses only known metric names (limiter names come from the definitions)', () => {
+    const known = knownMetrics(config);
     for (const dashboard of dashboards) {
       for (const panel of panelsOf(dashboard)) {
         for (const target of panel.targets) {
           const names = metricsIn(target.expr);
           expect(names.length, target.expr).toBeGreaterThan(0);
-          for (const name of names) expect(knownMetrics.has(name), `${name} in ${panel.key}`).toBe(true);
+          for (const name of names) expect(known.has(name), `${name} in ${panel.key}`).toBe(true);
         }
       }
     }
     for (const rule of [...recordingRules.map((r) => r.expr), ...alerts.map((a) => a.expr)]) {
-      for (const name of metricsIn(rule)) expect(knownMetrics.has(name), `${name} in ${rule}`).toBe(true);
+      for (const name of metricsIn(rule)) expect(known.has(name), `${name} in ${rule}`).toBe(true);
     }
   });
 
-  it('draws the alert thresholds on the panels the alerts link to', () => {
-    const byKey = new Map(panelsOf(limiterDashboard).map((p) => [p.key, p]));
-    const lines = (key: string) => byKey.get(key)?.thresholds?.map((t) => t.value) ?? [];
-    expect(lines('acquire-quantiles')).toEqual([acquireWarnSeconds, thresholds.maxWaitSeconds]);
-    expect(lines('permit-utilisation')).toEqual([thresholds.permitSaturation]);
-    expect(lines('estimate-accuracy')).toEqual([thresholds.estimateBand.low, thresholds.estimateBand.high]);
+  it('acquire quantiles are of admitted calls; timeouts are their own series', () => {
+    const acquire = `${limiterMetrics.acquireDuration.name}_bucket`;
+    const quantileTargets = dashboards.flatMap((d) => panelsOf(d).flatMap((p) => p.targets)).filter((t) => t.expr.includes(acquire));
+    expect(quantileTargets.length).toBeGreaterThan(0);
+    for (const t of quantileTargets) expect(t.expr, t.legend).toContain('outcome="acquired"');
+    const panel = panelsOf(buildLimiterDashboard(config)).find((p) => p.key === 'acquire-quantiles')!;
+    const timeouts = panel.targets.find((t) => t.expr.includes('outcome="timeout"'));
+    expect(timeouts?.unit).toBe('ops');
+    const p95Record = recordingRules.find((r) => r.record.includes(':p95_rate'))!;
+    expect(p95Record.expr).toContain('outcome="acquired"');
+  });
+
+  it('draws the alert thresholds, from each limiter\'s own maxWait and capacity, on the panels the alerts link to', () => {
+    const byKey = new Map(panelsOf(buildLimiterDashboard(config)).map((p) => [p.key, p]));
+    const references = (key: string) => byKey.get(key)?.targets.filter((t) => t.reference) ?? [];
+    const t = config.thresholds;
+    expect(references('acquire-quantiles').map((r) => [r.expr.startsWith(`${t.acquireWarnFractionOfMaxWait} * `), r.expr.includes(limiterMetrics.maxWait.name)])).toEqual([
+      [true, true],
+      [false, true],
+    ]);
+    expect(references('budget-level').map((r) => r.expr)).toEqual([expect.stringMatching(new RegExp(`^${t.budgetExhaustedFractionOfCapacity} \\* sum by \\(instance\\) \\(${limiterMetrics.budgetCapacity.name}\\{`))]);
+    expect(byKey.get('permit-utilisation')?.thresholds?.map((x) => x.value)).toEqual([t.permitSaturation]);
+    expect(byKey.get('estimate-accuracy')?.thresholds?.map((x) => x.value)).toEqual([t.estimateBand.low, t.estimateBand.high]);
     for (const alert of alerts) {
       const dashboard = dashboards.find((d) => d.uid === alert.panel.dashboardUid);
       expect(dashboard && panelsOf(dashboard).some((p) => p.key === alert.panel.key), alert.name).toBe(true);
+    }
+  });
+
+  it('the token panel reads the limiters\' configured capacity, not the mock provider', () => {
+    const panel = panelsOf(buildLimiterDashboard(config)).find((p) => p.key === 'tokens-per-minute')!;
+    expect(panel.targets.some((t) => t.expr.includes(limiterMetrics.budgetCapacity.name))).toBe(true);
+    for (const dashboard of dashboards.filter((d) => d.uid !== 'quotascope-mock-provider')) {
+      for (const target of panelsOf(dashboard).flatMap((p) => p.targets)) expect(target.expr).not.toContain('mock_provider_');
+    }
+  });
+
+  it('every selector of an agent-side metric in panels, variables and rules carries the configured agent selector', () => {
+    const required = parseQuery(`m{${config.selectors.agent}}`).selectors[0].matchers;
+    const agentSide = (metric: string) => metric.startsWith('llm_limiter_') || metric.startsWith('agent_');
+    const exprs = [
+      ...dashboards.flatMap((d) => panelsOf(d).flatMap((p) => p.targets.map((t) => t.expr))),
+      ...dashboards.flatMap((d) => d.variables.map((v) => (v.selector ? `${v.metric}{${v.selector}}` : v.metric))),
+      ...recordingRules.map((r) => r.expr),
+      ...alerts.map((a) => a.expr),
+    ];
+    for (const expr of exprs) {
+      for (const selector of parseQuery(expr).selectors.filter((s) => agentSide(s.metric))) {
+        for (const m of required) expect(selector.matchers, `${selector.metric} in ${expr}`).toContainEqual(m);
+      }
     }
   });
 
@@ -100,9 +149,22 @@ describe('panel specs', () => {
       ),
     );
   });
+
+  it('every alert has a promtool case that fires it and one that keeps it silent', () => {
+    const cases = buildAlertTestCases(config);
+    for (const alert of alerts) {
+      const checks = cases.flatMap((c) => c.checks).filter((c) => c.alert === alert.name);
+      expect(checks.some((c) => c.firing.length > 0), `${alert.name} fires`).toBe(true);
+      expect(checks.some((c) => c.firing.length === 0), `${alert.name} silent`).toBe(true);
+    }
+  });
 });
 
-describe('generated Grafana dashboards', () => {
+describe.each(configs)('generated files with the %s', (_name, config) => {
+  const files = generatedFiles(config);
+  const dashboards = buildDashboards(config);
+  const alerts = buildAlerts(config);
+
   for (const spec of dashboards) {
     it(`${spec.uid}: variables, descriptions, units and the alert annotation`, () => {
       const json = JSON.parse(files.get(`${generatedPaths.dashboardsDir}/${spec.uid}.json`)!);
@@ -121,38 +183,47 @@ describe('generated Grafana dashboards', () => {
       expect(JSON.stringify(json)).not.toContain('_implementsDataqueryVariant');
     });
   }
-});
 
-describe('generated alert rules', () => {
-  const promRules = parse(files.get(generatedPaths.rules)!);
-  const grafanaRules = parse(files.get(generatedPaths.alerting)!);
+  it('reference lines are dashed and coloured, other-unit series sit on a right axis', () => {
+    const json = JSON.parse(files.get(`${generatedPaths.dashboardsDir}/quotascope-limiter.json`)!);
+    const panel = json.panels.find((p: { title: string }) => p.title.startsWith('Acquire time p50'));
+    const overrides = panel.fieldConfig.overrides as { matcher: { id: string; options: string }; properties: { id: string; value: unknown }[] }[];
+    const byRef = new Map(overrides.map((o) => [o.matcher.options, Object.fromEntries(o.properties.map((p) => [p.id, p.value]))]));
+    const refOf = (pred: (t: { legendFormat: string }) => boolean) => panel.targets.find(pred).refId;
+    expect(byRef.get(refOf((t) => t.legendFormat === 'timed out /s'))).toEqual({ unit: 'ops', 'custom.axisPlacement': 'right' });
+    expect(byRef.get(refOf((t) => t.legendFormat === '{{limiter}} maxWait'))).toMatchObject({ color: { mode: 'fixed', fixedColor: 'red' } });
+    expect(overrides.every((o) => o.matcher.id === 'byFrameRefID')).toBe(true);
+  });
 
-  it('Prometheus and Grafana get the same alerts, each with severity, for, summary, description and runbook', () => {
+  it('Prometheus and Grafana get the same alerts, each with severity, extra labels, for, summary, description and runbook', () => {
+    const promRules = parse(files.get(generatedPaths.rules)!);
+    const grafanaRules = parse(files.get(generatedPaths.alerting)!);
     const promAlerts = promRules.groups.flatMap((g: { rules: { alert?: string }[] }) => g.rules.filter((r) => r.alert));
     const grafana = grafanaRules.groups[0].rules;
     expect(promAlerts.map((r: { alert: string }) => r.alert)).toEqual(alerts.map((a) => a.name));
     expect(grafana.map((r: { title: string }) => r.title)).toEqual(alerts.map((a) => a.name));
     for (const [i, spec] of alerts.entries()) {
       for (const rule of [promAlerts[i], grafana[i]]) {
-        expect(rule.labels.severity).toBe(spec.severity);
+        expect(rule.labels).toEqual({ severity: spec.severity, ...config.alerts.labels });
         expect(rule.for).toBe(spec.for);
-        expect(rule.annotations.summary).toBeTruthy();
+        expect(rule.annotations.summary).toBe(spec.summary);
         expect(rule.annotations.description).toBeTruthy();
-        expect(rule.annotations.runbook_url).toMatch(/#[a-z]+$/);
+        expect(rule.annotations.runbook_url).toBe(`${config.alerts.runbookUrlBase}#${spec.name.toLowerCase()}`);
       }
       expect(grafana[i].data[0].model.expr).toBe(spec.expr);
       expect(grafana[i].uid.length).toBeLessThanOrEqual(40);
     }
   });
 
-  it('Grafana rules use the provisioned datasource uid and file-provisioning keys', () => {
+  it('Grafana rules use the configured datasource uid and file-provisioning keys', () => {
+    const grafanaRules = parse(files.get(generatedPaths.alerting)!);
     const datasource = parse(files.get(generatedPaths.datasource)!).datasources[0];
-    expect(datasource.url).toBe('http://prometheus:9090');
+    expect(datasource).toMatchObject({ uid: config.datasource.uid, url: config.datasource.url });
     const group = grafanaRules.groups[0];
-    expect(group).toMatchObject({ orgId: 1, interval: '1m' });
-    expect(typeof group.folder).toBe('string');
+    expect(group).toMatchObject({ orgId: 1, interval: '1m', folder: config.grafana.folderTitle });
     for (const rule of group.rules) {
-      expect(rule.data[0].datasourceUid).toBe(datasource.uid);
+      for (const query of rule.data.slice(0, -1)) expect(query.datasourceUid).toBe(config.datasource.uid);
+      expect(rule.data.at(-1).datasourceUid).toBe('__expr__');
       expect(rule).not.toHaveProperty('folderUID');
       expect(rule).not.toHaveProperty('ruleGroup');
       expect(rule.condition).toBe(rule.data.at(-1).refId);
@@ -160,20 +231,27 @@ describe('generated alert rules', () => {
     }
   });
 
-  it('recording rules follow level:metric:operations', () => {
-    for (const rule of recordingRules) expect(rule.record).toMatch(/^[a-z_]+:[a-z_]+:[a-z0-9_]+$/);
-  });
-
-  it('every alert has a promtool case that fires it and one that keeps it silent', () => {
-    for (const alert of alerts) {
-      const checks = alertTestCases.flatMap((c) => c.checks).filter((c) => c.alert === alert.name);
-      expect(checks.some((c) => c.firing.length > 0), `${alert.name} fires`).toBe(true);
-      expect(checks.some((c) => c.firing.length === 0), `${alert.name} silent`).toBe(true);
+  it('the PrometheusRule carries the rule file; each dashboard ConfigMap carries its JSON and the sidecar label', () => {
+    const rule = parse(files.get(generatedPaths.prometheusRule)!);
+    expect(rule).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule', metadata: { labels: config.kubernetes.labels } });
+    expect(rule.metadata.namespace).toBe(config.kubernetes.namespace);
+    expect(rule.spec).toEqual(parse(files.get(generatedPaths.rules)!));
+    for (const spec of dashboards) {
+      const map = parse(files.get(`${generatedPaths.dashboardConfigMapsDir}/${spec.uid}.yaml`)!);
+      expect(map).toMatchObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { labels: { grafana_dashboard: '1', ...config.kubernetes.labels } } });
+      expect(map.metadata.name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+      expect(map.data[`${spec.uid}.json`]).toBe(files.get(`${generatedPaths.dashboardsDir}/${spec.uid}.json`));
     }
+  });
+});
+
+describe('recording rules and runbooks', () => {
+  it('recording rules follow level:metric:operations', () => {
+    for (const rule of buildRecordingRules(defaultConfig)) expect(rule.record).toMatch(/^[a-z_]+:[a-z_]+:[a-z0-9_]+$/);
   });
 
   it('every alert has a runbook section in dashboards/README.md', () => {
     const readme = readFileSync(new URL('../../dashboards/README.md', import.meta.url), 'utf8');
-    for (const alert of alerts) expect(readme, alert.name).toContain(`### ${alert.name}\n`);
+    for (const alert of buildAlerts(defaultConfig)) expect(readme, alert.name).toContain(`### ${alert.name}\n`);
   });
 });
