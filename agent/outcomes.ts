@@ -2,9 +2,9 @@
 // ADK turns it into an error event authored by the failing agent and lets the siblings
 // run on, so the only place a branch's fate shows is its events.
 import { type Event, isFinalResponse } from '@google/adk';
+import { type BranchOutcome, effectiveErrorCode, outcomeOfErrorCode } from '../instrumentation/errors.ts';
 
-export const BRANCH_OUTCOMES = ['ok', 'timeout', 'rate_limited', 'error'] as const;
-export type BranchOutcome = (typeof BRANCH_OUTCOMES)[number];
+export { BRANCH_OUTCOMES, type BranchOutcome, effectiveErrorCode, outcomeOfErrorCode } from '../instrumentation/errors.ts';
 
 export interface BranchResult {
   name: string;
@@ -12,32 +12,6 @@ export interface BranchResult {
   outcome: BranchOutcome | 'missing';
   errorCode?: string;
   errorMessage?: string;
-}
-
-/**
- * ADK 2.0 takes `errorCode` from `JSON.parse(message).error.code` and falls back to
- * 'UNKNOWN_ERROR' with the raw message otherwise; a wrapper error whose JSON message has
- * a top-level `code` therefore arrives as UNKNOWN_ERROR with that JSON as errorMessage.
- * Read the code from either place.
- */
-export function effectiveErrorCode(errorCode: string, errorMessage: string | undefined): string {
-  if (errorCode !== 'UNKNOWN_ERROR' || !errorMessage) return errorCode;
-  try {
-    const parsed: unknown = JSON.parse(errorMessage);
-    if (typeof parsed === 'object' && parsed !== null) {
-      const code = (parsed as { code?: unknown; error?: { code?: unknown } }).code ?? (parsed as { error?: { code?: unknown } }).error?.code;
-      if (typeof code === 'string' || typeof code === 'number') return String(code);
-    }
-  } catch {
-    // Not JSON: a plain error text.
-  }
-  return errorCode;
-}
-
-export function outcomeOfErrorCode(code: string): BranchOutcome {
-  if (code === 'RATE_LIMIT_TIMEOUT') return 'timeout';
-  if (code === 'RATE_LIMITED' || code === '429' || code === 'RESOURCE_EXHAUSTED') return 'rate_limited';
-  return 'error';
 }
 
 /**

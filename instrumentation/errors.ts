@@ -115,3 +115,34 @@ export class CentralBudgetUnavailable extends Error {
     this.key = key;
   }
 }
+
+/** How one branch of a run ended, as read from its events. */
+export const BRANCH_OUTCOMES = ['ok', 'timeout', 'rate_limited', 'error'] as const;
+export type BranchOutcome = (typeof BRANCH_OUTCOMES)[number];
+
+/**
+ * ADK 2.0 takes `errorCode` from `JSON.parse(message).error.code` and falls back to
+ * 'UNKNOWN_ERROR' with the raw message otherwise; a wrapper error whose JSON message has
+ * a top-level `code` therefore arrives as UNKNOWN_ERROR with that JSON as errorMessage.
+ * Read the code from either place.
+ */
+export function effectiveErrorCode(errorCode: string, errorMessage: string | undefined): string {
+  if (errorCode !== 'UNKNOWN_ERROR' || !errorMessage) return errorCode;
+  try {
+    const parsed: unknown = JSON.parse(errorMessage);
+    if (typeof parsed === 'object' && parsed !== null) {
+      const code = (parsed as { code?: unknown; error?: { code?: unknown } }).code ?? (parsed as { error?: { code?: unknown } }).error?.code;
+      if (typeof code === 'string' || typeof code === 'number') return String(code);
+    }
+  } catch {
+    // Not JSON: a plain error text.
+  }
+  return errorCode;
+}
+
+/** The outcome an error code stands for: the wrapper's codes, or a provider's 429 by number or by status. */
+export function outcomeOfErrorCode(code: string): BranchOutcome {
+  if (code === ERROR_CODES.timeout) return 'timeout';
+  if (code === ERROR_CODES.rateLimited || code === '429' || code === 'RESOURCE_EXHAUSTED') return 'rate_limited';
+  return 'error';
+}

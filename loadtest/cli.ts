@@ -1,5 +1,6 @@
-// `npm run loadtest -- <scenario> [--target URL] [--prometheus URL] [--mock-url URL] [--scale F] [--load F] [--plan]`
-// runs one scenario with k6 against a running stack (and with --plan compares it with the planner); `npm run loadtest -- convert-trace
+// `npm run loadtest -- <scenario> [--target URL] [--prometheus URL] [--mock-url URL] [--scale F] [--load F] [--plan]
+// [--protocol adk --app NAME [--base-path /api]]` runs one scenario with k6 against a running stack or an ADK API
+// server (and with --plan compares it with the planner); `npm run loadtest -- convert-trace
 // access.log [--out trace.jsonl]` turns the agent service's access log into a trace.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -11,7 +12,8 @@ import { runK6, THRESHOLDS_FAILED } from './k6/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
 import { scaleScenario } from './scenario/scale.ts';
-import { loadScenario, ScenarioError } from './scenario/schema.ts';
+import { withProtocol } from './scenario/protocol.ts';
+import { adkTargetSchema, loadScenario, ScenarioError } from './scenario/schema.ts';
 import { convertAccessLog, toJsonLines } from './scenario/trace-convert.ts';
 import { fetchMockParameters, type MockParameters } from './stack/mock-parameters.ts';
 import { ToolMissingError } from './stack/tools.ts';
@@ -19,6 +21,9 @@ import { ToolMissingError } from './stack/tools.ts';
 const USAGE = `usage: npm run loadtest -- <scenario> [flags]
   <scenario>          a name in loadtest/scenarios (burst, steady-40rpm, ramp, quota-incident, lanes, trace) or a path
   --target URL        agent service base URL; several comma-separated replicas are spread over (default http://127.0.0.1:8080)
+  --protocol P        native (POST /v1/agents/{tree}/run, default) or adk (an ADK API server: sessions, then /run or /run_sse)
+  --app NAME          with --protocol adk: the app to call, as the server's GET /list-apps lists it
+  --base-path PATH    with --protocol adk: prefix of the server's routes, e.g. /api for ADK Go
   --prometheus URL    remote-write k6's metrics to this Prometheus (needs --web.enable-remote-write-receiver)
   --mock-url URL      mock provider base URL, for scenarios that change its quota (default http://127.0.0.1:8090)
   --scale F           multiply every time in the scenario by F (0.1 = ten times faster; rates scale by 1/F)
@@ -41,6 +46,9 @@ const flagsSchema = z.object({
   out: z.string().optional(),
   replicas: z.coerce.number().int().positive().max(1000).optional(),
   'budget-fraction': z.coerce.number().positive().max(1).default(WORKED_EXAMPLE.budgetFraction),
+  protocol: z.enum(['native', 'adk']).optional(),
+  app: adkTargetSchema.shape.app.optional(),
+  'base-path': adkTargetSchema.shape.basePath,
 });
 
 /** Seconds to wait after k6 so Prometheus scrapes the agent once more (compose scrapes every 5 s). */
@@ -73,7 +81,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const scenario = scaleScenario(loadScenario(positionals[0]), { time: flags.scale, load: flags.load });
+  const protocol = { protocol: flags.protocol, app: flags.app, basePath: flags['base-path'] };
+  const scenario = withProtocol(scaleScenario(loadScenario(positionals[0]), { time: flags.scale, load: flags.load }), protocol);
   const targets = flags.target.split(',').map((t) => t.trim().replace(/\/$/, ''));
   // --plan: fail before the run when the comparison could not be made after it.
   let mock: MockParameters | undefined;

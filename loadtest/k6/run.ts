@@ -1,6 +1,7 @@
 // The k6 entry script: one scenario file (SCENARIO_FILE, validated by Node first) becomes
-// k6 scenarios; every iteration is one user request to the agent service, and its
-// duration, permit wait and branch outcomes become the custom metrics the dashboards read.
+// k6 scenarios; every iteration is one user request to the agent service (or, with
+// protocol adk, to an ADK API server: adk-protocol.ts), and its duration, permit wait and
+// branch outcomes become the custom metrics the dashboards read.
 //   k6 run -e SCENARIO_FILE=/abs/burst.json -e TARGET=http://127.0.0.1:8080 loadtest/k6/run.ts
 import exec from 'k6/execution';
 import http from 'k6/http';
@@ -8,6 +9,7 @@ import { Counter, Rate, Trend } from 'k6/metrics';
 import type { Options } from 'k6/options';
 import { DEFAULT_REQUEST_TIMEOUT_S } from '../scenario/request.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
+import { adkUserRequest } from './adk-protocol.ts';
 import { buildOptions } from './build-options.ts';
 import { documentForTokens } from './document.ts';
 import { summaryText } from './summary-text.ts';
@@ -53,14 +55,20 @@ export function userRequest(): void {
   const env = __ENV;
   const traceFirst = Number(env.TRACE_FIRST ?? -1);
   const record = traceFirst >= 0 ? built.trace[traceFirst + exec.scenario.iterationInTest] : undefined;
-  const tree = record?.tree ?? env.TREE;
+  const tree = file.adk?.app ?? record?.tree ?? env.TREE;
   const trafficClass = record?.trafficClass ?? env.TRAFFIC_CLASS;
   const tokens = record?.inputTokensPerCall ?? Number(env.INPUT_TOKENS);
   const width = record?.width ?? (env.WIDTH ? Number(env.WIDTH) : undefined);
   const tags = { tree, scenario: file.name, traffic_class: trafficClass };
 
-  const body = JSON.stringify({ document: documentFor(tokens), width, trafficClass, userId: `vu-${exec.vu.idInTest}` });
+  const userId = file.adk?.userId ?? `vu-${exec.vu.idInTest}`;
   const target = targets[(exec.vu.idInTest + exec.vu.iterationInInstance) % targets.length];
+  if (file.protocol === 'adk' && file.adk) {
+    const metrics = { requestDuration, missingBranches, branchOutcomes };
+    adkUserRequest({ target, adk: file.adk, userId, document: documentFor(tokens), timeout, tags, metrics });
+    return;
+  }
+  const body = JSON.stringify({ document: documentFor(tokens), width, trafficClass, userId });
   const res = http.post(`${target}/v1/agents/${tree}/run`, body, {
     headers: { 'content-type': 'application/json' },
     timeout,

@@ -30,6 +30,8 @@ export interface K6RunOptions {
   mockUrl?: string;
   onLine?: (line: string) => void;
   signal?: AbortSignal;
+  /** More k6 outputs (`-o` values), e.g. `json=/abs/points.json` for per-tag samples. */
+  outputs?: string[];
 }
 
 export interface ThresholdResult {
@@ -45,6 +47,9 @@ export interface K6Summary {
   permitWaitMs: { p50: number; p95: number; max: number };
   missingBranchesRate: number;
   branchOutcomes: number;
+  /** Model calls and tokens read from the events (ADK protocol only). */
+  modelCalls?: number;
+  modelTokens?: number;
   droppedArrivals: number;
   testRunDurationMs: number;
   thresholds: ThresholdResult[];
@@ -71,7 +76,7 @@ export function condenseSummary(data: any): K6Summary {
     for (const [expression, t] of Object.entries(m.thresholds ?? {})) thresholds.push({ metric, expression, ok: t.ok });
   }
   return {
-    requests: v('http_reqs', 'count'),
+    requests: v('qs_request_duration', 'count'), // one per user request (ADK: session + run are two HTTP requests)
     failedRate: v('http_req_failed', 'rate'),
     durationMs: {
       p50: v('qs_request_duration', 'med'),
@@ -82,6 +87,8 @@ export function condenseSummary(data: any): K6Summary {
     permitWaitMs: { p50: v('qs_permit_wait', 'med'), p95: v('qs_permit_wait', 'p(95)'), max: v('qs_permit_wait', 'max') },
     missingBranchesRate: v('qs_missing_branches', 'rate'),
     branchOutcomes: v('qs_branch_outcomes', 'count'),
+    modelCalls: v('qs_model_calls', 'count'),
+    modelTokens: v('qs_model_tokens', 'count'),
     droppedArrivals: v('dropped_iterations', 'count'),
     testRunDurationMs: Number(data?.state?.testRunDurationMs ?? 0),
     thresholds,
@@ -116,6 +123,7 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
     env.K6_PROMETHEUS_RW_TREND_STATS = TREND_STATS;
     env.K6_PROMETHEUS_RW_PUSH_INTERVAL = '1s';
   }
+  for (const output of opts.outputs ?? []) args.push('-o', output);
   args.push('-e', `SCENARIO_FILE=${scenarioFile}`, '-e', `TARGET=${opts.target}`, '-e', `REPORT_DIR=${opts.reportDir}`, K6_SCRIPT);
 
   const startedAt = Date.now();

@@ -11,7 +11,8 @@ const fmtMs = (v: number | undefined): string => (v === undefined ? '-' : v >= 1
 
 export function summaryText(data: Json, scenario: string): string {
   const lines = [`quotascope k6 summary: ${scenario}`];
-  const reqs = metricValues(data, 'http_reqs');
+  // One qs_request_duration sample per user request, whatever HTTP calls it took (ADK: two).
+  const reqs = metricValues(data, 'qs_request_duration');
   const failed = metricValues(data, 'http_req_failed');
   const dur = metricValues(data, 'qs_request_duration');
   const wait = metricValues(data, 'qs_permit_wait');
@@ -20,6 +21,12 @@ export function summaryText(data: Json, scenario: string): string {
   lines.push(`  request duration: p50 ${fmtMs(dur?.med)}  p95 ${fmtMs(dur?.['p(95)'])}  p99 ${fmtMs(dur?.['p(99)'])}  max ${fmtMs(dur?.max)}`);
   lines.push(`  permit wait:      p50 ${fmtMs(wait?.med)}  p95 ${fmtMs(wait?.['p(95)'])}  max ${fmtMs(wait?.max)}`);
   lines.push(`  missing branches: ${((missing?.rate ?? 0) * 100).toFixed(1)}% of requests`);
+  const calls = metricValues(data, 'qs_model_calls');
+  if (calls) {
+    const tokens = metricValues(data, 'qs_model_tokens');
+    const perRequest = reqs?.count ? (calls.count / reqs.count).toFixed(1) : '-';
+    lines.push(`  model calls:      ${calls.count} (${perRequest} per request), ${tokens?.count ?? 0} tokens`);
+  }
   const dropped = metricValues(data, 'dropped_iterations');
   if (dropped?.count) lines.push(`  dropped arrivals: ${dropped.count} (no free VU)`);
   for (const [metric, m] of Object.entries<Json>(data?.metrics ?? {})) {

@@ -67,10 +67,28 @@ const arrivalSchema = z.discriminatedUnion('kind', [
 
 const fraction = z.number().min(0).max(1);
 
+const adkName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/, 'must be an ADK name: letters, digits, _, . or -, at most 128');
+export const adkTargetSchema = z
+  .object({
+    app: adkName,
+    basePath: z
+      .string()
+      .max(200)
+      .regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a path like /api (no trailing slash)')
+      .optional(),
+    userId: z.string().regex(/^[A-Za-z0-9_.@-]{1,128}$/, 'must be 1-128 letters, digits, _, ., @ or -').optional(),
+    streaming: z.boolean().optional(),
+    message: z.string().min(1).max(100_000).optional(),
+    authors: z.array(adkName).min(1).max(1000).optional(),
+  })
+  .strict();
+
 export const scenarioSchema = z
   .object({
     name: z.string().regex(/^[a-zA-Z0-9_-]+$/, 'must be letters, digits, _ or -'),
     description: z.string().optional(),
+    protocol: z.enum(['native', 'adk']).optional(),
+    adk: adkTargetSchema.optional(),
     defaults: z.object(requestShape).strict().optional(),
     arrivals: z.array(arrivalSchema).min(1, 'needs at least one arrival'),
     thresholds: z
@@ -92,7 +110,11 @@ export const scenarioSchema = z
     requestTimeout: positiveSeconds.optional(),
     gracefulStop: seconds.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((s, ctx) => {
+    if (s.protocol === 'adk' && !s.adk) ctx.addIssue({ code: 'custom', path: ['adk'], message: 'is required with protocol adk (at least adk.app)' });
+    if (s.adk && s.protocol !== 'adk') ctx.addIssue({ code: 'custom', path: ['adk'], message: 'is only read with protocol adk' });
+  });
 
 /** A scenario file that failed validation; the message names the field. */
 export class ScenarioError extends Error {

@@ -78,9 +78,32 @@ export interface MockChange {
   set: Record<string, unknown>;
 }
 
+/** Which HTTP API the target serves: quotascope's agent service, or ADK's API server. */
+export type Protocol = 'native' | 'adk';
+
+/** An app served by an ADK API server (`adk api_server`, the Java dev server, `npx adk api_server`). */
+export interface AdkTarget {
+  /** The app name, as GET /list-apps lists it. */
+  app: string;
+  /** Prefix of every route, e.g. ADK Go's `/api`. */
+  basePath?: string;
+  /** One user id for every request (default: one per k6 VU). */
+  userId?: string;
+  /** POST /run_sse with `streaming: true` instead of POST /run. */
+  streaming?: boolean;
+  /** The user message; `{document}` stands for the sized document (default: the document alone). */
+  message?: string;
+  /** The tree's agent names: a run without an outcome for one of them counts as a missing branch. */
+  authors?: string[];
+}
+
 export interface ScenarioFile {
   name: string;
   description?: string;
+  /** Default native: POST {target}/v1/agents/{tree}/run. */
+  protocol?: Protocol;
+  /** Required when protocol is adk. */
+  adk?: AdkTarget;
   /** Defaults for every arrival. */
   defaults?: RequestShape;
   arrivals: Arrival[];
