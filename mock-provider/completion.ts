@@ -18,6 +18,7 @@ export interface ToolCall {
 export interface CompletionRequest {
   readonly api: ApiName;
   readonly model: string;
+  /** The caller the quota is kept for: the API key, or `projects/{id}` on Vertex AI's project routes. */
   readonly apiKey: string;
   /** All text of the request (seeds the output text). */
   readonly prompt: string;

@@ -1,5 +1,8 @@
 // The Gemini REST API (generativelanguage.googleapis.com) as @google/genai and ADK use it:
 // POST /{v1,v1beta}/models/{model}:generateContent | :streamGenerateContent?alt=sse | :countTokens.
+// The same methods on Vertex AI's routes (aiplatform.googleapis.com), where the quota is the
+// project's: /{v1,v1beta1}/projects/{p}/locations/{l}/publishers/google/models/{model}:…, and
+// in express mode (an API key, no project) /{v1,v1beta1}/publishers/google/models/{model}:….
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, sendJson, serveCompletion, textOf, type ToolCall } from './completion.ts';
@@ -32,6 +35,7 @@ function toolCallsFor(request: GenerateRequest): ToolCall[] | undefined {
 
 const STATUS_NAMES: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
   403: 'PERMISSION_DENIED',
   404: 'NOT_FOUND',
   413: 'INVALID_ARGUMENT',
@@ -106,8 +110,19 @@ function answerParts(plan: CompletionPlan, from: number, to: number): object[] {
   return [{ text: textOf(plan, from, to) }];
 }
 
-const geminiFormat = (state: MockState): ApiFormat => ({
+/** Which Google API a route belongs to: the wire format is one, the 429 body and the quota key differ. */
+type Backend = 'gemini' | 'vertex';
+
+// Vertex AI's 429 names no quota and gives no RetryInfo.
+const VERTEX_EXHAUSTED =
+  'Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.';
+
+const geminiFormat = (state: MockState, backend: Backend): ApiFormat => ({
   rateLimited(res: ServerResponse, request: CompletionRequest, limit: RateLimit) {
+    if (backend === 'vertex') {
+      sendGeminiError(res, 429, VERTEX_EXHAUSTED);
+      return;
+    }
     if (limit.reason === 'random' || limit.retryMs === undefined) {
       sendGeminiError(res, 429, 'Resource has been exhausted (e.g. check quota).');
       return;
@@ -184,8 +199,48 @@ function apiKeyOf(req: IncomingMessage): string {
   return key;
 }
 
+/** Vertex AI: no project in the path means express mode, where the API key is the caller. */
+function vertexCallerOf(req: IncomingMessage, project: string | undefined): string {
+  if (project !== undefined) {
+    // Any OAuth token or key is accepted; the project pays, so it holds the quota.
+    const auth = req.headers.authorization;
+    if ((typeof auth === 'string' && /^Bearer \S/.test(auth)) || typeof req.headers['x-goog-api-key'] === 'string') return `projects/${project}`;
+  } else {
+    const key = req.headers['x-goog-api-key'];
+    if (typeof key === 'string' && key !== '') return key;
+  }
+  throw new HttpProblem(
+    401,
+    'Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+  );
+}
+
 /** POST /{version}/models/{target}, matched like express's '/:version/models/:target' (case-insensitive, optional trailing slash). */
 const MODEL_ROUTE = /^\/([^/]+)\/models\/([^/]+?)\/?$/i;
+/** POST /{version}/projects/{project}/locations/{location}/publishers/google/models/{target} (Vertex AI). */
+const VERTEX_ROUTE = /^\/([^/]+)\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/google\/models\/([^/]+?)\/?$/i;
+/** POST /{version}/publishers/google/models/{target} (Vertex AI express mode). */
+const VERTEX_EXPRESS_ROUTE = /^\/([^/]+)\/publishers\/google\/models\/([^/]+?)\/?$/i;
+
+/** A matched model route: the API, the raw version and target, and the Vertex project (raw). */
+interface ModelRoute {
+  backend: Backend;
+  version: string;
+  target: string;
+  project?: string;
+}
+
+function matchModelRoute(path: string): ModelRoute | undefined {
+  const gemini = MODEL_ROUTE.exec(path);
+  if (gemini) return { backend: 'gemini', version: gemini[1], target: gemini[2] };
+  const vertex = VERTEX_ROUTE.exec(path);
+  if (vertex) return { backend: 'vertex', version: vertex[1], target: vertex[4], project: vertex[2] };
+  const express = VERTEX_EXPRESS_ROUTE.exec(path);
+  if (express) return { backend: 'vertex', version: express[1], target: express[2] };
+  return undefined;
+}
+
+const API_VERSIONS: Record<Backend, readonly string[]> = { gemini: ['v1', 'v1beta'], vertex: ['v1', 'v1beta1'] };
 
 /** Answers the request if it is a Gemini model call and returns true; false: not one of ours. */
 export type GeminiHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -195,14 +250,14 @@ export type GeminiHandler = (req: IncomingMessage, res: ServerResponse) => boole
  * router (a sizeable share of a zero-latency call's CPU). Errors answer in Google's format.
  */
 export function geminiHandler(state: MockState): GeminiHandler {
-  const format = geminiFormat(state);
+  const formats: Record<Backend, ApiFormat> = { gemini: geminiFormat(state, 'gemini'), vertex: geminiFormat(state, 'vertex') };
   return (req, res) => {
     if (req.method !== 'POST') return false;
     const url = req.url ?? '';
     const mark = url.indexOf('?');
-    const match = MODEL_ROUTE.exec(mark < 0 ? url : url.slice(0, mark));
-    if (!match) return false;
-    handleModelCall(state, format, req, res, match[1], match[2]).catch((error: unknown) => {
+    const route = matchModelRoute(mark < 0 ? url : url.slice(0, mark));
+    if (!route) return false;
+    handleModelCall(state, formats[route.backend], req, res, route).catch((error: unknown) => {
       console.error('[mock-provider] unexpected error:', error);
       if (res.headersSent) return void res.destroy();
       sendGeminiError(res, 500, 'internal error in the mock provider');
@@ -216,21 +271,22 @@ async function handleModelCall(
   format: ApiFormat,
   req: IncomingMessage,
   res: ServerResponse,
-  rawVersion: string,
-  rawTarget: string,
+  route: ModelRoute,
 ): Promise<void> {
   let model = '';
   try {
-    const version = decodePathParameter(rawVersion);
-    const target = decodePathParameter(rawTarget);
+    const version = decodePathParameter(route.version);
+    const target = decodePathParameter(route.target);
     const colon = target.lastIndexOf(':');
     model = colon > 0 ? target.slice(0, colon) : target;
     const method = colon > 0 ? target.slice(colon + 1) : '';
-    if (version !== 'v1' && version !== 'v1beta') throw new HttpProblem(404, `unknown API version ${version} (use v1 or v1beta)`);
+    const versions = API_VERSIONS[route.backend];
+    if (!versions.includes(version)) throw new HttpProblem(404, `unknown API version ${version} (use ${versions.join(' or ')})`);
     if (method !== 'generateContent' && method !== 'streamGenerateContent' && method !== 'countTokens') {
       throw new HttpProblem(404, `unknown method ${JSON.stringify(method)} (generateContent, streamGenerateContent, countTokens)`);
     }
-    const apiKey = apiKeyOf(req);
+    const project = route.project === undefined ? undefined : decodePathParameter(route.project);
+    const apiKey = route.backend === 'vertex' ? vertexCallerOf(req, project) : apiKeyOf(req);
     const config = state.config;
     if (!config.models.includes(model)) {
       throw new HttpProblem(404, `models/${model} is not found for API version ${version}, or is not supported for ${method}.`);
