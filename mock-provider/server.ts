@@ -1,11 +1,12 @@
-// startMockProvider: one express app on one port serving the Gemini and OpenAI APIs, the
-// admin API, /metrics and /healthz.
+// startMockProvider: one express app on one port serving the Gemini (and Vertex AI) and
+// OpenAI APIs, the admin API, a metadata-server token endpoint, /metrics and /healthz.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { adminRouter } from './admin.ts';
 import { defaultConfig, type MockConfigPatch, mergeConfig } from './config.ts';
 import { type GeminiHandler, geminiHandler } from './gemini.ts';
+import { metadataRouter } from './metadata.ts';
 import { openAiRouter } from './openai.ts';
 import type { Clock } from './quota.ts';
 import { MockState } from './state.ts';
@@ -49,6 +50,7 @@ export function createMockApp(state: MockState, adminToken: string | undefined, 
     res.send(await state.metrics.registry.metrics());
   });
   app.use(adminRouter(state, adminToken));
+  app.use(metadataRouter());
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (!gemini(req, res)) next();
   });

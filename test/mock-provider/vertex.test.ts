@@ -1,9 +1,13 @@
 // Vertex AI routes in the mock, driven by the real @google/genai client in Vertex mode over
 // a real socket. The client's credential is a real google-auth-library OAuth2Client holding
-// a fixed access token (no token endpoint is reached), or an API key in express mode.
+// a fixed access token (no token endpoint is reached), or an API key in express mode; ADK's
+// own Gemini model gets its token by Application Default Credentials from the mock's
+// metadata-server endpoint.
+import { InMemoryRunner, isFinalResponse, LlmAgent, LogLevel, setLogLevel } from '@google/adk';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import { OAuth2Client } from 'google-auth-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { METADATA_TOKEN } from '../../mock-provider/metadata.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { FakeClock, instant } from './helpers.ts';
 
@@ -109,5 +113,48 @@ describe('Vertex AI routes', () => {
     expect((await post(project, { authorization: 'Bearer t' })).status).toBe(200);
     expect((await post(project.replace('v1beta1', 'v1beta'), { authorization: 'Bearer t' })).status).toBe(404);
     expect((await post(project.replace(MODEL, 'no-such-model'), { authorization: 'Bearer t' })).status).toBe(404);
+  });
+
+  it('an unmodified ADK agent on Vertex, set up by environment only, reaches the mock with an ADC token', async () => {
+    clock.advance(60_000);
+    const seen: { path: string; authorization: string | undefined }[] = [];
+    provider.server.prependListener('request', (req) => {
+      if (req.url?.includes('/publishers/google/models/')) seen.push({ path: req.url, authorization: req.headers.authorization });
+    });
+    const host = provider.url.replace('http://', '');
+    const env = {
+      GOOGLE_GENAI_USE_VERTEXAI: 'true',
+      GOOGLE_CLOUD_PROJECT: 'proj-adk',
+      GOOGLE_CLOUD_LOCATION: 'us-central1',
+      GOOGLE_VERTEX_BASE_URL: provider.url,
+      GCE_METADATA_HOST: host, // Application Default Credentials ask the "metadata server" for a token
+    };
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, env);
+    try {
+      setLogLevel(LogLevel.ERROR);
+      const agent = new LlmAgent({ name: 'vertex_reviewer', model: MODEL, instruction: 'Review.' });
+      const runner = new InMemoryRunner({ agent, appName: 'vertex' });
+      const session = await runner.sessionService.createSession({ appName: 'vertex', userId: 'u' });
+      const events = [];
+      for await (const e of runner.runAsync({ userId: 'u', sessionId: session.id, newMessage: { role: 'user', parts: [{ text: 'Review this.' }] } })) events.push(e);
+      const final = events.find((e) => isFinalResponse(e));
+      expect(final?.errorCode).toBeUndefined();
+      expect(final?.usageMetadata?.candidatesTokenCount).toBe(20);
+      expect(seen).toEqual([{ path: `/v1beta1/projects/proj-adk/locations/us-central1/publishers/google/models/${MODEL}:generateContent`, authorization: `Bearer ${METADATA_TOKEN}` }]);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
+  it('the metadata token endpoint wants the Metadata-Flavor header, like the real one', async () => {
+    const path = `${provider.url}/computeMetadata/v1/instance/service-accounts/default/token`;
+    expect((await fetch(path)).status).toBe(403);
+    const ok = await fetch(path, { headers: { 'metadata-flavor': 'Google' } });
+    expect(ok.headers.get('metadata-flavor')).toBe('Google');
+    expect(await ok.json()).toMatchObject({ access_token: METADATA_TOKEN, token_type: 'Bearer' });
   });
 });
