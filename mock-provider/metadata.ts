@@ -20,7 +20,13 @@ function flavoured(handler: (req: Request, res: Response) => void) {
 
 export function metadataRouter(): Router {
   const router = Router();
-  // The availability probe: any answer with the flavour header means "on GCE".
+  // Python's and Java's auth libraries probe the host's root; other callers of / get the 404 as before.
+  router.get('/', (req, res, next) => {
+    if (req.headers[FLAVOR] !== 'Google') return next();
+    res.setHeader(FLAVOR, 'Google');
+    res.type('text/plain').send('');
+  });
+  // Node's probe: any answer with the flavour header means "on GCE".
   router.get(['/computeMetadata/v1/instance', '/computeMetadata/v1/instance/'], flavoured((_req, res) => void res.type('text/plain').send('')));
   router.get(
     '/computeMetadata/v1/instance/service-accounts/:account/token',

@@ -156,5 +156,8 @@ describe('Vertex AI routes', () => {
     const ok = await fetch(path, { headers: { 'metadata-flavor': 'Google' } });
     expect(ok.headers.get('metadata-flavor')).toBe('Google');
     expect(await ok.json()).toMatchObject({ access_token: METADATA_TOKEN, token_type: 'Bearer' });
+    const probe = await fetch(`${provider.url}/`, { headers: { 'metadata-flavor': 'Google' } });
+    expect([probe.status, probe.headers.get('metadata-flavor')]).toEqual([200, 'Google']);
+    expect((await fetch(`${provider.url}/`)).status).toBe(404);
   });
 });
