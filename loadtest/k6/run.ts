@@ -12,7 +12,7 @@ import type { ScenarioFile } from '../scenario/types.ts';
 import { adkUserRequest } from './adk-protocol.ts';
 import { buildOptions } from './build-options.ts';
 import { documentForTokens } from './document.ts';
-import { summaryText } from './summary-text.ts';
+import { SUMMARY_SUBMETRICS, summaryText } from './summary-text.ts';
 
 if (!__ENV.SCENARIO_FILE) throw new Error('SCENARIO_FILE is not set (path of a scenario JSON file)');
 const file = JSON.parse(open(__ENV.SCENARIO_FILE)) as ScenarioFile;
@@ -24,7 +24,7 @@ const timeout = `${file.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S}s`;
 export const options: Options = {
   // biome-ignore lint/suspicious/noExplicitAny: our loose scenario type is k6's Scenario union
   scenarios: built.scenarios as any,
-  thresholds: built.thresholds,
+  thresholds: { ...SUMMARY_SUBMETRICS, ...built.thresholds },
   summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)', 'count'],
 };
 

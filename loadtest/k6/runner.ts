@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { ScenarioFile } from '../scenario/types.ts';
 import { getMockConfig, putMockConfig } from '../stack/mock-admin.ts';
 import { K6_ENV, requireTool } from '../stack/tools.ts';
+import { isDisplayOnly } from './summary-text.ts';
 
 export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
 /** Trend stats k6 remote-writes, so Prometheus gets e.g. k6_qs_request_duration_p95. */
@@ -73,7 +74,7 @@ export function condenseSummary(data: any): K6Summary {
   const v = (name: string, stat: string): number => Number(data?.metrics?.[name]?.values?.[stat] ?? 0);
   const thresholds: ThresholdResult[] = [];
   for (const [metric, m] of Object.entries<{ thresholds?: Record<string, { ok: boolean }> }>(data?.metrics ?? {})) {
-    for (const [expression, t] of Object.entries(m.thresholds ?? {})) thresholds.push({ metric, expression, ok: t.ok });
+    for (const [expression, t] of Object.entries(m.thresholds ?? {})) if (!isDisplayOnly(metric, expression)) thresholds.push({ metric, expression, ok: t.ok });
   }
   return {
     requests: v('qs_request_duration', 'count'), // one per user request (ADK: session + run are two HTTP requests)

@@ -1,10 +1,22 @@
 // The few lines k6 prints at the end of a run (handleSummary replaces k6's own summary).
+import { BRANCH_OUTCOMES } from '../../instrumentation/errors.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: k6's summary data is an untyped JSON tree
 type Json = any;
 
 function metricValues(data: Json, name: string): Record<string, number> | undefined {
   return data?.metrics?.[name]?.values;
+}
+
+// k6 keeps a tag's sub-metric in the summary only when a threshold names it: these always
+// hold and are left out of the threshold lines.
+const DISPLAY_ONLY = 'count>=0';
+const outcomeMetric = (outcome: string) => `qs_branch_outcomes{outcome:${outcome}}`;
+export const SUMMARY_SUBMETRICS: Record<string, string[]> = Object.fromEntries(BRANCH_OUTCOMES.map((o) => [outcomeMetric(o), [DISPLAY_ONLY]]));
+
+/** Thresholds set only so the summary can show a sub-metric. */
+export function isDisplayOnly(metric: string, expression: string): boolean {
+  return expression === DISPLAY_ONLY && metric in SUMMARY_SUBMETRICS;
 }
 
 const fmtMs = (v: number | undefined): string => (v === undefined ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)}s` : `${v.toFixed(0)}ms`);
@@ -21,6 +33,8 @@ export function summaryText(data: Json, scenario: string): string {
   lines.push(`  request duration: p50 ${fmtMs(dur?.med)}  p95 ${fmtMs(dur?.['p(95)'])}  p99 ${fmtMs(dur?.['p(99)'])}  max ${fmtMs(dur?.max)}`);
   lines.push(`  permit wait:      p50 ${fmtMs(wait?.med)}  p95 ${fmtMs(wait?.['p(95)'])}  max ${fmtMs(wait?.max)}`);
   lines.push(`  missing branches: ${((missing?.rate ?? 0) * 100).toFixed(1)}% of requests`);
+  const outcomes = BRANCH_OUTCOMES.map((o) => `${o} ${metricValues(data, outcomeMetric(o))?.count ?? 0}`);
+  lines.push(`  branch outcomes:  ${outcomes.join(', ')}`);
   const calls = metricValues(data, 'qs_model_calls');
   if (calls) {
     const tokens = metricValues(data, 'qs_model_tokens');
@@ -31,6 +45,7 @@ export function summaryText(data: Json, scenario: string): string {
   if (dropped?.count) lines.push(`  dropped arrivals: ${dropped.count} (no free VU)`);
   for (const [metric, m] of Object.entries<Json>(data?.metrics ?? {})) {
     for (const [expr, t] of Object.entries<Json>(m?.thresholds ?? {})) {
+      if (isDisplayOnly(metric, expr)) continue;
       lines.push(`  threshold ${t?.ok ? 'ok  ' : 'FAIL'} ${metric}: ${expr}`);
     }
   }

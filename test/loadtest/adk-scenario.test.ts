@@ -2,8 +2,9 @@
 // before k6 starts, each error naming the field or flag.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ScenarioFile } from '../../loadtest/k6/scenario-types.ts';
-import { parseScenario, withProtocol } from '../../loadtest/scenario.ts';
+import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
+import { withProtocol } from '../../loadtest/scenario/protocol.ts';
+import { parseScenario } from '../../loadtest/scenario/schema.ts';
 
 const base = { name: 'x', arrivals: [{ kind: 'burst', at: 0, users: 1 }] };
 
