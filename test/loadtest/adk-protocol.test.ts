@@ -2,12 +2,14 @@
 // @google/adk-devtools serves the suite's own test tree (test/fixtures/adk-apps), its
 // Gemini client sent to the mock provider by GOOGLE_GEMINI_BASE_URL alone. The mock's
 // /metrics counts the calls; the server's session store holds the events it produced.
+// Then the same scenario against `quotascope serve` on the same tree.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServedAgent, startServe } from '../../agent/serve/server.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
 import { runK6 } from '../../loadtest/k6/runner.ts';
 import { freePort, ProcessGroup, waitForHealthy } from '../../loadtest/stack/processes.ts';
@@ -218,5 +220,27 @@ describe('k6 --protocol adk against adk api_server (ADK JS)', () => {
     const missing = await run(process.execPath, ['loadtest/cli.ts', 'burst', '--protocol', 'adk', '--target', adkUrl]).catch((e) => e);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--protocol adk needs --app NAME/);
+  }, 120_000);
+});
+
+describe('the same scenario against quotascope serve (the tree rate-limited in-process)', () => {
+  let served: ServedAgent;
+  beforeAll(async () => {
+    served = await startServe({ agent: join(APPS_DIR, APP, 'agent.ts'), appName: APP, port: 0, providerUrl: mock.url, permits: 4, maxWaitMs: 10_000 });
+  });
+  afterAll(async () => {
+    await served?.close();
+  });
+
+  it('calls at the mock = requests x 7, one ok per author per request, as against adk api_server', async () => {
+    const before = await mockCalls();
+    const points = join(dir, 'serve-points.json');
+    const r = await runK6({ scenario: scenario('adk-serve', 'serve-user', 4), target: served.url, reportDir: join(dir, 'serve'), runId: 'adk-serve', outputs: [`json=${points}`] });
+    expect(r.exitCode).toBe(0);
+    expect(r.summary?.requests).toBe(4);
+    expect(r.summary?.missingBranchesRate).toBe(0);
+    expect(r.summary?.modelCalls).toBe(4 * CALLS_PER_MESSAGE);
+    expect(delta(await mockCalls(), before)).toEqual({ '200': 4 * CALLS_PER_MESSAGE });
+    expect(k6Outcomes(points)).toEqual(Object.fromEntries(AUTHORS.map((a) => [a, { ok: 4 }])));
   }, 120_000);
 });
