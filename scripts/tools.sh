@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Makes the real tools quotascope drives available and prints their versions:
 #   k6 (built with `go install` at a pinned release), prometheus, promtool,
-#   alertmanager and redis-server (Debian packages), docker-compose (compose validation).
+#   alertmanager and redis-server (Debian packages), docker-compose (compose validation),
+#   helm (`go install` at a pinned release; renders and lints deploy/helm/quotascope).
 # Does nothing for a tool that is already there. Fails with one line naming the tool and
 # the command that installs it when it cannot be had.
 set -euo pipefail
 K6_VERSION="${K6_VERSION:-v2.2.0}"
 K6_MODULE="go.k6.io/k6/v2"
+HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 BIN_DIR="${QUOTASCOPE_BIN:-$HOME/.local/share/quotascope/bin}"
 mkdir -p "$BIN_DIR"
 
@@ -46,8 +48,18 @@ if [ ! -x "$BIN_DIR/k6" ] || ! "$BIN_DIR/k6" version 2>/dev/null | grep -q "k6 $
     || fail k6 "GOBIN=$BIN_DIR go install ${K6_MODULE}@${K6_VERSION}"
 fi
 
+if [ ! -x "$BIN_DIR/helm" ] || ! "$BIN_DIR/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION}"; then
+  command -v go >/dev/null || fail helm "go install helm.sh/helm/v3/cmd/helm@${HELM_VERSION} (needs Go >= 1.25)"
+  echo "[tools] building helm ${HELM_VERSION} with go install (about 2 minutes the first time)…"
+  # A module-mode build has no release stamp; -X sets the one `helm version` prints.
+  GOBIN="$BIN_DIR" CGO_ENABLED=0 go install -trimpath \
+    -ldflags "-X helm.sh/helm/v3/internal/version.version=${HELM_VERSION}" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" \
+    || fail helm "GOBIN=$BIN_DIR go install helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+fi
+
 alertmanager_bin=$(command -v prometheus-alertmanager || command -v alertmanager)
 echo "k6:           $(K6_NO_USAGE_REPORT=true "$BIN_DIR/k6" version | head -1)"
+echo "helm:         $("$BIN_DIR/helm" version --short)"
 echo "prometheus:   $(prometheus --version 2>&1 | head -1)"
 echo "promtool:     $(promtool --version 2>&1 | head -1)"
 echo "alertmanager: $("$alertmanager_bin" --version 2>&1 | head -1)"
