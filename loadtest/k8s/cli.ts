@@ -26,7 +26,7 @@ export const K8S_USAGE = `usage: quotascope loadtest <scenario> --k8s [flags]   
        quotascope loadtest <scenario> --k8s --evaluate [flags]    the run's pass/fail from Prometheus
   --prometheus URL       Prometheus (or a compatible query API) holding the runners' metrics (required)
   --run-id ID            the run's testid (required)
-  --start T, --end T     the run window (ISO time or epoch ms; default: found from the run's k6_vus series)
+  --start T, --end T     the run window (ISO time or epoch ms; default: found from the run's own k6_* series)
   --lookback H           hours before now to look for the run when no window is given (default 24)`;
 
 const renderFlags = z.object({
@@ -84,7 +84,7 @@ async function evaluate(scenarioArg: string, values: Record<string, unknown>, ou
   let window = flags.start !== undefined && flags.end !== undefined ? { start: flags.start, end: flags.end } : undefined;
   if (!window) {
     window = await findRunWindow(flags.prometheus, selector, flags.lookback * 3_600_000);
-    if (!window) throw new ThresholdError(`no k6_vus series with testid="${flags['run-id']}" in the last ${flags.lookback} h at ${flags.prometheus}`);
+    if (!window) throw new ThresholdError(`no k6_* series with testid="${flags['run-id']}" in the last ${flags.lookback} h at ${flags.prometheus}`);
     window = { start: flags.start ?? window.start, end: flags.end ?? window.end };
   }
   const verdict = await evaluateThresholds(thresholds, { prometheusUrl: flags.prometheus, selector, ...window });

@@ -10,10 +10,11 @@
 //   is weighted by a counter that counts the same samples under the same tags;
 // - otherwise as an interval: a pooled quantile (or an unweighted Rate) lies between the
 //   smallest and the largest value of the parts, because the pooled distribution is a mixture
-//   of theirs. A threshold passes only when the whole interval passes; an interval that
-//   straddles the limit fails as unproven.
+//   of theirs (k6 interpolates between neighbouring samples, which can move a part's figure
+//   by up to one sample gap: nothing at load-test sample sizes). A threshold passes only when
+//   the whole interval passes; an interval that straddles the limit fails as unproven.
 import { z } from 'zod';
-import { query, queryScalar, queryRange, type Sample } from '../prometheus.ts';
+import { query, queryScalar, type Sample } from '../prometheus.ts';
 
 /** A k6 threshold that cannot be evaluated from Prometheus (the message names it). */
 export class ThresholdError extends Error {
@@ -305,17 +306,29 @@ export async function evaluateThresholds(thresholds: Readonly<Record<string, rea
   return { ok: verdicts.every((v) => v.ok), verdicts };
 }
 
+/** The times (epoch ms) of the raw samples of `selector` within `lookbackMs` before `now`. */
+async function sampleTimes(prometheusUrl: string, selector: string, lookbackMs: number, now: number): Promise<number[]> {
+  const params = new URLSearchParams({ query: `${selector}[${Math.ceil(lookbackMs / 1000)}s]`, time: String(now / 1000) });
+  const res = await fetch(`${prometheusUrl.replace(/\/$/, '')}/api/v1/query?${params}`, { signal: AbortSignal.timeout(30_000) });
+  const body = (await res.json()) as { status: string; error?: string; data?: { result: { values: [number, string][] }[] } };
+  if (body.status !== 'success' || !body.data) throw new Error(`prometheus: ${body.error ?? res.status}`);
+  return body.data.result.flatMap((s) => s.values.map(([t]) => t * 1000));
+}
+
 /**
- * The run's window from its own series: the first and the last time any runner wrote
- * `k6_vus` with these labels, searched within `lookbackMs` before `now`.
+ * The run's window from its own raw samples within `lookbackMs` before `now`: from the
+ * first `k6_vus` sample (one series per runner) to the last `k6_iterations_total` one.
+ * Every other sample of an iteration is taken before the iteration ends, and a runner's
+ * final push can come after its last `k6_vus` sample.
  */
 export async function findRunWindow(prometheusUrl: string, selector: Readonly<Record<string, string>>, lookbackMs: number, now = Date.now()): Promise<{ start: number; end: number } | undefined> {
-  const stepSeconds = Math.max(1, Math.ceil(lookbackMs / 1000 / 10_000));
-  // timestamp() gives each point the time of the sample it looked back to, not the step's.
-  const series = await queryRange(prometheusUrl.replace(/\/$/, ''), `max(timestamp(k6_vus{${selectorText(selector)}}))`, now - lookbackMs, now, stepSeconds);
-  const times = series.flatMap((s) => s.points.map(([, seconds]) => seconds * 1000));
-  if (times.length === 0) return undefined;
-  return { start: Math.floor(Math.min(...times)), end: Math.ceil(Math.max(...times)) };
+  const labels = selectorText(selector);
+  const [vus, iterations] = await Promise.all([
+    sampleTimes(prometheusUrl, `k6_vus{${labels}}`, lookbackMs, now),
+    sampleTimes(prometheusUrl, `k6_iterations_total{${labels}}`, lookbackMs, now),
+  ]);
+  if (vus.length === 0) return undefined;
+  return { start: Math.floor(Math.min(...vus)), end: Math.ceil(Math.max(...vus, ...iterations)) };
 }
 
 const formatNumber = (n: number): string => (Number.isInteger(n) ? String(n) : n.toPrecision(4));
