@@ -6,8 +6,9 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { buildThresholds } from '../k6/build-options.ts';
-import { THRESHOLDS_FAILED } from '../k6-runner.ts';
-import { loadScenario, ScenarioError, scaleScenario } from '../scenario.ts';
+import { THRESHOLDS_FAILED } from '../k6/runner.ts';
+import { scaleScenario } from '../scenario/scale.ts';
+import { loadScenario, ScenarioError } from '../scenario/schema.ts';
 import { renderTestRun, TestRunError } from './testrun.ts';
 import { evaluateThresholds, findRunWindow, formatVerdicts, ThresholdError } from './thresholds.ts';
 

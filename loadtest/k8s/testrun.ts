@@ -7,13 +7,13 @@
 // --no-thresholds: each sees only its segment, so the run's verdict comes afterwards from
 // Prometheus (thresholds.ts).
 import { readFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { dirname, relative, resolve, sep } from 'node:path';
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import { buildThresholds } from '../k6/build-options.ts';
-import type { ScenarioFile } from '../k6/scenario-types.ts';
-import { K6_SCRIPT, TREND_STATS } from '../k6-runner.ts';
-import { K6_ENV } from '../tools.ts';
+import { K6_SCRIPT, TREND_STATS } from '../k6/runner.ts';
+import type { ScenarioFile } from '../scenario/types.ts';
+import { K6_ENV } from '../stack/tools.ts';
 import { parseThresholds, trendStatsFor } from './thresholds.ts';
 
 /** The k6 image the runners use: the release scripts/tools.sh builds locally. */
@@ -62,25 +62,42 @@ export function executionSegments(parallelism: number): { segment: string; seque
   return Array.from({ length: parallelism }, (_, i) => ({ segment: `${point(i)}:${point(i + 1)}`, sequence }));
 }
 
+/** The folder the script's modules are named relative to (loadtest/). */
+const MODULES_ROOT = dirname(dirname(K6_SCRIPT));
+const importSpecifier = /(^\s*(?:import|export)\s(?:[^'";]*?\sfrom\s)?)(['"])(\.{1,2}\/[^'"]+)\2/gm;
+
+/** A module's ConfigMap key: its path under loadtest/ with dots for slashes (k6.run.ts). */
+function moduleKey(path: string): string {
+  const rel = relative(MODULES_ROOT, path);
+  const key = rel.split(sep).join('.');
+  if (rel.startsWith('..') || !/^[-._a-zA-Z0-9]+$/.test(key)) throw new TestRunError(`${path}: a module outside loadtest/ or with a name a ConfigMap key cannot hold`);
+  return key;
+}
+
 /**
- * The entry script and the modules it imports, by file name. k6 resolves imports relative
- * to the script and a ConfigMap has no folders, so every import must be a sibling file.
+ * The entry script and every module it imports, keyed for one ConfigMap. A ConfigMap has
+ * no folders and the operator mounts it flat at /test, so each module becomes one key and
+ * each relative import in it is rewritten to that key (`../scenario/request.ts` →
+ * `./scenario.request.ts`); k6 resolves them there as it would in the source tree.
  */
-export function scriptFiles(entry: string = K6_SCRIPT): Record<string, string> {
-  const dir = dirname(entry);
+export function scriptFiles(entry: string = K6_SCRIPT): { entry: string; files: Record<string, string> } {
   const files: Record<string, string> = {};
-  const visit = (file: string) => {
-    if (file in files) return;
-    const text = readFileSync(join(dir, file), 'utf8');
-    files[file] = text;
-    for (const [, spec] of text.matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)) {
-      if (!spec.startsWith('.')) continue; // k6/… modules are built into k6
-      if (!/^\.\/[\w.-]+\.ts$/.test(spec)) throw new TestRunError(`${file} imports ${spec}: a ConfigMap script can only import sibling .ts files`);
-      visit(spec.slice(2));
+  const pathOf = new Map<string, string>();
+  const visit = (path: string): string => {
+    const key = moduleKey(path);
+    if (pathOf.has(key)) {
+      if (pathOf.get(key) !== path) throw new TestRunError(`${path} and ${pathOf.get(key)} would share the ConfigMap key ${key}`);
+      return key;
     }
+    pathOf.set(key, path);
+    files[key] = ''; // reserved before the imports, so a cycle ends here
+    files[key] = readFileSync(path, 'utf8').replace(importSpecifier, (_m, head: string, quote: string, spec: string) => {
+      if (!spec.endsWith('.ts')) throw new TestRunError(`${path} imports ${spec}: k6 needs the .ts extension`);
+      return `${head}${quote}./${visit(resolve(dirname(path), spec))}${quote}`;
+    });
+    return key;
   };
-  visit(basename(entry));
-  return files;
+  return { entry: visit(entry), files };
 }
 
 export interface RenderedTestRun {
@@ -102,7 +119,8 @@ export function renderTestRun(scenario: ScenarioFile, options: TestRunOptions): 
   const o = parsed.data;
   const thresholds = parseThresholds(buildThresholds(scenario));
   const trendStats = [...new Set([...TREND_STATS.split(','), ...trendStatsFor(thresholds)])].join(',');
-  const data = { ...scriptFiles(), [SCENARIO_KEY]: `${JSON.stringify(scenario, null, 2)}\n` };
+  const script = scriptFiles();
+  const data = { ...script.files, [SCENARIO_KEY]: `${JSON.stringify(scenario, null, 2)}\n` };
   const bytes = Object.entries(data).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
   if (bytes > CONFIGMAP_MAX_BYTES) {
     throw new TestRunError(`TestRun: the script and scenario take ${bytes} bytes, more than a ConfigMap's ${CONFIGMAP_MAX_BYTES} (a long inline trace?)`);
@@ -126,7 +144,7 @@ export function renderTestRun(scenario: ScenarioFile, options: TestRunOptions): 
     metadata: metadata(o.name),
     spec: {
       parallelism: o.parallelism,
-      script: { configMap: { name: configMapName, file: basename(K6_SCRIPT) } },
+      script: { configMap: { name: configMapName, file: script.entry } },
       arguments: ['-o', 'experimental-prometheus-rw', '--tag', `testid=${o.runId}`, '--no-thresholds'].join(' '),
       runner: {
         image: o.image,

@@ -14,7 +14,7 @@
 //   by up to one sample gap: nothing at load-test sample sizes). A threshold passes only when
 //   the whole interval passes; an interval that straddles the limit fails as unproven.
 import { z } from 'zod';
-import { query, queryScalar, type Sample } from '../prometheus.ts';
+import { query, queryScalar, type Sample } from '../measure/prometheus-client.ts';
 
 /** A k6 threshold that cannot be evaluated from Prometheus (the message names it). */
 export class ThresholdError extends Error {

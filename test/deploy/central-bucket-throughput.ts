@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
-import { connectBudgetRedis, RedisTokenBudget, TOKEN_BUCKET_SCRIPT } from '../../instrumentation/index.ts';
+import { connectBudgetRedis, RedisTokenBudget } from '../../instrumentation/redis.ts';
+import { TOKEN_BUCKET_SCRIPT } from '../../instrumentation/redis-token-budget.ts';
 import { startRedisServer } from '../instrumentation/redis-server.ts';
 
 const CALLS = Number(process.argv[2] ?? 4000);
@@ -29,8 +30,8 @@ async function callsPerSecond(url: string, replicas: number): Promise<{ callsPer
       // A replica under load: every call queued at once, served head by head (FIFO).
       await Promise.all(
         Array.from({ length: perReplica }, async () => {
-          await budget.reserve(100);
-          budget.reconcile(100, 60);
+          const ticket = await budget.reserve(100);
+          budget.reconcile(ticket, 60);
         }),
       );
       await budget.settled();

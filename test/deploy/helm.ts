@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { quotascopeBinDir } from '../../loadtest/tools.ts';
+import { quotascopeBinDir } from '../../loadtest/stack/tools.ts';
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
 export const CHART = join(REPO, 'deploy', 'helm', 'quotascope');

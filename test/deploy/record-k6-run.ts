@@ -5,24 +5,26 @@
 // real k6 processes run with the operator's argv (segment, sequence, the TestRun's
 // arguments, instance_id and testrun_name tags) and the runner env, remote-writing into a
 // real Prometheus. Every k6_* sample of the run is then exported as OpenMetrics, the input
-// of `promtool tsdb create-blocks-from openmetrics`.
-//   node test/deploy/record-k6-run.ts      (writes test/deploy/fixtures/three-runners.om)
+// of `promtool tsdb create-blocks-from openmetrics`; each runner's own end-of-test summary
+// (what k6 computed over its segment) goes beside it, for the test to compare with.
+//   node test/deploy/record-k6-run.ts   (writes fixtures/three-runners.om and .summaries.json)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderTestRun, SCENARIO_KEY } from '../../loadtest/k8s/testrun.ts';
-import { freePort, ProcessGroup, waitForHealthy } from '../../loadtest/processes.ts';
-import { startPrometheus } from '../../loadtest/prometheus.ts';
-import { loadScenario } from '../../loadtest/scenario.ts';
-import { requireTool } from '../../loadtest/tools.ts';
+import { freePort, ProcessGroup, waitForHealthy } from '../../loadtest/stack/processes.ts';
+import { startPrometheus } from '../../loadtest/stack/prometheus.ts';
+import { loadScenario } from '../../loadtest/scenario/schema.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = join(here, '..', '..');
 const SCENARIO = join(here, 'fixtures', 'three-runners.json');
 const OUTPUT = join(here, 'fixtures', 'three-runners.om');
+const SUMMARIES = join(here, 'fixtures', 'three-runners.summaries.json');
 const RUN_ID = 'three-runners-rec';
 const PARALLELISM = 3;
 
@@ -78,7 +80,9 @@ async function main(): Promise<void> {
         '--tag',
         `testrun_name=${RUN_ID}`,
       ];
-      const child = spawn(k6, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+      const reportDir = join(work, `runner-${i + 1}`);
+      mkdirSync(reportDir);
+      const child = spawn(k6, args, { env: { ...process.env, ...env, REPORT_DIR: reportDir }, stdio: ['ignore', 'inherit', 'inherit'] });
       runners.push(child);
     }
     const codes = await Promise.all(runners.map(async (c) => (await once(c, 'exit'))[0] as number));
@@ -90,6 +94,11 @@ async function main(): Promise<void> {
     const body = (await res.json()) as { data: { result: { metric: Record<string, string>; values: [number, string][] }[] } };
     writeFileSync(OUTPUT, openMetrics(body.data.result));
     console.log(`wrote ${body.data.result.length} series to ${OUTPUT}`);
+    const summaries = rendered.segments.map(({ segment }, i) => {
+      const metrics = JSON.parse(readFileSync(join(work, `runner-${i + 1}`, 'k6-summary.json'), 'utf8')).metrics;
+      return { instance_id: String(i + 1), segment, http_reqs: metrics.http_reqs.values, qs_request_duration: metrics.qs_request_duration.values };
+    });
+    writeFileSync(SUMMARIES, `${JSON.stringify(summaries, null, 2)}\n`);
   } finally {
     await group.stopAll();
     rmSync(work, { recursive: true, force: true });

@@ -13,8 +13,8 @@ import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { k8sLoadtestCommand } from '../../loadtest/k8s/cli.ts';
 import { executionSegments, renderTestRun, SCENARIO_KEY, scriptFiles, TestRunError } from '../../loadtest/k8s/testrun.ts';
-import { loadScenario, parseScenario } from '../../loadtest/scenario.ts';
-import { K6_ENV, requireTool } from '../../loadtest/tools.ts';
+import { loadScenario, parseScenario } from '../../loadtest/scenario/schema.ts';
+import { K6_ENV, requireTool } from '../../loadtest/stack/tools.ts';
 
 // The fields of k6.io/v1alpha1 TestRun that the renderer sets, as the CRD declares them
 // (grafana/k6-operator, config/crd/bases/k6.io_testruns.yaml at v1.6.0: spec requires
@@ -74,12 +74,17 @@ describe('renderTestRun', () => {
     ]);
   });
 
-  it('mounts the entry script, every module it imports and the scenario from the ConfigMap', () => {
+  it('mounts the entry script, every module it imports and the scenario, flat, with the imports rewritten to the keys', () => {
     const data = (rendered.configMap as { data: Record<string, string> }).data;
-    expect(testRun.spec.script.configMap).toEqual({ name: 'burst-3-script', file: 'run.ts' });
-    expect(Object.keys(data).sort()).toEqual([...Object.keys(scriptFiles()), SCENARIO_KEY].sort());
+    const script = scriptFiles();
+    expect(testRun.spec.script.configMap).toEqual({ name: 'burst-3-script', file: 'k6.run.ts' });
+    expect(Object.keys(data).sort()).toEqual([...Object.keys(script.files), SCENARIO_KEY].sort());
+    expect(Object.keys(data)).toEqual(expect.arrayContaining(['k6.run.ts', 'k6.build-options.ts', 'scenario.request.ts']));
     for (const [file, text] of Object.entries(data)) {
-      for (const [, spec] of text.matchAll(/^import\s[^'"]*'\.\/([^']+)'/gm)) expect(Object.keys(data), `${file} imports ${spec}`).toContain(spec);
+      for (const [, spec] of text.matchAll(/^\s*(?:import|export)\s[^'"]*['"](\.[^'"]+)['"]/gm)) {
+        expect(spec, `${file} imports ${spec}`).toMatch(/^\.\/[-._a-zA-Z0-9]+$/);
+        expect(Object.keys(data), `${file} imports ${spec}`).toContain(spec.slice(2));
+      }
     }
     expect(parseScenario(JSON.parse(data[SCENARIO_KEY]))).toEqual(loadScenario('burst'));
     expect(env.SCENARIO_FILE).toBe(`/test/${SCENARIO_KEY}`);
@@ -130,7 +135,7 @@ describe('executionSegments', () => {
 
 describe('the real k6 divides the scenario across the three runners', () => {
   async function maxVus(dir: string, segment?: { segment: string; sequence: string }): Promise<number> {
-    const args = ['inspect', '--execution-requirements', '-e', `SCENARIO_FILE=${join(dir, SCENARIO_KEY)}`, join(dir, 'run.ts')];
+    const args = ['inspect', '--execution-requirements', '-e', `SCENARIO_FILE=${join(dir, SCENARIO_KEY)}`, join(dir, 'k6.run.ts')];
     if (segment) {
       // k6 inspect takes the segment from a config file (its flags have no --execution-segment).
       const config = join(dir, `segment-${segment.segment.replaceAll('/', '_').replace(':', '-')}.json`);

@@ -1,7 +1,8 @@
 // The threshold evaluator of distributed runs: parsing and judging, the mixture bound it
 // rests on (a fast-check property), and the verdicts on recorded data: a real Prometheus
 // serves a TSDB that promtool builds from fixtures/three-runners.om, the metrics three real
-// k6 runners remote-wrote during a split run (test/deploy/record-k6-run.ts recorded it).
+// k6 runners remote-wrote during a split run, and the runners' own summaries beside it
+// (test/deploy/record-k6-run.ts recorded both).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,13 +14,18 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildThresholds } from '../../loadtest/k6/build-options.ts';
 import { k8sLoadtestCommand } from '../../loadtest/k8s/cli.ts';
 import { evaluateThresholds, findRunWindow, formatVerdicts, judge, mixtureBounds, parseThreshold, parseThresholds, ThresholdError } from '../../loadtest/k8s/thresholds.ts';
-import { freePort, ProcessGroup, waitForHealthy } from '../../loadtest/processes.ts';
-import { loadScenario, SCENARIOS_DIR } from '../../loadtest/scenario.ts';
-import { requireTool } from '../../loadtest/tools.ts';
+import { freePort, ProcessGroup, waitForHealthy } from '../../loadtest/stack/processes.ts';
+import { loadScenario, SCENARIOS_DIR } from '../../loadtest/scenario/schema.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 
 const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const SCENARIO = join(fixtures, 'three-runners.json');
 const RECORDING = join(fixtures, 'three-runners.om');
+/** Each runner's end-of-test summary, as k6 computed it over its own segment. */
+const runners = JSON.parse(readFileSync(join(fixtures, 'three-runners.summaries.json'), 'utf8')) as {
+  http_reqs: { count: number };
+  qs_request_duration: { avg: number; max: number; count: number; 'p(95)': number };
+}[];
 const RUN_ID = 'three-runners-rec';
 
 describe('parsing k6 thresholds', () => {
@@ -119,23 +125,33 @@ describe('verdicts on a recorded three-runner run', () => {
     expect(window.end - window.start).toBeLessThan(120_000);
   });
 
-  it("passes the scenario's thresholds, pooling the three runners", async () => {
+  it("passes the scenario's thresholds, pooling the three runners as their own k6 summaries add up", async () => {
     const verdict = await evaluate(thresholds);
     expect(formatVerdicts(verdict)).toContain('thresholds: all passed');
     expect(verdict.ok).toBe(true);
-    const byExpression = Object.fromEntries(verdict.verdicts.map((v) => [`${v.metric} ${v.expression}`, v]));
-    // 9 + 9 + 10 requests, as the three runners' own summaries counted them.
-    expect(byExpression['http_reqs count>=10'].observed).toEqual({ low: 28, high: 28 });
-    expect(byExpression['http_req_failed rate<=0.05'].observed).toEqual({ low: 0, high: 0 });
-    expect(byExpression['qs_missing_branches rate<=0.1'].observed).toEqual({ low: 0, high: 0 });
-    const p95 = byExpression['qs_request_duration{traffic_class:interactive} p(95)<30000'];
-    expect(p95.series).toBeGreaterThanOrEqual(3);
-    expect(p95.observed?.low).toBeLessThan(p95.observed?.high ?? 0);
-    const avg = byExpression['qs_request_duration avg<30000'].observed;
-    const max = byExpression['qs_request_duration max<60000'].observed;
-    expect(avg?.low).toBe(avg?.high);
-    expect(avg?.low).toBeGreaterThan(0);
-    expect(max?.low).toBeGreaterThanOrEqual(p95.observed?.high ?? Number.POSITIVE_INFINITY);
+    const observed = (key: string) => {
+      const v = verdict.verdicts.find((x) => `${x.metric} ${x.expression}` === key);
+      if (!v?.observed) throw new Error(`no verdict for ${key}`);
+      return v.observed;
+    };
+    const requests = runners.reduce((n, r) => n + r.http_reqs.count, 0);
+    expect(observed('http_reqs count>=10')).toEqual({ low: requests, high: requests });
+    expect(observed('http_req_failed rate<=0.05')).toEqual({ low: 0, high: 0 });
+    expect(observed('qs_missing_branches rate<=0.1')).toEqual({ low: 0, high: 0 });
+    // Exact: the max of the runners' max, the count-weighted mean of their means.
+    const max = observed('qs_request_duration max<60000');
+    expect(max.low).toBeCloseTo(Math.max(...runners.map((r) => r.qs_request_duration.max)), 6);
+    const avg = observed('qs_request_duration avg<30000');
+    const weighted = runners.reduce((s, r) => s + r.qs_request_duration.avg * r.qs_request_duration.count, 0) / requests;
+    expect(avg.low).toBe(avg.high);
+    expect(avg.low).toBeCloseTo(weighted, 6);
+    // Bounded: each runner's own p95 (a mixture of its series) lies inside the pooled interval.
+    const p95 = observed('qs_request_duration{traffic_class:interactive} p(95)<30000');
+    expect(p95.low).toBeLessThan(p95.high);
+    for (const r of runners) {
+      expect(r.qs_request_duration['p(95)']).toBeGreaterThanOrEqual(p95.low - 1e-6);
+      expect(r.qs_request_duration['p(95)']).toBeLessThanOrEqual(p95.high + 1e-6);
+    }
   });
 
   it('fails thresholds the run did not meet, and one the runners straddle as unproven', async () => {
