@@ -34,7 +34,10 @@ const dnsLabel = z
 export const testRunOptionsSchema = z.object({
   /** Name of the TestRun; the ConfigMap is <name>-script. */
   name: dnsLabel,
-  namespace: dnsLabel.optional(),
+  namespace: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a namespace name (lower-case letters, digits and -, at most 63)')
+    .optional(),
   /** k6 runners (pods); each runs 1/parallelism of every scenario. */
   parallelism: z.int().min(1).max(100),
   /** Agent service base URL(s) as the runners reach them, comma-separated. */
