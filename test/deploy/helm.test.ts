@@ -104,6 +104,39 @@ describe('helm template: default values', () => {
     }
   });
 
+  it('passes every optional limiter value as a flag the agent accepts', async () => {
+    const objects = await renderChart(
+      [],
+      [
+        'limiter.quotaSharing=adaptive',
+        'limiter.replicaShare=0.25',
+        'limiter.estimatedTokensPerCall=6000',
+        'limiter.adaptiveMaxPermits=30',
+        'limiter.adaptiveLatencyMs=15000',
+        'limiter.batchMaxPermits=4',
+        'limiter.budgetWindow=bucket',
+        'limiter.tokensPerMinute=1000000',
+        'agent.streaming=true',
+      ],
+    );
+    const parsed = parseCliConfig(container(byName(objects, 'Deployment', 'qs-quotascope-agent')).args.slice(1), {});
+    if (parsed === 'help') throw new Error('unexpected --help');
+    expect(parsed.service).toMatchObject({
+      quotaSharing: 'adaptive',
+      replicaShare: 0.25,
+      estimatedTokensPerCall: 6000,
+      adaptiveMaxPermits: 30,
+      adaptiveLatencyMs: 15_000,
+      batchMaxPermits: 4,
+      budgetWindow: 'bucket',
+      tokensPerMinute: 1_000_000,
+      streaming: true,
+    });
+    const off = await renderChart([], ['limiter.batchMaxPermits=off']);
+    const offParsed = parseCliConfig(container(byName(off, 'Deployment', 'qs-quotascope-agent')).args.slice(1), {});
+    expect(offParsed !== 'help' && offParsed.service.batchMaxPermits).toBe('off');
+  });
+
   it('serves your own agent module in mode serve', async () => {
     const objects = await renderChart([], ['agent.mode=serve', 'agent.agentModule=/app/my-agent.ts#rootAgent']);
     const agent = container(byName(objects, 'Deployment', 'qs-quotascope-agent'));
