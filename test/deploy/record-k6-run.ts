@@ -1,6 +1,7 @@
 // Records the Prometheus data the threshold evaluator's test replays: a distributed k6 run
 // as k6-operator would start it, on this machine. The mock provider and the agent service
-// run as real processes; the TestRun for fixtures/three-runners.json is rendered with
+// run as real processes (the agent with 3 permits and a 600 ms wait, so the burst loses
+// branches and runners see different missing-branch rates); the TestRun for fixtures/three-runners.json is rendered with
 // parallelism 3; its ConfigMap's files are written to a folder (the runners' /test); three
 // real k6 processes run with the operator's argv (segment, sequence, the TestRun's
 // arguments, instance_id and testrun_name tags) and the runner env, remote-writing into a
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
     const agentPort = await freePort();
     const node = process.execPath;
     group.start('mock-provider', node, [join(repo, 'mock-provider/cli.ts'), `--port=${mockPort}`, '--ttft=fixed:40', '--per-token-ms=fixed:1', '--output-tokens=fixed:60']);
-    group.start('agent', node, [join(repo, 'agent/cli.ts'), `--port=${agentPort}`, `--provider-url=http://127.0.0.1:${mockPort}`, '--permits=6', '--max-wait-ms=10000']);
+    group.start('agent', node, [join(repo, 'agent/cli.ts'), `--port=${agentPort}`, `--provider-url=http://127.0.0.1:${mockPort}`, '--permits=3', '--max-wait-ms=600']);
     await waitForHealthy('mock-provider', `http://127.0.0.1:${mockPort}/healthz`, 30_000, () => group.assertRunning());
     await waitForHealthy('agent', `http://127.0.0.1:${agentPort}/healthz`, 60_000, () => group.assertRunning());
     const prometheus = await startPrometheus(group, { jobs: {}, dataDir: join(work, 'prometheus') });
@@ -96,7 +97,13 @@ async function main(): Promise<void> {
     console.log(`wrote ${body.data.result.length} series to ${OUTPUT}`);
     const summaries = rendered.segments.map(({ segment }, i) => {
       const metrics = JSON.parse(readFileSync(join(work, `runner-${i + 1}`, 'k6-summary.json'), 'utf8')).metrics;
-      return { instance_id: String(i + 1), segment, http_reqs: metrics.http_reqs.values, qs_request_duration: metrics.qs_request_duration.values };
+      return {
+        instance_id: String(i + 1),
+        segment,
+        http_reqs: metrics.http_reqs.values,
+        qs_request_duration: metrics.qs_request_duration.values,
+        qs_missing_branches: metrics.qs_missing_branches.values,
+      };
     });
     writeFileSync(SUMMARIES, `${JSON.stringify(summaries, null, 2)}\n`);
   } finally {

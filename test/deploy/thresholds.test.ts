@@ -25,6 +25,7 @@ const RECORDING = join(fixtures, 'three-runners.om');
 const runners = JSON.parse(readFileSync(join(fixtures, 'three-runners.summaries.json'), 'utf8')) as {
   http_reqs: { count: number };
   qs_request_duration: { avg: number; max: number; count: number; 'p(95)': number };
+  qs_missing_branches: { rate: number };
 }[];
 const RUN_ID = 'three-runners-rec';
 
@@ -137,7 +138,13 @@ describe('verdicts on a recorded three-runner run', () => {
     const requests = runners.reduce((n, r) => n + r.http_reqs.count, 0);
     expect(observed('http_reqs count>=10')).toEqual({ low: requests, high: requests });
     expect(observed('http_req_failed rate<=0.05')).toEqual({ low: 0, high: 0 });
-    expect(observed('qs_missing_branches rate<=0.1')).toEqual({ low: 0, high: 0 });
+    // Exact: each runner's missing-branch rate weighted by its requests (the runners differ).
+    const missing = observed('qs_missing_branches rate<=0.9');
+    const missingWeighted = runners.reduce((s, r) => s + r.qs_missing_branches.rate * r.http_reqs.count, 0) / requests;
+    expect(new Set(runners.map((r) => r.qs_missing_branches.rate)).size).toBeGreaterThan(1);
+    expect(missing.low).toBe(missing.high);
+    expect(missing.low).toBeCloseTo(missingWeighted, 9);
+    expect(missing.low).toBeGreaterThan(0);
     // Exact: the max of the runners' max, the count-weighted mean of their means.
     const max = observed('qs_request_duration max<60000');
     expect(max.low).toBeCloseTo(Math.max(...runners.map((r) => r.qs_request_duration.max)), 6);
@@ -161,9 +168,10 @@ describe('verdicts on a recorded three-runner run', () => {
       'qs_request_duration{traffic_class:interactive}': [`p(95)<${Math.round(low / 2)}`, `p(95)<${(low + high) / 2}`],
       qs_request_duration: ['max<100'],
       http_reqs: ['count>=1000'],
+      qs_missing_branches: ['rate<=0.01'],
     });
     expect(verdict.ok).toBe(false);
-    expect(verdict.verdicts.map((v) => v.judgement)).toEqual(['fail', 'unproven', 'fail', 'fail']);
+    expect(verdict.verdicts.map((v) => v.judgement)).toEqual(['fail', 'unproven', 'fail', 'fail', 'fail']);
     expect(formatVerdicts(verdict)).toContain('thresholds: FAILED');
   });
 
