@@ -3,18 +3,22 @@
 // Kubernetes or Prometheus Operator schema (the JSON schemas that kubernetes-models and
 // @kubernetes-models/prometheus-operator generate from the Kubernetes OpenAPI spec and the
 // operator's CRDs); the agent and mock-provider arguments parsed by their own CLIs; the
-// PrometheusRule against rules.yml; values.schema.json's bounds.
-import { readdirSync, readFileSync } from 'node:fs';
+// PrometheusRule against rules.yml and through promtool; values.schema.json's bounds.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { parseCliConfig } from '../../agent/config.ts';
 import { jobs } from '../../dashboards/config.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 import { resolveSettings } from '../../mock-provider/cli.ts';
 import { byName, CENTRAL_5, CHART, helm, type K8sObject, kindCounts, REPO, renderChart } from './helm.ts';
 
@@ -186,6 +190,18 @@ describe('helm template: ci/central-5.yaml', () => {
     const generated = parseYaml(readFileSync(join(REPO, 'dashboards/generated/prometheus/rules.yml'), 'utf8')) as { groups: unknown[] };
     const rule = byName(central, 'PrometheusRule', 'qs-quotascope');
     expect((rule.spec as { groups: unknown[] }).groups).toEqual(generated.groups);
+  });
+
+  it('holds rule groups the real promtool accepts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'qs-rules-'));
+    try {
+      const file = join(dir, 'rules.yml');
+      writeFileSync(file, stringifyYaml({ groups: (byName(central, 'PrometheusRule', 'qs-quotascope').spec as { groups: unknown[] }).groups }));
+      const { stdout } = await promisify(execFile)(requireTool('promtool'), ['check', 'rules', file]);
+      expect(stdout).toMatch(/SUCCESS: \d+ rules found/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('ships one ConfigMap per generated dashboard with the sidecar label', () => {
