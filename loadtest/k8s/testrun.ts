@@ -65,15 +65,15 @@ export function executionSegments(parallelism: number): { segment: string; seque
   return Array.from({ length: parallelism }, (_, i) => ({ segment: `${point(i)}:${point(i + 1)}`, sequence }));
 }
 
-/** The folder the script's modules are named relative to (loadtest/). */
-const MODULES_ROOT = dirname(dirname(K6_SCRIPT));
+/** The folder the script's modules are named relative to: the repository (loadtest/k6/run.ts → loadtest.k6.run.ts). */
+const MODULES_ROOT = dirname(dirname(dirname(K6_SCRIPT)));
 const importSpecifier = /(^\s*(?:import|export)\s(?:[^'";]*?\sfrom\s)?)(['"])(\.{1,2}\/[^'"]+)\2/gm;
 
-/** A module's ConfigMap key: its path under loadtest/ with dots for slashes (k6.run.ts). */
+/** A module's ConfigMap key: its path in the repository with dots for slashes. */
 function moduleKey(path: string): string {
   const rel = relative(MODULES_ROOT, path);
   const key = rel.split(sep).join('.');
-  if (rel.startsWith('..') || !/^[-._a-zA-Z0-9]+$/.test(key)) throw new TestRunError(`${path}: a module outside loadtest/ or with a name a ConfigMap key cannot hold`);
+  if (rel.startsWith('..') || !/^[-._a-zA-Z0-9]+$/.test(key)) throw new TestRunError(`${path}: a module outside the repository or with a name a ConfigMap key cannot hold`);
   return key;
 }
 
@@ -81,7 +81,7 @@ function moduleKey(path: string): string {
  * The entry script and every module it imports, keyed for one ConfigMap. A ConfigMap has
  * no folders and the operator mounts it flat at /test, so each module becomes one key and
  * each relative import in it is rewritten to that key (`../scenario/request.ts` →
- * `./scenario.request.ts`); k6 resolves them there as it would in the source tree.
+ * `./loadtest.scenario.request.ts`); k6 resolves them there as it would in the source tree.
  */
 export function scriptFiles(entry: string = K6_SCRIPT): { entry: string; files: Record<string, string> } {
   const files: Record<string, string> = {};

@@ -77,9 +77,9 @@ describe('renderTestRun', () => {
   it('mounts the entry script, every module it imports and the scenario, flat, with the imports rewritten to the keys', () => {
     const data = (rendered.configMap as { data: Record<string, string> }).data;
     const script = scriptFiles();
-    expect(testRun.spec.script.configMap).toEqual({ name: 'burst-3-script', file: 'k6.run.ts' });
+    expect(testRun.spec.script.configMap).toEqual({ name: 'burst-3-script', file: 'loadtest.k6.run.ts' });
     expect(Object.keys(data).sort()).toEqual([...Object.keys(script.files), SCENARIO_KEY].sort());
-    expect(Object.keys(data)).toEqual(expect.arrayContaining(['k6.run.ts', 'k6.build-options.ts', 'scenario.request.ts']));
+    expect(Object.keys(data)).toEqual(expect.arrayContaining(['loadtest.k6.run.ts', 'loadtest.k6.build-options.ts', 'loadtest.scenario.request.ts', 'instrumentation.errors.ts']));
     for (const [file, text] of Object.entries(data)) {
       for (const [, spec] of text.matchAll(/^\s*(?:import|export)\s[^'"]*['"](\.[^'"]+)['"]/gm)) {
         expect(spec, `${file} imports ${spec}`).toMatch(/^\.\/[-._a-zA-Z0-9]+$/);
@@ -135,7 +135,7 @@ describe('executionSegments', () => {
 
 describe('the real k6 divides the scenario across the three runners', () => {
   async function maxVus(dir: string, segment?: { segment: string; sequence: string }): Promise<number> {
-    const args = ['inspect', '--execution-requirements', '-e', `SCENARIO_FILE=${join(dir, SCENARIO_KEY)}`, join(dir, 'k6.run.ts')];
+    const args = ['inspect', '--execution-requirements', '-e', `SCENARIO_FILE=${join(dir, SCENARIO_KEY)}`, join(dir, 'loadtest.k6.run.ts')];
     if (segment) {
       // k6 inspect takes the segment from a config file (its flags have no --execution-segment).
       const config = join(dir, `segment-${segment.segment.replaceAll('/', '_').replace(':', '-')}.json`);
