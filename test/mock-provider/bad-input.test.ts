@@ -228,11 +228,11 @@ describe('bad input', () => {
 });
 
 describe('a client that leaves mid-body', () => {
-  /** Sends headers announcing 10,000 bytes, 100 of them, then closes the connection. */
-  async function leaveMidBody(path: string, headers: string): Promise<void> {
+  /** Sends headers announcing 10,000 bytes, about 100 of them, then closes the connection. */
+  async function leaveMidBody(method: string, path: string, headers: string): Promise<void> {
     const socket = connect(provider.port, '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
-    socket.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 10000\r\n${headers}\r\n`);
+    socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 10000\r\n${headers}\r\n`);
     socket.write(`{"contents":[{"parts":[{"text":"${'x'.repeat(60)}`);
     await sleep(20);
     socket.destroy();
@@ -241,8 +241,9 @@ describe('a client that leaves mid-body', () => {
   it('is counted and logged as one line, not as an unexpected error with a stack', async () => {
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
     try {
-      await leaveMidBody('/v1beta/models/gemini-2.5-flash:generateContent', 'x-goog-api-key: k\r\n');
-      await leaveMidBody('/v1/chat/completions', 'authorization: Bearer sk\r\n');
+      await leaveMidBody('POST', '/v1beta/models/gemini-2.5-flash:generateContent', 'x-goog-api-key: k\r\n');
+      await leaveMidBody('POST', '/v1/chat/completions', 'authorization: Bearer sk\r\n');
+      await leaveMidBody('PUT', '/admin/config', `authorization: Bearer ${ADMIN_TOKEN}\r\n`);
       let text = '';
       for (let i = 0; i < 100; i++) {
         text = await (await fetch(`${provider.url}/metrics`)).text();
@@ -253,7 +254,7 @@ describe('a client that leaves mid-body', () => {
       expect(text).toContain('mock_provider_incomplete_requests_total{api="openai"} 1');
       const lines = logged.mock.calls.map((args) => args.map(String).join(' '));
       expect(lines.filter((line) => /unexpected error/.test(line))).toEqual([]);
-      expect(lines.filter((line) => /left before sending the whole request body/.test(line))).toHaveLength(2);
+      expect(lines.filter((line) => /left before sending the whole request body/.test(line))).toHaveLength(3);
       for (const line of lines) expect(line).not.toMatch(/\n\s+at /); // no stack trace
       await expectStillServing();
     } finally {
