@@ -11,6 +11,14 @@ export type QuotaSharing = (typeof QUOTA_SHARING_MODES)[number];
 export const BUDGET_WINDOW_MODES = ['rolling', 'bucket'] as const;
 export type BudgetWindow = (typeof BUDGET_WINDOW_MODES)[number];
 
+/** Node fires a timer set above 2^31-1 ms (about 24.8 days) after 1 ms instead: every ms setting stays at or below it. */
+export const MAX_TIMER_MS = 2_147_483_647;
+const milliseconds = z.int().min(1).max(MAX_TIMER_MS);
+/** Far above any provider's quota, low enough that token sums stay exact integers. */
+const MAX_TOKENS_PER_MINUTE = 1_000_000_000_000;
+/** Far above any model's context window plus output. */
+const MAX_TOKENS_PER_CALL = 100_000_000;
+
 /** The options as a plain object (its `.shape` lets other commands reuse single fields). */
 export const agentServiceFields = z.object({
   /** Port of the first replica; 0 picks a free one. */
@@ -27,20 +35,20 @@ export const agentServiceFields = z.object({
   /** Concurrent model calls per replica. */
   permits: z.int().min(1).max(10_000).default(WORKED_EXAMPLE.permits),
   /** Token budget per minute for the WHOLE fleet; each replica gets replicaShare of it. */
-  tokensPerMinute: z.int().min(1).default(WORKED_EXAMPLE_TOKENS_PER_MINUTE),
+  tokensPerMinute: z.int().min(1).max(MAX_TOKENS_PER_MINUTE).default(WORKED_EXAMPLE_TOKENS_PER_MINUTE),
   /** Share of tokensPerMinute this replica may spend (1/replicas when several share a quota). */
   replicaShare: z.number().gt(0).max(1).default(1),
   /**
    * Fixed up-front reservation per call. Unset (the default): reserve the request's input
    * tokens (counted) plus a per-agent estimate of output learned from reported usage.
    */
-  estimatedTokensPerCall: z.int().min(1).optional(),
+  estimatedTokensPerCall: z.int().min(1).max(MAX_TOKENS_PER_CALL).optional(),
   /** Output tokens assumed for an agent before any of its usage was seen. */
-  initialOutputTokens: z.int().min(0).default(WORKED_EXAMPLE.outputTokensPerCall),
+  initialOutputTokens: z.int().min(0).max(MAX_TOKENS_PER_CALL).default(WORKED_EXAMPLE.outputTokensPerCall),
   /** Longest a call waits for a permit and budget before its branch times out. */
-  maxWaitMs: z.int().min(1).default(WORKED_EXAMPLE.maxWaitMs),
+  maxWaitMs: milliseconds.default(WORKED_EXAMPLE.maxWaitMs),
   /** HTTP timeout of one provider request (genai has none by default). */
-  httpTimeoutMs: z.int().min(1).default(120_000),
+  httpTimeoutMs: milliseconds.default(120_000),
   /** Stream model responses (SSE, streamGenerateContent) instead of one unary call each. */
   streaming: z.boolean().default(false),
   /** How long the `tools` tree's slow function tool takes. */
@@ -68,14 +76,37 @@ export const agentServiceFields = z.object({
   /** `adaptive`: the most permits AIMD may grow to (default 2 × permits). */
   adaptiveMaxPermits: z.int().min(1).max(10_000).optional(),
   /** `adaptive`: a model call slower than this counts as congestion, like a 429 (default: only 429s). */
-  adaptiveLatencyMs: z.int().min(1).optional(),
+  adaptiveLatencyMs: milliseconds.optional(),
   /**
    * Most permits requests with trafficClass `batch` may hold at once, so a backfill cannot
    * starve interactive users (interactive calls are never capped). Unset: half the permits,
    * rounded down, at least 1. `off` (or a value equal to permits) disables the lanes.
    */
   batchMaxPermits: z.union([z.literal('off'), z.int().min(1).max(10_000)]).optional(),
+  /** Longest a client may take to send a request's headers (node's default is 60 s). */
+  headersTimeoutMs: milliseconds.default(10_000),
+  /** Longest a client may take to send a whole request, body included (not the run: that is bounded by maxWait and the provider timeout). */
+  requestTimeoutMs: milliseconds.default(30_000),
+  /** How long an idle keep-alive connection stays open (node's default, 5 s; put it above a load balancer's idle timeout). */
+  keepAliveTimeoutMs: milliseconds.default(5_000),
+  /** Open connections accepted at once; more are closed at accept. */
+  maxConnections: z.int().min(1).max(1_000_000).default(1_024),
+  /** On close: how long in-flight runs may go on to finish and answer before they are aborted (and answer 503). */
+  shutdownGraceMs: milliseconds.default(3_000),
 });
+
+/** The HTTP server's limits and shutdown grace: every command that serves HTTP takes these fields. */
+export const SERVER_LIMIT_KEYS = ['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'shutdownGraceMs'] as const satisfies readonly (keyof z.infer<
+  typeof agentServiceFields
+>)[];
+export type ServerLimits = Pick<z.infer<typeof agentServiceFields>, (typeof SERVER_LIMIT_KEYS)[number]>;
+
+/** Cross-field rule of the server limits: node checks the headers timeout within the request timeout. */
+export function checkServerLimits(options: Pick<ServerLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>, ctx: z.RefinementCtx): void {
+  if (options.headersTimeoutMs > options.requestTimeoutMs) {
+    ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: `must be <= requestTimeoutMs (${options.requestTimeoutMs})` });
+  }
+}
 
 /** The limiter fields a command takes from agentServiceFields; the cross-field rules below need them. */
 type LimiterRuleFields = Pick<z.infer<typeof agentServiceFields>, 'quotaSharing' | 'redisUrl' | 'adaptiveMaxPermits' | 'permits' | 'batchMaxPermits'>;
@@ -93,7 +124,10 @@ export function checkLimiterOptions(options: LimiterRuleFields, ctx: z.Refinemen
   }
 }
 
-export const agentServiceOptionsSchema = agentServiceFields.superRefine(checkLimiterOptions);
+export const agentServiceOptionsSchema = agentServiceFields.superRefine((options, ctx) => {
+  checkLimiterOptions(options, ctx);
+  checkServerLimits(options, ctx);
+});
 
 export type AgentServiceOptions = z.infer<typeof agentServiceOptionsSchema>;
 export type AgentServiceOptionsInput = z.input<typeof agentServiceOptionsSchema>;
@@ -150,6 +184,11 @@ export const OPTION_SOURCES = {
   adaptiveMaxPermits: { flag: 'adaptive-max-permits', env: 'LIMITER_ADAPTIVE_MAX_PERMITS' },
   adaptiveLatencyMs: { flag: 'adaptive-latency-ms', env: 'LIMITER_ADAPTIVE_LATENCY_MS' },
   batchMaxPermits: { flag: 'batch-max-permits', env: 'AGENT_BATCH_MAX_PERMITS' },
+  headersTimeoutMs: { flag: 'headers-timeout-ms', env: 'AGENT_HEADERS_TIMEOUT_MS' },
+  requestTimeoutMs: { flag: 'request-timeout-ms', env: 'AGENT_REQUEST_TIMEOUT_MS' },
+  keepAliveTimeoutMs: { flag: 'keep-alive-timeout-ms', env: 'AGENT_KEEP_ALIVE_TIMEOUT_MS' },
+  maxConnections: { flag: 'max-connections', env: 'AGENT_MAX_CONNECTIONS' },
+  shutdownGraceMs: { flag: 'shutdown-grace-ms', env: 'AGENT_SHUTDOWN_GRACE_MS' },
 } as const satisfies Record<keyof AgentServiceOptions, { flag: string; env: string }>;
 
 const NUMERIC = new Set<string>([
@@ -164,6 +203,11 @@ const NUMERIC = new Set<string>([
   'toolDelayMs',
   'adaptiveMaxPermits',
   'adaptiveLatencyMs',
+  'headersTimeoutMs',
+  'requestTimeoutMs',
+  'keepAliveTimeoutMs',
+  'maxConnections',
+  'shutdownGraceMs',
 ]);
 
 const BOOLEAN = new Set<string>(['streaming']);
@@ -246,6 +290,12 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --adaptive-latency-ms N        adaptive: a slower call counts as congestion (LIMITER_ADAPTIVE_LATENCY_MS, default off)
   --batch-max-permits N|off      most permits trafficClass "batch" requests may hold (AGENT_BATCH_MAX_PERMITS,
                                  default half the permits, min 1; off or = permits: no lanes)
+  --headers-timeout-ms N         longest a client may take to send headers (AGENT_HEADERS_TIMEOUT_MS, default 10000)
+  --request-timeout-ms N         longest a client may take to send a whole request (AGENT_REQUEST_TIMEOUT_MS, default 30000)
+  --keep-alive-timeout-ms N      idle keep-alive connections close after this (AGENT_KEEP_ALIVE_TIMEOUT_MS, default 5000)
+  --max-connections N            open connections accepted at once (AGENT_MAX_CONNECTIONS, default 1024)
+  --shutdown-grace-ms N          on SIGTERM, in-flight runs may finish this long, then they are aborted and answer 503
+                                 (AGENT_SHUTDOWN_GRACE_MS, default 3000)
   --replicas N                   start N replicas on consecutive ports (AGENT_REPLICAS, default 1)
   --help`;
 

@@ -10,7 +10,7 @@ export const MODEL_CALLS_BUCKETS = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 70]
 export const agentMetrics = {
   requests: {
     name: 'agent_requests_total',
-    help: 'Agent run requests answered, by tree and HTTP status code (499 = client went away).',
+    help: 'Agent run requests answered, by tree and HTTP status code (499 = client went away, 503 = aborted by shutdown).',
     type: 'counter',
     labelNames: ['tree', 'status'],
   },

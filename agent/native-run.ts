@@ -13,6 +13,16 @@ import { type CallReportLike, type RequestUsage, summarizeUsage, withCallReports
 
 const tracer = trace.getTracer('quotascope-agent');
 
+/** The abort reason of a run that the host's close() ended after its grace period. */
+export class ServiceClosing extends Error {
+  override name = 'ServiceClosing';
+}
+
+/** The answer of a run that close() aborted: the client learns why, with what the run got done. */
+function closingMessage(name: string): string {
+  return `agent service shutting down: the run of tree "${name}" was aborted`;
+}
+
 /** What one run request runs. */
 export interface NativeRunTarget {
   readonly runner: Runner;
@@ -158,11 +168,14 @@ export function nativeRunHandler(host: NativeRunHost): RequestHandler {
         const { usage, branches, missingBranches } = recordRunOutcome(metrics, name, events, target.branches, reports);
         runSummary = { modelCalls: usage.modelCalls, missingBranches, permitWaitMs: usage.permitWaitMs, tokens: usage.tokens };
         span.setAttributes({ 'agent.model_calls': usage.modelCalls, 'agent.missing_branches': missingBranches.length });
-        if (abort.signal.aborted) {
+        const closing = abort.signal.reason instanceof ServiceClosing;
+        if (abort.signal.aborted && !closing) {
           status = 499; // client closed the request: nobody to answer
           return;
         }
-        res.json({
+        status = closing ? 503 : 200;
+        res.status(status).json({
+          ...(closing ? { error: closingMessage(name) } : {}),
           tree: name,
           text: finalText(events, target.finalAuthor),
           branches: branches.map((b) => ({ name: b.name, outcome: b.outcome, ...(b.errorCode ? { errorCode: b.errorCode } : {}) })),
@@ -182,7 +195,10 @@ export function nativeRunHandler(host: NativeRunHost): RequestHandler {
         runSummary = { modelCalls: reports.length };
         span.setStatus({ code: SpanStatusCode.ERROR, message: describeThrown(thrown) });
         const kind = thrown instanceof Error ? thrown.name : `non-Error value (${typeof thrown})`;
-        if (!res.headersSent && !abort.signal.aborted) {
+        if (!res.headersSent && abort.signal.reason instanceof ServiceClosing) {
+          status = 503;
+          res.status(503).json({ error: closingMessage(name), modelCalls: reports.length });
+        } else if (!res.headersSent && !abort.signal.aborted) {
           res.status(500).json({
             error: `agent run of tree "${name}" failed: ${kind}: ${describeThrown(thrown)}`,
             modelCalls: reports.length,

@@ -138,27 +138,32 @@ export async function startAgentService(
     res.status(404).json({ error: 'not found: the API is POST /v1/agents/{tree}/run, GET /healthz, GET /metrics' });
   });
 
-  app.use(bodyErrorHandler(accessLog));
+  app.use(bodyErrorHandler(accessLog, metrics, isTreeName));
 
   let listening: Listening;
   try {
-    listening = await listen(app, config.port, config.host);
+    listening = await listen(app, config.port, config.host, config);
   } catch (error) {
     await limiter.close();
     await ownAccessLog?.close();
     throw error;
   }
   const { server, port, url } = listening;
+  let closing: Promise<void> | undefined;
 
   return {
     url,
     port,
     limiter,
     registry,
-    async close() {
-      await stopServing(server, inFlight, runs, 'agent service closing');
-      await limiter.close();
-      await ownAccessLog?.close(); // after the aborted runs wrote their lines
+    close() {
+      // Once: a second call (the CLI's signal handler and a caller's finally) waits for the first.
+      closing ??= (async () => {
+        await stopServing(server, inFlight, runs, 'agent service closing', config.shutdownGraceMs);
+        await limiter.close();
+        await ownAccessLog?.close(); // after the aborted runs wrote their lines
+      })();
+      return closing;
     },
   };
 }

@@ -84,31 +84,39 @@ function reviewTree(model: BaseLlm): BuiltTree {
 }
 
 /**
+ * A Workflow node that runs `agent` and turns its failure into an empty output. In a
+ * Workflow a failed node fails the whole run (the finished reviews and every branch
+ * outcome would be lost); the agent's own error event (author = agent) still reaches the
+ * service, so its branch outcome records the failure.
+ */
+function guarded(agent: LlmAgent): FunctionNode {
+  return new FunctionNode(`guard_${agent.name}`, async (ctx, input) => {
+    try {
+      const result = await ctx.runNode(agent, input);
+      return result.output ?? '';
+    } catch {
+      return '';
+    }
+  });
+}
+
+/**
  * `review-workflow`: the same review as an ADK 2.0 Workflow graph
- * START → 4 reviewers → join → synthesizer. In a Workflow a failed node fails the whole
- * run, so each reviewer runs inside a guard node that catches its failure and yields an
- * empty review: the siblings and the synthesizer go on, as in the classic tree. The
- * reviewer's own error event (author = reviewer) still reaches the service.
+ * START → 4 reviewers → join → synthesizer, every agent in a guard node, so a failed
+ * reviewer or synthesizer call ends as in the classic tree: siblings go on, the request
+ * answers 200 with each branch's outcome.
  */
 function reviewWorkflowTree(model: BaseLlm): BuiltTree {
-  const guarded = REVIEWERS.map((r, i) => {
-    const agent = reviewer(model, r.name, r.focus, `review_${i + 1}`);
-    return new FunctionNode(`guard_${r.name}`, async (ctx, input) => {
-      try {
-        const result = await ctx.runNode(agent, input);
-        return result.output ?? '';
-      } catch {
-        return '';
-      }
-    });
-  });
-  const synth = synthesizer(
-    model,
-    REVIEWERS.map((_, i) => `review_${i + 1}`),
+  const reviewers = REVIEWERS.map((r, i) => guarded(reviewer(model, r.name, r.focus, `review_${i + 1}`)));
+  const synth = guarded(
+    synthesizer(
+      model,
+      REVIEWERS.map((_, i) => `review_${i + 1}`),
+    ),
   );
   const root = new Workflow({
     name: 'review_workflow',
-    edges: [['START', guarded, new JoinNode({ name: 'join_reviews' }), synth]],
+    edges: [['START', reviewers, new JoinNode({ name: 'join_reviews' }), synth]],
   });
   return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: modelCallsPerRequest(TREE_SHAPES['review-workflow']!) };
 }

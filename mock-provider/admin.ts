@@ -3,7 +3,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { ConfigError } from './config.ts';
-import { HttpProblem, readJsonBody } from './http.ts';
+import { ClientGone, HttpProblem, readJsonBody } from './http.ts';
 import type { MockState } from './state.ts';
 
 const ADMIN_BODY_LIMIT = 1024 * 1024;
@@ -47,6 +47,8 @@ export function adminRouter(state: MockState, adminToken: string | undefined): R
       const patch = await readJsonBody(req, ADMIN_BODY_LIMIT);
       res.json(state.update(patch));
     } catch (error) {
+      // Nobody to answer; one line, as for the model APIs (not counted: those counters are per API).
+      if (error instanceof ClientGone) return void console.error(`[mock-provider] admin: ${error.message}`);
       if (error instanceof HttpProblem) return sendAdminError(res, error.status, error.message);
       if (error instanceof ConfigError) return sendAdminError(res, 400, error.message);
       throw error;

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, type Distribution, defaultConfig, type MockConfig, mergeConfig } from './config.ts';
+import { ConfigError, type Distribution, defaultConfig, type MockConfig, mergeConfig, type ServerLimits, serverLimitsSchema } from './config.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, startMockProvider } from './server.ts';
 
 type Patch = Record<string, unknown>;
@@ -22,6 +22,7 @@ interface ListenOptions {
   host: string;
   config?: string;
   adminToken?: string;
+  limits: Partial<ServerLimits>;
 }
 
 class UsageError extends Error {}
@@ -80,6 +81,12 @@ const listenField =
     listen[key] = parse(value);
   };
 
+const limit =
+  (flag: string, key: keyof ServerLimits) =>
+  (value: string, _patch: Patch, listen: ListenOptions): void => {
+    listen.limits = { ...listen.limits, [key]: integer(flag, value) };
+  };
+
 const fault = (patch: Patch, key: string, value: unknown) => {
   patch.faults = { ...((patch.faults as Patch | undefined) ?? {}), [key]: value };
 };
@@ -93,6 +100,10 @@ const SETTINGS: readonly Setting[] = [
     help: 'require this token (Authorization: Bearer) on /admin/* from any address; without it /admin answers loopback only. Prefer the env variable',
     apply: listenField('adminToken', (v) => v),
   },
+  { flag: 'headers-timeout-ms', help: 'longest a client may take to send headers (default 10000)', apply: limit('headers-timeout-ms', 'headersTimeoutMs') },
+  { flag: 'request-timeout-ms', help: 'longest a client may take to send a whole request (default 30000)', apply: limit('request-timeout-ms', 'requestTimeoutMs') },
+  { flag: 'keep-alive-timeout-ms', help: 'idle keep-alive connections close after this (default 5000)', apply: limit('keep-alive-timeout-ms', 'keepAliveTimeoutMs') },
+  { flag: 'max-connections', help: 'open connections accepted at once (default 4096)', apply: limit('max-connections', 'maxConnections') },
   { flag: 'seed', help: 'seed for output text, sampling, throttling and faults (default 1)', apply: field('seed', (v) => integer('seed', v)) },
   { flag: 'requests-per-minute', help: 'requests/min per API key (default 1000)', apply: field('requestsPerMinute', (v) => integer('requests-per-minute', v)) },
   { flag: 'tokens-per-minute', help: 'tokens/min per API key (default 1000000)', apply: field('tokensPerMinute', (v) => integer('tokens-per-minute', v)) },
@@ -173,6 +184,24 @@ function readConfigFile(path: string): unknown {
   }
 }
 
+/** Dotted paths a patch sets: { faults: { stallMs } } → ['faults.stallMs']. */
+function fieldPaths(patch: Patch): string[] {
+  return Object.entries(patch).flatMap(([key, value]) =>
+    key === 'faults' && typeof value === 'object' && value !== null ? Object.keys(value).map((inner) => `${key}.${inner}`) : [key],
+  );
+}
+
+/** The flags (or env variables) that set the bad fields, else the layer's name (the config file). */
+function namedSources(layer: string, fields: readonly string[], origins: readonly [string, string[]][]): string {
+  const related = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+  const fromFlags = layer === 'flags';
+  const names = origins
+    .filter(([name]) => name.startsWith('--') === fromFlags)
+    .filter(([, paths]) => paths.some((path) => fields.some((field) => related(path, field))))
+    .map(([name]) => name);
+  return layer === 'flags' || layer === 'environment' ? (names.length > 0 ? names.join(', ') : layer) : layer;
+}
+
 /** Resolves file < env < flags into a validated config and listen options. */
 export function resolveSettings(argv: string[], env: NodeJS.ProcessEnv): { config: MockConfig; listen: ListenOptions; help: boolean } {
   const options = Object.fromEntries([
@@ -185,21 +214,29 @@ export function resolveSettings(argv: string[], env: NodeJS.ProcessEnv): { confi
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const listen: ListenOptions = { port: DEFAULT_PORT, host: DEFAULT_HOST };
+  const listen: ListenOptions = { port: DEFAULT_PORT, host: DEFAULT_HOST, limits: {} };
   const envPatch: Patch = {};
   const flagPatch: Patch = {};
+  /** Which config fields each env variable and flag set: a bad field's error names its source. */
+  const origins: [string, string[]][] = [];
+  const applyFrom = (name: string, setting: Setting, value: string, patch: Patch) => {
+    setting.apply(value, patch, listen);
+    const own: Patch = {};
+    setting.apply(value, own, { ...listen });
+    origins.push([name, fieldPaths(own)]);
+  };
   for (const setting of SETTINGS) {
     const fromEnv = env[envName(setting.flag)];
     if (fromEnv === undefined || fromEnv === '') continue;
     try {
-      setting.apply(setting.boolean ? String(fromEnv !== 'false' && fromEnv !== '0') : fromEnv, envPatch, listen);
+      applyFrom(envName(setting.flag), setting, setting.boolean ? String(fromEnv !== 'false' && fromEnv !== '0') : fromEnv, envPatch);
     } catch (error) {
       throw new UsageError(`${envName(setting.flag)}: ${(error as Error).message}`);
     }
   }
   for (const setting of SETTINGS) {
     const value = values[setting.flag];
-    if (value !== undefined) setting.apply(String(value), flagPatch, listen);
+    if (value !== undefined) applyFrom(`--${setting.flag}`, setting, String(value), flagPatch);
   }
   let config = defaultConfig;
   const layers: [string, unknown][] = [
@@ -211,10 +248,17 @@ export function resolveSettings(argv: string[], env: NodeJS.ProcessEnv): { confi
     try {
       config = mergeConfig(config, patch ?? {});
     } catch (error) {
-      if (error instanceof ConfigError) throw new UsageError(`${source}: ${error.message}`);
+      if (error instanceof ConfigError) throw new UsageError(`${namedSources(source, error.fields, origins)}: ${error.message}`);
       throw error;
     }
   }
+  const limits = serverLimitsSchema.safeParse(listen.limits);
+  if (!limits.success) {
+    // The limit fields are the flags in camelCase: headersTimeoutMs is --headers-timeout-ms.
+    const flagOf = (key: PropertyKey) => `--${String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    throw new UsageError(limits.error.issues.map((issue) => `${flagOf(issue.path[0])}: ${issue.message}`).join('; '));
+  }
+  listen.limits = limits.data;
   return { config, listen, help: values.help === true };
 }
 
@@ -232,7 +276,7 @@ async function main(): Promise<void> {
     return;
   }
   const { config, listen } = settings;
-  const provider = await startMockProvider(config, { port: listen.port, host: listen.host, adminToken: listen.adminToken });
+  const provider = await startMockProvider(config, { port: listen.port, host: listen.host, adminToken: listen.adminToken, limits: listen.limits });
   console.log(
     `mock-provider listening on ${provider.url} (${config.requestsPerMinute} RPM, ${config.tokensPerMinute} TPM, ` +
       `${config.quotaWindow} window, seed ${config.seed}; admin ${listen.adminToken ? 'token required' : 'loopback only'})`,

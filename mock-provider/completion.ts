@@ -3,6 +3,8 @@
 // paced by those latencies. gemini.ts and openai.ts supply the wire format.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { MAX_LATENCY_MS, MAX_OUTPUT_TOKENS, MAX_PER_TOKEN_MS, MAX_TIMER_MS } from './config.ts';
+import { MAX_SCHEMA_DEPTH } from './http.ts';
 import type { FaultName, ApiName } from './metrics.ts';
 import type { QuotaLease, QuotaName } from './quota.ts';
 import { sample } from './random.ts';
@@ -63,17 +65,21 @@ export interface ApiFormat {
   readonly streamEnd: string;
 }
 
-/** A plausible value for a JSON-schema or Gemini-schema (type: 'STRING' etc.) node. */
-function sampleArgument(schema: unknown): unknown {
+/**
+ * A plausible value for a JSON-schema or Gemini-schema (type: 'STRING' etc.) node. Request
+ * validation bounds the nesting (MAX_SCHEMA_DEPTH); past it this answers a plain string anyway.
+ */
+function sampleArgument(schema: unknown, depth = 0): unknown {
+  if (depth > MAX_SCHEMA_DEPTH) return 'sample';
   const node = (typeof schema === 'object' && schema !== null ? schema : {}) as Record<string, unknown>;
   const type = String(node.type ?? 'string').toLowerCase();
   if (Array.isArray(node.enum) && node.enum.length > 0) return node.enum[0];
   if (type === 'number' || type === 'integer') return 1;
   if (type === 'boolean') return true;
-  if (type === 'array') return [sampleArgument(node.items)];
+  if (type === 'array') return [sampleArgument(node.items, depth + 1)];
   if (type === 'object') {
     const properties = (node.properties ?? {}) as Record<string, unknown>;
-    return Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, sampleArgument(value)]));
+    return Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, sampleArgument(value, depth + 1)]));
   }
   return 'sample';
 }
@@ -102,7 +108,7 @@ class Pacer {
     if (ms <= 0) return true;
     this.#controller ??= new AbortController();
     try {
-      await sleep(ms, undefined, { signal: this.#controller.signal });
+      await sleep(Math.min(ms, MAX_TIMER_MS), undefined, { signal: this.#controller.signal });
       return true;
     } catch {
       return false;
@@ -143,7 +149,7 @@ function plan(state: MockState, request: CompletionRequest): CompletionPlan {
     const count = tokensForCharacters(JSON.stringify(request.toolCalls).length);
     return { request, id, createdMs, text: '', outputTokenCount: count, truncated: false };
   }
-  const wanted = Math.max(1, Math.round(sample(config.outputTokens, state.random)));
+  const wanted = Math.max(1, Math.round(sample(config.outputTokens, state.random, MAX_OUTPUT_TOKENS)));
   const count = request.maxOutputTokens === undefined ? wanted : Math.min(wanted, request.maxOutputTokens);
   const text = outputText(config.seed, request.prompt, count);
   return { request, id, createdMs, text, outputTokenCount: count, truncated: count < wanted };
@@ -210,8 +216,8 @@ export async function serveCompletion(
     return;
   }
   const answer = plan(state, request);
-  const ttftMs = sample(config.timeToFirstTokenMs, state.random);
-  const perTokenMs = sample(config.perOutputTokenMs, state.random);
+  const ttftMs = sample(config.timeToFirstTokenMs, state.random, MAX_LATENCY_MS);
+  const perTokenMs = sample(config.perOutputTokenMs, state.random, MAX_PER_TOKEN_MS);
   const dropConnection = (): void => {
     req.socket.destroy();
   };

@@ -2,41 +2,101 @@
 // used by PUT /admin/config and timeline steps, and readable validation errors.
 import { z } from 'zod';
 
-/** A distribution to sample from. Units are those of the field that holds it (ms, tokens). */
-export const distributionSchema = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('fixed'), value: z.number().nonnegative() }),
-  z
-    .strictObject({ kind: z.literal('uniform'), min: z.number().nonnegative(), max: z.number().nonnegative() })
-    .refine((d) => d.max >= d.min, { message: 'max must be >= min', path: ['max'] }),
-  z.strictObject({ kind: z.literal('normal'), mean: z.number().nonnegative(), stddev: z.number().nonnegative() }),
-  z
-    .strictObject({ kind: z.literal('lognormal'), p50: z.number().positive(), p99: z.number().positive() })
-    .refine((d) => d.p99 >= d.p50, { message: 'p99 must be >= p50', path: ['p99'] }),
-]);
-export type Distribution = z.infer<typeof distributionSchema>;
+/** Node fires a timer set above 2^31-1 ms (about 24.8 days) after 1 ms instead: every ms setting stays at or below it. */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** Most output tokens per response: above the output limit of any current model. */
+export const MAX_OUTPUT_TOKENS = 131_072;
+/** Longest time to first token, ms (10 minutes: provider clients time out well before). */
+export const MAX_LATENCY_MS = 600_000;
+/** Longest time per output token, ms; MAX_OUTPUT_TOKENS of it stays below MAX_TIMER_MS. */
+export const MAX_PER_TOKEN_MS = 10_000;
+/** Quota bounds: far above any real provider's, low enough to stay exact integers in every sum. */
+const MAX_REQUESTS_PER_MINUTE = 100_000_000;
+const MAX_TOKENS_PER_MINUTE = 1_000_000_000_000;
+const MAX_CONCURRENT = 1_000_000;
+/** Largest request body the mock will buffer. */
+const MAX_BODY_BYTES = 256 * 1024 * 1024;
+/** Latest timeline step: 30 days after the timeline starts. */
+const MAX_TIMELINE_SECONDS = 30 * 86_400;
+
+/** A distribution to sample from, every parameter within [0, max] (samples are clamped to max too). */
+export function boundedDistributionSchema(max: number) {
+  const bounded = z.number().nonnegative().max(max);
+  return z.discriminatedUnion('kind', [
+    z.strictObject({ kind: z.literal('fixed'), value: bounded }),
+    z
+      .strictObject({ kind: z.literal('uniform'), min: bounded, max: bounded })
+      .refine((d) => d.max >= d.min, { message: 'max must be >= min', path: ['max'] }),
+    z.strictObject({ kind: z.literal('normal'), mean: bounded, stddev: bounded }),
+    z
+      .strictObject({ kind: z.literal('lognormal'), p50: bounded.positive(), p99: bounded.positive() })
+      .refine((d) => d.p99 >= d.p50, { message: 'p99 must be >= p50', path: ['p99'] }),
+  ]);
+}
+/** Units are those of the field that holds it (ms, tokens). */
+export type Distribution = z.infer<ReturnType<typeof boundedDistributionSchema>>;
 
 const probability = z.number().min(0).max(1);
 
-export const faultsSchema = z.strictObject({
-  /** Probability that a request answers HTTP 500 INTERNAL. */
-  http500Probability: probability.default(0),
-  /** Probability that a request answers HTTP 503 UNAVAILABLE. */
-  http503Probability: probability.default(0),
-  /** Probability that a streamed response sends an error event after `streamErrorAfterChunks` chunks. */
-  streamErrorProbability: probability.default(0),
-  streamErrorAfterChunks: z.number().int().nonnegative().default(1),
-  /** Probability that the connection is reset (socket destroyed) mid-response. */
-  connectionResetProbability: probability.default(0),
-  /** Probability that a response stalls: a stream stops after its first chunk, a plain call never answers. */
-  stallProbability: probability.default(0),
-  /** How long a stall lasts before the server drops the connection. */
-  stallMs: z.number().int().nonnegative().default(600_000),
-});
+const FAULT_PROBABILITIES = ['http500Probability', 'http503Probability', 'streamErrorProbability', 'connectionResetProbability', 'stallProbability'] as const;
+
+export const faultsSchema = z
+  .strictObject({
+    /** Probability that a request answers HTTP 500 INTERNAL. */
+    http500Probability: probability.default(0),
+    /** Probability that a request answers HTTP 503 UNAVAILABLE. */
+    http503Probability: probability.default(0),
+    /** Probability that a streamed response sends an error event after `streamErrorAfterChunks` chunks. */
+    streamErrorProbability: probability.default(0),
+    streamErrorAfterChunks: z.number().int().nonnegative().max(MAX_OUTPUT_TOKENS).default(1),
+    /** Probability that the connection is reset (socket destroyed) mid-response. */
+    connectionResetProbability: probability.default(0),
+    /** Probability that a response stalls: a stream stops after its first chunk, a plain call never answers. */
+    stallProbability: probability.default(0),
+    /** How long a stall lasts before the server drops the connection. */
+    stallMs: z.number().int().nonnegative().max(MAX_TIMER_MS).default(600_000),
+  })
+  // One draw picks at most one fault per request, so their probabilities share [0, 1].
+  .superRefine((f, ctx) => {
+    const sum = FAULT_PROBABILITIES.reduce((total, key) => total + f[key], 0);
+    if (sum > 1 + 1e-9) ctx.addIssue({ code: 'custom', message: `the fault probabilities (${FAULT_PROBABILITIES.join(', ')}) sum to ${Number(sum.toFixed(6))}, more than 1` });
+  });
 export type FaultsConfig = z.infer<typeof faultsSchema>;
+
+const milliseconds = z.number().int().min(1).max(MAX_TIMER_MS);
+
+/** Limits of the mock's HTTP server, set when it starts (not through the admin API). */
+export const serverLimitsSchema = z
+  .strictObject({
+    /** Longest a client may take to send a request's headers (node's default is 60 s). */
+    headersTimeoutMs: milliseconds.default(10_000),
+    /** Longest a client may take to send a whole request, body included (not the response: that is paced by the config). */
+    requestTimeoutMs: milliseconds.default(30_000),
+    /** How long an idle keep-alive connection stays open (node's default). */
+    keepAliveTimeoutMs: milliseconds.default(5_000),
+    /** Open connections accepted at once; more are closed at accept. */
+    maxConnections: z.number().int().min(1).max(1_000_000).default(4_096),
+  })
+  .superRefine((limits, ctx) => {
+    if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: `must be <= requestTimeoutMs (${limits.requestTimeoutMs})` });
+    }
+  });
+export type ServerLimits = z.infer<typeof serverLimitsSchema>;
+export type ServerLimitsInput = z.input<typeof serverLimitsSchema>;
+
+/** Validates server limits; throws ConfigError naming the field. */
+export function parseServerLimits(input: unknown): ServerLimits {
+  const result = serverLimitsSchema.safeParse(input ?? {});
+  if (!result.success) {
+    throw new ConfigError(`invalid mock-provider server limits: ${formatIssues(result.error)}`, result.error.issues.map((issue) => issue.path.join('.')));
+  }
+  return result.data;
+}
 
 const timelineStepSchema = z.strictObject({
   /** Seconds after the timeline started (server start, reset, or the PUT that set the timeline). */
-  at: z.number().nonnegative(),
+  at: z.number().nonnegative().max(MAX_TIMELINE_SECONDS),
   /** Partial configuration merged over the current one when the step is due. */
   set: z.record(z.string(), z.unknown()),
 });
@@ -44,13 +104,13 @@ const timelineStepSchema = z.strictObject({
 /** Every field has a default, so `{}` is a valid configuration (the worked example's quota). */
 export const mockConfigSchema = z.strictObject({
   /** Requests per minute per API key. */
-  requestsPerMinute: z.number().int().positive().default(1000),
+  requestsPerMinute: z.number().int().positive().max(MAX_REQUESTS_PER_MINUTE).default(1000),
   /** Tokens per minute per API key; which tokens count is `countedTokens`. */
-  tokensPerMinute: z.number().int().positive().default(1_000_000),
+  tokensPerMinute: z.number().int().positive().max(MAX_TOKENS_PER_MINUTE).default(1_000_000),
   /** Requests per day per API key (fixed UTC day); null = no daily quota. */
-  requestsPerDay: z.number().int().positive().nullable().default(null),
+  requestsPerDay: z.number().int().positive().max(MAX_REQUESTS_PER_MINUTE * 1440).nullable().default(null),
   /** Concurrent requests per API key; null = unlimited. */
-  maxConcurrent: z.number().int().positive().nullable().default(null),
+  maxConcurrent: z.number().int().positive().max(MAX_CONCURRENT).nullable().default(null),
   /** fixed: per-minute windows aligned to the clock; sliding: the last 60 s; bucket: refills limit/60 per second. */
   quotaWindow: z.enum(['fixed', 'sliding', 'bucket']).default('fixed'),
   /** Tokens charged against tokensPerMinute: input at admission, output (if counted) when the response ends. */
@@ -60,20 +120,21 @@ export const mockConfigSchema = z.strictObject({
   /** Probability of a 429 for a request that is within quota (providers throttle below the published quota). */
   throttleProbability: probability.default(0),
   /** Time to first token, ms. */
-  timeToFirstTokenMs: distributionSchema.default({ kind: 'lognormal', p50: 600, p99: 2500 }),
+  timeToFirstTokenMs: boundedDistributionSchema(MAX_LATENCY_MS).default({ kind: 'lognormal', p50: 600, p99: 2500 }),
   /** Time per output token after the first, ms (sampled once per request). 800 tokens x 9 ms ≈ 7.2 s. */
-  perOutputTokenMs: distributionSchema.default({ kind: 'fixed', value: 9 }),
+  perOutputTokenMs: boundedDistributionSchema(MAX_PER_TOKEN_MS).default({ kind: 'fixed', value: 9 }),
   /** Output tokens per response (rounded, at least 1, capped by the request's max output tokens). */
-  outputTokens: distributionSchema.default({ kind: 'normal', mean: 800, stddev: 150 }),
+  outputTokens: boundedDistributionSchema(MAX_OUTPUT_TOKENS).default({ kind: 'normal', mean: 800, stddev: 150 }),
   /** Output tokens per streamed chunk. */
-  streamChunkTokens: z.number().int().positive().default(40),
+  streamChunkTokens: z.number().int().positive().max(MAX_OUTPUT_TOKENS).default(40),
   faults: faultsSchema.default(faultsSchema.parse({})),
   /** When a request declares functions (tools) and its last turn is not a function result, answer with a call to each. */
   answerToolCalls: z.boolean().default(true),
   /** Models the mock answers for; any other model answers 404. */
   models: z
-    .array(z.string().min(1))
+    .array(z.string().min(1).max(200))
     .min(1)
+    .max(1000)
     .default([
       'gemini-2.5-flash',
       'gemini-2.5-pro',
@@ -90,11 +151,12 @@ export const mockConfigSchema = z.strictObject({
     .number()
     .int()
     .positive()
+    .max(MAX_BODY_BYTES)
     .default(8 * 1024 * 1024),
   /** Quota changes over time, e.g. [{ at: 60, set: { tokensPerMinute: 500000 } }]. */
-  timeline: z.array(timelineStepSchema).default([]),
+  timeline: z.array(timelineStepSchema).max(10_000).default([]),
   /** Seeds output text, sampled latencies/token counts, throttling and faults. */
-  seed: z.number().int().default(1),
+  seed: z.number().int().min(0).max(2 ** 32 - 1).default(1),
 });
 
 export type MockConfig = z.infer<typeof mockConfigSchema>;
@@ -106,6 +168,12 @@ export type TimelineStep = z.infer<typeof timelineStepSchema>;
 /** Thrown when a configuration does not validate; the message names every bad field. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
+  /** Dotted paths of the bad fields ('faults.stallMs', 'outputTokens.value', 'faults'), so a CLI can name its flag. */
+  readonly fields: readonly string[];
+  constructor(message: string, fields: readonly string[] = []) {
+    super(message);
+    this.fields = fields;
+  }
 }
 
 /** "faults.http500Probability: Too big: expected number to be <=1; seed: ..." */
@@ -118,7 +186,9 @@ export function formatIssues(error: z.ZodError): string {
 /** Validates a full or partial configuration object and fills in defaults. */
 export function parseConfig(input: unknown): MockConfig {
   const result = mockConfigSchema.safeParse(input ?? {});
-  if (!result.success) throw new ConfigError(`invalid mock-provider config: ${formatIssues(result.error)}`);
+  if (!result.success) {
+    throw new ConfigError(`invalid mock-provider config: ${formatIssues(result.error)}`, result.error.issues.map((issue) => issue.path.join('.')));
+  }
   validateTimeline(result.data);
   return result.data;
 }
@@ -145,12 +215,14 @@ export function mergeConfig(base: MockConfig, patch: unknown): MockConfig {
 function validateTimeline(config: MockConfig): void {
   let current: MockConfig = { ...config, timeline: [] };
   config.timeline.forEach((step, index) => {
-    if ('timeline' in step.set) throw new ConfigError(`invalid mock-provider config: timeline.${index}.set.timeline: a step cannot set a timeline`);
+    if ('timeline' in step.set) {
+      throw new ConfigError(`invalid mock-provider config: timeline.${index}.set.timeline: a step cannot set a timeline`, [`timeline.${index}.set.timeline`]);
+    }
     try {
       current = mergeConfig(current, step.set);
     } catch (error) {
       const detail = error instanceof ConfigError ? error.message.replace('invalid mock-provider config: ', '') : String(error);
-      throw new ConfigError(`invalid mock-provider config: timeline.${index}.set: ${detail}`);
+      throw new ConfigError(`invalid mock-provider config: timeline.${index}.set: ${detail}`, [`timeline.${index}.set`]);
     }
   });
 }

@@ -2,14 +2,14 @@
 // 400 errors) plus a structural check for the common shape, which accepts only bodies the
 // schema accepts and skips zod's cost on the hot path; anything else goes through zod.
 import { z } from 'zod';
-import { parseBody } from './http.ts';
+import { parseBody, toolSchema } from './http.ts';
 
 const partSchema = z.looseObject({ text: z.string().optional() });
 const contentSchema = z.looseObject({ role: z.string().optional(), parts: z.array(partSchema).min(1) });
 const functionDeclarationSchema = z.looseObject({
   name: z.string().min(1),
-  parameters: z.unknown().optional(),
-  parametersJsonSchema: z.unknown().optional(),
+  parameters: toolSchema.optional(),
+  parametersJsonSchema: toolSchema.optional(),
 });
 export const generateRequestSchema = z.looseObject({
   contents: z.array(contentSchema).min(1, 'contents must hold at least one content'),

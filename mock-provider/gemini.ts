@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, sendJson, serveCompletion, textOf, type ToolCall } from './completion.ts';
 import { countTokensRequestSchema, type GenerateRequest, parseGenerateRequest } from './gemini-request.ts';
-import { HttpProblem, parseBody, readJsonBody } from './http.ts';
+import { ClientGone, clientGone, HttpProblem, parseBody, readJsonBody } from './http.ts';
 import type { QuotaName } from './quota.ts';
 import type { MockState } from './state.ts';
 import { tokensForCharacters } from './tokens.ts';
@@ -320,6 +320,7 @@ async function handleModelCall(
       format,
     );
   } catch (error) {
+    if (error instanceof ClientGone) return clientGone(state.metrics, 'gemini', error);
     if (!(error instanceof HttpProblem)) throw error;
     const knownModel = state.config.models.includes(model) ? model : 'unknown';
     state.metrics.requests.inc({ api: 'gemini', model: knownModel, status: String(error.status) });

@@ -1,7 +1,8 @@
 // Request plumbing shared by both APIs: a bounded JSON body reader whose failures carry the
 // HTTP status and a readable message, and zod issue formatting for request bodies.
 import type { IncomingMessage } from 'node:http';
-import type { z } from 'zod';
+import { z } from 'zod';
+import type { ApiName, MockMetrics } from './metrics.ts';
 
 /** A client error to answer in the API's own error format. */
 export class HttpProblem extends Error {
@@ -10,6 +11,20 @@ export class HttpProblem extends Error {
     super(message);
     this.status = status;
   }
+}
+
+/** The client went away before its request body was complete: nobody to answer. */
+export class ClientGone extends Error {
+  override name = 'ClientGone';
+  constructor(received: number, declared: number) {
+    super(`client left before sending the whole request body (${received} of ${Number.isFinite(declared) ? declared : 'unknown'} bytes)`);
+  }
+}
+
+/** Counted and logged as one line: a routine event for a server, not a fault of the mock. */
+export function clientGone(metrics: MockMetrics, api: ApiName, error: ClientGone): void {
+  metrics.incompleteRequests.inc({ api });
+  console.error(`[mock-provider] ${api}: ${error.message}`);
 }
 
 /** Reads and parses a JSON body of at most maxBytes; 415 / 413 / 400 otherwise. */
@@ -34,8 +49,17 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
       }
       chunks.push(chunk);
     });
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')));
-    req.once('error', reject);
+    let complete = false;
+    req.once('end', () => {
+      complete = true;
+      resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    });
+    // A client that disconnects mid-body: 'error' (ECONNRESET, "aborted") and/or 'close' without 'end'.
+    const gone = () => {
+      if (!complete) reject(new ClientGone(size, declared));
+    };
+    req.once('error', gone);
+    req.once('close', gone);
   });
   try {
     return JSON.parse(text);
@@ -53,3 +77,24 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown, what: string):
     .join('; ');
   throw new HttpProblem(400, `invalid ${what}: ${fields}`);
 }
+
+/** Deepest JSON nesting of a tool's parameter schema (a schema level is two: the node and its properties): far beyond real tools, shallow enough for the recursive argument sampler. */
+export const MAX_SCHEMA_DEPTH = 128;
+
+/** True when no object or array in `value` is nested more than `max` levels deep (checked without recursion). */
+export function nestedAtMost(value: unknown, max: number): boolean {
+  let level: unknown[] = [value];
+  for (let depth = 0; level.length > 0; depth++) {
+    const next: unknown[] = [];
+    for (const node of level) {
+      if (typeof node !== 'object' || node === null) continue;
+      if (depth >= max) return false;
+      next.push(...Object.values(node));
+    }
+    level = next;
+  }
+  return true;
+}
+
+/** A tool's parameter schema, any JSON, at most MAX_SCHEMA_DEPTH levels deep. */
+export const toolSchema = z.unknown().refine((value) => nestedAtMost(value, MAX_SCHEMA_DEPTH), `nested deeper than ${MAX_SCHEMA_DEPTH} levels`);

@@ -2,9 +2,13 @@
 // starting it in-process, e.g. from tests and `npm start`).
 export {
   ConfigError,
+  MAX_LATENCY_MS,
+  MAX_OUTPUT_TOKENS,
+  MAX_PER_TOKEN_MS,
+  MAX_TIMER_MS,
   type Distribution,
+  boundedDistributionSchema,
   defaultConfig,
-  distributionSchema,
   type FaultsConfig,
   faultsSchema,
   type MockConfig,
@@ -13,6 +17,10 @@ export {
   mergeConfig,
   mockConfigSchema,
   parseConfig,
+  parseServerLimits,
+  type ServerLimits,
+  type ServerLimitsInput,
+  serverLimitsSchema,
   type TimelineStep,
 } from './config.ts';
 export type { Clock } from './quota.ts';

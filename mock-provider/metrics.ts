@@ -24,6 +24,7 @@ export interface MockMetrics {
   readonly requestDuration: Histogram<'api'>;
   readonly timeToFirstToken: Histogram<'api'>;
   readonly faults: Counter<'fault'>;
+  readonly incompleteRequests: Counter<'api'>;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 6, 8, 10, 15, 20, 30, 60, 120];
@@ -100,6 +101,12 @@ export function createMockMetrics(readQuota: () => QuotaFigures): MockMetrics {
       name: 'mock_provider_faults_total',
       help: 'Injected faults: http_500, http_503, stream_error, connection_reset, stall',
       labelNames: ['fault'],
+      registers,
+    }),
+    incompleteRequests: new Counter({
+      name: 'mock_provider_incomplete_requests_total',
+      help: 'Requests whose client went away before sending the whole body, by API (not answered, not in requests_total)',
+      labelNames: ['api'],
       registers,
     }),
   };

@@ -5,7 +5,7 @@ import type { ServerResponse } from 'node:http';
 import { type Request, Router } from 'express';
 import { z } from 'zod';
 import { type ApiFormat, type CompletionPlan, type CompletionRequest, type RateLimit, sampleArguments, sendJson, serveCompletion, textOf, type ToolCall } from './completion.ts';
-import { HttpProblem, parseBody, readJsonBody } from './http.ts';
+import { ClientGone, clientGone, HttpProblem, parseBody, readJsonBody, toolSchema } from './http.ts';
 import type { QuotaName } from './quota.ts';
 import type { MockState } from './state.ts';
 import { tokensForCharacters } from './tokens.ts';
@@ -24,7 +24,7 @@ const chatRequestSchema = z.looseObject({
   max_completion_tokens: z.number().int().positive().nullable().optional(),
   n: z.literal(1).nullable().optional(),
   tools: z
-    .array(z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string().min(1), parameters: z.unknown().optional() }) }))
+    .array(z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string().min(1), parameters: toolSchema.optional() }) }))
     .optional(),
 });
 type ChatRequest = z.infer<typeof chatRequestSchema>;
@@ -231,6 +231,7 @@ export function openAiRouter(state: MockState): Router {
       extras.set(completion, { includeUsage: request.stream_options?.include_usage === true });
       await serveCompletion(state, req, res, completion, format);
     } catch (error) {
+      if (error instanceof ClientGone) return clientGone(state.metrics, 'openai', error);
       if (!(error instanceof HttpProblem)) throw error;
       state.metrics.requests.inc({ api: 'openai', model, status: String(error.status) });
       sendOpenAiError(res, error.status, error.message, error.status === 404 ? 'model_not_found' : null);

@@ -37,8 +37,12 @@ function standardNormal(random: Random): number {
 /** z such that P(Z <= z) = 0.99 for a standard normal. */
 const Z99 = 2.3263478740408408;
 
-/** Samples a distribution; never negative. Lognormal: median p50, 99th percentile p99. */
-export function sample(distribution: Distribution, random: Random): number {
+/** Samples a distribution, clamped to [0, max]. Lognormal: median p50, 99th percentile p99. */
+export function sample(distribution: Distribution, random: Random, max = Number.POSITIVE_INFINITY): number {
+  return Math.min(max, unclamped(distribution, random));
+}
+
+function unclamped(distribution: Distribution, random: Random): number {
   switch (distribution.kind) {
     case 'fixed':
       return distribution.value;

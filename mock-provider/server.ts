@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { adminRouter } from './admin.ts';
-import { defaultConfig, type MockConfigPatch, mergeConfig } from './config.ts';
+import { defaultConfig, type MockConfigPatch, mergeConfig, parseServerLimits, type ServerLimitsInput } from './config.ts';
 import { type GeminiHandler, geminiHandler } from './gemini.ts';
 import { metadataRouter } from './metadata.ts';
 import { openAiRouter } from './openai.ts';
@@ -23,7 +23,12 @@ export interface MockProviderOptions {
   readonly clock?: Clock;
   /** When set, the admin API requires it (Bearer) from any address; else it answers loopback only. */
   readonly adminToken?: string;
+  /** Headers/request/keep-alive timeouts and the connection cap (validated; defaults in serverLimitsSchema). */
+  readonly limits?: ServerLimitsInput;
 }
+
+/** How often node checks the headers and request timeouts (its default, 30 s, would let a 10 s timeout run 40 s). */
+const TIMEOUT_CHECK_MS = 1_000;
 
 export interface MockProvider {
   /** e.g. http://127.0.0.1:8090 (no trailing slash): the base URL for genai, ADK and openai (+ /v1). */
@@ -68,13 +73,23 @@ export function createMockApp(state: MockState, adminToken: string | undefined, 
 
 /** Starts a mock provider; `config` is merged over the defaults and validated (throws ConfigError). */
 export async function startMockProvider(config: MockConfigPatch = {}, options: MockProviderOptions = {}): Promise<MockProvider> {
+  const limits = parseServerLimits(options.limits);
   const state = new MockState(mergeConfig(defaultConfig, config), options.clock ?? wallClock);
   const gemini = geminiHandler(state);
   const app = createMockApp(state, options.adminToken, gemini);
   // Gemini model calls (the hot path) skip express; everything else goes through the app.
-  const server = createServer((req, res) => {
-    if (!gemini(req, res)) app(req, res);
-  });
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, limits.headersTimeoutMs),
+    },
+    (req, res) => {
+      if (!gemini(req, res)) app(req, res);
+    },
+  );
+  server.maxConnections = limits.maxConnections;
   const host = options.host ?? DEFAULT_HOST;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

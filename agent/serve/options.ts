@@ -8,18 +8,30 @@ import {
   AgentConfigError,
   agentServiceFields,
   checkLimiterOptions,
+  checkServerLimits,
   formatIssues,
   LIMITER_OPTION_KEYS,
   OPTION_SOURCES,
   type OptionKey,
   readOptionSources,
+  SERVER_LIMIT_KEYS,
 } from '../config.ts';
 
 /** App names as ADK spells them: letters, digits, `_` and `-`. */
 export const APP_NAME_PATTERN = /^[A-Za-z_][\w-]*$/;
 
 /** The agent service's fields serve takes (the sample-tree ones, model and tool delay, do not apply). */
-const SHARED_KEYS = ['port', 'host', 'providerUrl', 'apiKey', 'httpTimeoutMs', 'streaming', 'accessLog', ...LIMITER_OPTION_KEYS] as const satisfies readonly OptionKey[];
+const SHARED_KEYS = [
+  'port',
+  'host',
+  'providerUrl',
+  'apiKey',
+  'httpTimeoutMs',
+  'streaming',
+  'accessLog',
+  ...LIMITER_OPTION_KEYS,
+  ...SERVER_LIMIT_KEYS,
+] as const satisfies readonly OptionKey[];
 
 export const serveOptionsSchema = agentServiceFields
   .pick(Object.fromEntries(SHARED_KEYS.map((key) => [key, true])) as { [K in (typeof SHARED_KEYS)[number]]: true })
@@ -31,7 +43,10 @@ export const serveOptionsSchema = agentServiceFields
     /** false: leave every model as the module built it (no limiter). */
     wrap: z.boolean().default(true),
   })
-  .superRefine(checkLimiterOptions);
+  .superRefine((options, ctx) => {
+    checkLimiterOptions(options, ctx);
+    checkServerLimits(options, ctx);
+  });
 
 export type ServeOptions = z.infer<typeof serveOptionsSchema>;
 export type ServeOptionsInput = z.input<typeof serveOptionsSchema>;
@@ -51,6 +66,8 @@ export const SERVE_USAGE = `usage: serve --agent FILE[#export] [flags]
   limiter, one per model name: --limiter-name --permits --tokens-per-minute --replica-share --estimated-tokens-per-call
   --initial-output-tokens --max-wait-ms --quota-sharing --budget-window --redis-url --adaptive-max-permits
   --adaptive-latency-ms --batch-max-permits, as for the agent service (see its --help)
+  server: --headers-timeout-ms --request-timeout-ms --keep-alive-timeout-ms --max-connections --shutdown-grace-ms,
+  as for the agent service
   --help`;
 
 /** Flags over env over defaults. Throws AgentConfigError naming the flag or variable. */

@@ -146,11 +146,11 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     });
   });
 
-  app.use(bodyErrorHandler(ownAccessLog));
+  app.use(bodyErrorHandler(ownAccessLog, metrics, (name) => name === appName));
 
   let listening: Listening;
   try {
-    listening = await listen(app, options.port, options.host);
+    listening = await listen(app, options.port, options.host, options);
   } catch (error) {
     await wrapped?.close();
     await ownAccessLog?.close();
@@ -169,7 +169,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     limiters,
     registry,
     async close() {
-      await stopServing(server, inFlight, runs, 'serve closing');
+      await stopServing(server, inFlight, runs, 'serve closing', options.shutdownGraceMs);
       await wrapped?.close();
       await ownAccessLog?.close();
     },

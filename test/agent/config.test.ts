@@ -40,6 +40,23 @@ describe('agent configuration', () => {
     expect(streaming !== 'help' && streaming.service.streaming).toBe(true);
   });
 
+  it('ms settings above 2^31-1 (Node would fire the timer after 1 ms) fail naming the flag or option', () => {
+    const over = String(2 ** 31);
+    for (const flag of ['--max-wait-ms', '--http-timeout-ms', '--adaptive-latency-ms', '--tool-delay-ms', '--headers-timeout-ms', '--request-timeout-ms', '--keep-alive-timeout-ms', '--shutdown-grace-ms']) {
+      expect(() => parseCliConfig([flag, over], {}), flag).toThrow(new RegExp(`${flag}: Too big`));
+    }
+    expect(() => parseServiceOptions({ maxWaitMs: 3_000_000_000 })).toThrow(/maxWaitMs: Too big/);
+    expect(() => parseCliConfig(['--max-connections', '0'], {})).toThrow(/--max-connections/);
+    expect(() => parseCliConfig(['--max-connections', '1e9'], {})).toThrow(/--max-connections: Too big/);
+    expect(() => parseCliConfig(['--headers-timeout-ms', '20000', '--request-timeout-ms', '10000'], {})).toThrow(/--headers-timeout-ms: must be <= requestTimeoutMs/);
+  });
+
+  it('token settings have upper bounds too, named by their flag', () => {
+    expect(() => parseCliConfig(['--tokens-per-minute', '1e15'], {})).toThrow(/--tokens-per-minute: Too big/);
+    expect(() => parseCliConfig(['--estimated-tokens-per-call', '1e12'], {})).toThrow(/--estimated-tokens-per-call: Too big/);
+    expect(() => parseCliConfig(['--initial-output-tokens', '1e12'], {})).toThrow(/--initial-output-tokens: Too big/);
+  });
+
   it('--budget-window picks the token budget guard: rolling by default, bucket on request', async () => {
     const defaults = parseCliConfig([], {});
     expect(defaults !== 'help' && defaults.service.budgetWindow).toBe('rolling');

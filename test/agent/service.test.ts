@@ -2,11 +2,13 @@
 // serving; a client that disconnects aborts its run; a non-Error thrown out of ADK
 // answers 500 with a clear body and leaks no permit.
 import { request } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BaseLlm, type LlmRequest, type LlmResponse } from '@google/adk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { MAX_BODY_BYTES } from '../../agent/request-schema.ts';
 import { fetchAgentShapes } from '../../loadtest/measure/agent-shapes.ts';
+import { openSocket } from '../raw-socket.ts';
 import { fastMock, metricsText, type Stack, sampleValue, startStack } from './stack.ts';
 
 async function post(url: string, body: string, contentType = 'application/json') {
@@ -58,6 +60,43 @@ describe('bad requests', () => {
     const text = await metricsText(stack.agent.url);
     expect(sampleValue(text, 'agent_requests_total', { status: '400' })).toBeGreaterThanOrEqual(6);
     expect(sampleValue(text, 'agent_requests_total', { tree: 'unknown', status: '404' })).toBe(1);
+  });
+
+  it('requests the body parser rejects are counted in agent_requests_total with their status', async () => {
+    const count = async (labels: Record<string, string>) => {
+      const value = sampleValue(await metricsText(stack.agent.url), 'agent_requests_total', labels);
+      return Number.isNaN(value) ? 0 : value;
+    };
+    const cases: { path: string; body: string; contentType?: string; tree: string; status: number; message: RegExp }[] = [
+      { path: 'review', body: '{"document": ', tree: 'review', status: 400, message: /malformed JSON/ },
+      { path: 'wide', body: 'null', tree: 'wide', status: 400, message: /malformed JSON/ },
+      { path: 'tools', body: JSON.stringify({ document: 'x'.repeat(MAX_BODY_BYTES + 10) }), tree: 'tools', status: 413, message: /too large/ },
+      { path: 'review', body: '{"document":"x"}', contentType: 'application/json; charset=latin9', tree: 'review', status: 415, message: /charset/ },
+      { path: '%E0%A4%A', body: '{"document":"x"}', tree: 'unknown', status: 400, message: /.+/ },
+    ];
+    for (const c of cases) {
+      const labels = { tree: c.tree, status: String(c.status) };
+      const before = await count(labels);
+      const r = await post(`${stack.agent.url}/v1/agents/${c.path}/run`, c.body, c.contentType);
+      expect(r.status, `${c.path} ${c.body.slice(0, 20)}`).toBe(c.status);
+      expect(r.body.error).toMatch(c.message);
+      expect(await count(labels), `${c.path} ${c.body.slice(0, 20)} counted`).toBe(before + 1);
+    }
+  });
+
+  it('a client that leaves mid-body counts as 499, not as a 400 it never saw', async () => {
+    const count = async (status: string) => {
+      const value = sampleValue(await metricsText(stack.agent.url), 'agent_requests_total', { tree: 'review', status });
+      return Number.isNaN(value) ? 0 : value;
+    };
+    const [gone, bad] = [await count('499'), await count('400')];
+    const socket = await openSocket(stack.agent.port);
+    socket.write('POST /v1/agents/review/run HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"document":"x');
+    await sleep(50);
+    socket.destroy();
+    while ((await count('499')) === gone && (await count('400')) === bad) await sleep(10);
+    expect(await count('499')).toBe(gone + 1);
+    expect(await count('400')).toBe(bad);
   });
 });
 

@@ -73,6 +73,54 @@ describe('review tree', () => {
   });
 });
 
+describe('provider 500s', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(fastMock(20, { faults: { http500Probability: 1 } }));
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  for (const tree of ['review', 'review-workflow']) {
+    it(`${tree}: every call failing still answers 200 with every branch's outcome`, async () => {
+      const { status, body } = await stack.run(tree, { document: 'x' });
+      expect(status, JSON.stringify(body)).toBe(200);
+      expect(body.branches.map((b) => `${b.name}:${b.outcome}`)).toEqual([
+        'correctness:error',
+        'security:error',
+        'style:error',
+        'tests:error',
+        'synthesizer:error',
+      ]);
+      expect(body.text).toBe('');
+    });
+
+    it(`${tree}: with 30 % of calls failing, all 10 requests answer 200 and the finished reviews are kept`, async () => {
+      await fetch(`${stack.mock.url}/admin/config`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ faults: { http500Probability: 0.3 }, seed: 5 }),
+      });
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stack.run(tree, { document: `doc ${i}` })));
+      for (const { status, body } of results) {
+        expect(status, JSON.stringify(body)).toBe(200);
+        expect(body.branches).toHaveLength(5);
+        for (const b of body.branches) expect(['ok', 'error']).toContain(b.outcome);
+      }
+      const synthFailed = results.filter((r) => r.body.branches.at(-1)?.outcome === 'error');
+      // The seed makes some synthesizer calls fail: their reviews are still reported.
+      expect(synthFailed.length).toBeGreaterThan(0);
+      for (const r of synthFailed) expect(r.body.branches.slice(0, 4).some((b) => b.outcome === 'ok')).toBe(true);
+      await fetch(`${stack.mock.url}/admin/config`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ faults: { http500Probability: 1 } }),
+      });
+    });
+  }
+});
+
 describe('review tree, streaming', () => {
   let stack: Stack;
   beforeAll(async () => {

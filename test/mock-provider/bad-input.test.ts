@@ -1,5 +1,7 @@
 // Bad input answers a 4xx that names the problem, and the server keeps serving.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { generate, instant, json } from './helpers.ts';
 
@@ -28,7 +30,48 @@ interface Case {
   message: RegExp;
 }
 
+/**
+ * JSON text of a schema of `depth` object levels, { type: object, properties: { a: { ... } } },
+ * built as text: JSON.stringify itself would overflow the stack of a test worker.
+ */
+function deepSchema(depth: number): string {
+  return `${'{"type":"object","properties":{"a":'.repeat(depth)}{"type":"string"}${'}}'.repeat(depth)}`;
+}
+
 const cases: Case[] = [
+  {
+    name: 'a tool parameter schema nested 10,000 levels deep',
+    send: () =>
+      fetch(geminiUrl(), {
+        method: 'POST',
+        headers: geminiHeaders,
+        body: `{"contents":[{"parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"deep","parametersJsonSchema":${deepSchema(10_000)}}]}]}`,
+      }),
+    status: 400,
+    message: /tools\.0\.functionDeclarations\.0\.parametersJsonSchema: nested deeper than 128 levels/,
+  },
+  {
+    name: 'a Gemini-style parameters schema nested 10,000 levels deep',
+    send: () =>
+      fetch(geminiUrl(), {
+        method: 'POST',
+        headers: geminiHeaders,
+        body: `{"contents":[{"parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"deep","parameters":${deepSchema(10_000)}}]}]}`,
+      }),
+    status: 400,
+    message: /tools\.0\.functionDeclarations\.0\.parameters: nested deeper than 128 levels/,
+  },
+  {
+    name: 'OpenAI: a tool parameter schema nested 10,000 levels deep',
+    send: () =>
+      fetch(`${provider.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk' },
+        body: `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"deep","parameters":${deepSchema(10_000)}}}]}`,
+      }),
+    status: 400,
+    message: /tools\.0\.function\.parameters: nested deeper than 128 levels/,
+  },
   {
     name: 'malformed JSON',
     send: () => fetch(geminiUrl(), { method: 'POST', headers: geminiHeaders, body: '{"contents": [' }),
@@ -156,6 +199,19 @@ describe('bad input', () => {
     });
   }
 
+  it('a tool schema 63 object levels deep (127 JSON levels) is fine: the call is answered with sampled arguments', async () => {
+    const response = await fetch(geminiUrl(), {
+      method: 'POST',
+      headers: geminiHeaders,
+      body: `{"contents":[{"parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"ok","parametersJsonSchema":${deepSchema(63)}}]}]}`,
+    });
+    expect(response.status).toBe(200);
+    const body = await json<{ candidates: { content: { parts: { functionCall: { args: unknown } }[] } }[] }>(response);
+    let args = body.candidates[0].content.parts[0].functionCall.args as Record<string, unknown>;
+    for (let i = 0; i < 62; i++) args = args.a as Record<string, unknown>;
+    expect(args).toEqual({ a: 'sample' });
+  });
+
   it('a rejected admin config changes nothing', async () => {
     const config = await json<{ requestsPerMinute: number; quotaWindow: string }>(
       await fetch(`${provider.url}/admin/config`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
@@ -168,5 +224,41 @@ describe('bad input', () => {
     const text = await (await fetch(`${provider.url}/metrics`)).text();
     expect(text).toContain('mock_provider_requests_total{api="gemini",model="unknown",status="404"} 1');
     expect(text).toContain('mock_provider_requests_total{api="gemini",model="gemini-2.5-flash",status="415"} 1');
+  });
+});
+
+describe('a client that leaves mid-body', () => {
+  /** Sends headers announcing 10,000 bytes, about 100 of them, then closes the connection. */
+  async function leaveMidBody(method: string, path: string, headers: string): Promise<void> {
+    const socket = connect(provider.port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 10000\r\n${headers}\r\n`);
+    socket.write(`{"contents":[{"parts":[{"text":"${'x'.repeat(60)}`);
+    await sleep(20);
+    socket.destroy();
+  }
+
+  it('is counted and logged as one line, not as an unexpected error with a stack', async () => {
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      await leaveMidBody('POST', '/v1beta/models/gemini-2.5-flash:generateContent', 'x-goog-api-key: k\r\n');
+      await leaveMidBody('POST', '/v1/chat/completions', 'authorization: Bearer sk\r\n');
+      await leaveMidBody('PUT', '/admin/config', `authorization: Bearer ${ADMIN_TOKEN}\r\n`);
+      let text = '';
+      for (let i = 0; i < 100; i++) {
+        text = await (await fetch(`${provider.url}/metrics`)).text();
+        if (text.includes('mock_provider_incomplete_requests_total{api="openai"} 1')) break;
+        await sleep(10);
+      }
+      expect(text).toContain('mock_provider_incomplete_requests_total{api="gemini"} 1');
+      expect(text).toContain('mock_provider_incomplete_requests_total{api="openai"} 1');
+      const lines = logged.mock.calls.map((args) => args.map(String).join(' '));
+      expect(lines.filter((line) => /unexpected error/.test(line))).toEqual([]);
+      expect(lines.filter((line) => /left before sending the whole request body/.test(line))).toHaveLength(3);
+      for (const line of lines) expect(line).not.toMatch(/\n\s+at /); // no stack trace
+      await expectStillServing();
+    } finally {
+      logged.mockRestore();
+    }
   });
 });

@@ -70,7 +70,7 @@ describe('the CLI process', () => {
   it('rejects a bad flag value with exit code 2 and the field', () => {
     const result = spawnSync(process.execPath, [cliPath, '--quota-window', 'hourly'], { encoding: 'utf8' });
     expect(result.status).toBe(2);
-    expect(result.stderr).toMatch(/flags: .*quotaWindow/);
+    expect(result.stderr).toMatch(/--quota-window: .*quotaWindow/);
   });
 
   it('serves on a free port, requires the admin token from the env, stops on SIGTERM', async () => {
