@@ -253,11 +253,12 @@ describe('RedisTokenBudget: Redis stopped mid-run', () => {
       registry,
     });
     await budget.reserve(6_000);
-    const queued = budget.reserve(1_000, { deadline: performance.now() + 10_000 }); // polling for 10 s of refill
+    // The rejection is observed from the start: it may arrive while redis.stop() is awaited.
+    const queued = budget.reserve(1_000, { deadline: performance.now() + 10_000 }).catch((e: unknown) => e); // polling for 10 s of refill
     await new Promise((r) => setTimeout(r, 50));
     await redis.stop();
     const start = performance.now();
-    const error = await queued.catch((e: unknown) => e);
+    const error = await queued;
     expect(error).toBeInstanceOf(CentralBudgetUnavailable);
     expect(performance.now() - start).toBeLessThan(1_500);
     expect(JSON.parse((error as Error).message).error.code).toBe(ERROR_CODES.budgetUnavailable);
