@@ -1,6 +1,7 @@
 // A real redis-server for tests: an ephemeral loopback port, no persistence, its own temp
 // dir; stop() kills it and waits for the exit. restart() brings it back on the same port
-// (to test recovery after an outage).
+// (to test recovery after an outage); pause() and resume() stop and continue the process
+// (SIGSTOP / SIGCONT: a hung Redis whose connections stay open).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +17,10 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Start it again on the same port (empty: nothing is persisted). */
   restart(): Promise<void>;
+  /** SIGSTOP: the server keeps its sockets but answers nothing (a hung Redis). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
   /** Stop and remove the temp dir. */
   close(): Promise<void>;
 }
@@ -66,6 +71,12 @@ export async function startRedisServer(): Promise<RedisServer> {
     port,
     url: `redis://127.0.0.1:${port}`,
     stop,
+    pause() {
+      current?.kill('SIGSTOP');
+    },
+    resume() {
+      current?.kill('SIGCONT');
+    },
     async restart() {
       await stop();
       current = await spawnRedis(binary, port, dir);
