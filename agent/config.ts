@@ -3,6 +3,8 @@
 // flag or variable it came from.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { CENTRAL_OUTAGE_POLICIES } from '../instrumentation/budget.ts';
+import { MAX_WAITING_LIMIT } from '../instrumentation/defaults.ts';
 import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from './worked-example.ts';
 
 export const QUOTA_SHARING_MODES = ['static', 'central', 'adaptive'] as const;
@@ -73,6 +75,14 @@ export const agentServiceFields = z.object({
   budgetWindow: z.enum(BUDGET_WINDOW_MODES).default('rolling'),
   /** Redis for `central`: the bucket's key is `quotascope:budget:<limiterName>`. */
   redisUrl: z.url({ protocol: /^rediss?$/ }).optional(),
+  /**
+   * `central` while Redis is unreachable: `fail-open` (reservations served by this replica's
+   * static share, tokensPerMinute × replicaShare) or `fail-closed` (model calls refused with
+   * BUDGET_UNAVAILABLE, shown in the branch outcomes).
+   */
+  centralOutage: z.enum(CENTRAL_OUTAGE_POLICIES).default('fail-open'),
+  /** Most calls waiting for a permit or budget at once; calls beyond it are refused at once (RATE_LIMIT_TIMEOUT, reason queue_full). Unset: no cap. */
+  maxWaiting: z.int().min(1).max(MAX_WAITING_LIMIT).optional(),
   /** `adaptive`: the most permits AIMD may grow to (default 2 × permits). */
   adaptiveMaxPermits: z.int().min(1).max(10_000).optional(),
   /** `adaptive`: a model call slower than this counts as congestion, like a 429 (default: only 429s). */
@@ -181,6 +191,8 @@ export const OPTION_SOURCES = {
   quotaSharing: { flag: 'quota-sharing', env: 'AGENT_QUOTA_SHARING' },
   budgetWindow: { flag: 'budget-window', env: 'AGENT_BUDGET_WINDOW' },
   redisUrl: { flag: 'redis-url', env: 'REDIS_URL' },
+  centralOutage: { flag: 'central-outage', env: 'AGENT_CENTRAL_OUTAGE' },
+  maxWaiting: { flag: 'max-waiting', env: 'LIMITER_MAX_WAITING' },
   adaptiveMaxPermits: { flag: 'adaptive-max-permits', env: 'LIMITER_ADAPTIVE_MAX_PERMITS' },
   adaptiveLatencyMs: { flag: 'adaptive-latency-ms', env: 'LIMITER_ADAPTIVE_LATENCY_MS' },
   batchMaxPermits: { flag: 'batch-max-permits', env: 'AGENT_BATCH_MAX_PERMITS' },
@@ -208,6 +220,7 @@ const NUMERIC = new Set<string>([
   'keepAliveTimeoutMs',
   'maxConnections',
   'shutdownGraceMs',
+  'maxWaiting',
 ]);
 
 const BOOLEAN = new Set<string>(['streaming']);
@@ -286,6 +299,10 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --budget-window rolling|bucket token budget guard (AGENT_BUDGET_WINDOW, default rolling): rolling also caps
                                  every rolling 60 s at the budget, as per-minute provider quotas count
   --redis-url URL                Redis of the shared token bucket, for central (REDIS_URL)
+  --central-outage POLICY        central, Redis unreachable: fail-open (the static share) | fail-closed
+                                 (calls refused with BUDGET_UNAVAILABLE) (AGENT_CENTRAL_OUTAGE, default fail-open)
+  --max-waiting N                most calls waiting for a permit or budget; more are refused at once
+                                 (queue_full) (LIMITER_MAX_WAITING, default no cap)
   --adaptive-max-permits N       adaptive: most permits AIMD may grow to (LIMITER_ADAPTIVE_MAX_PERMITS, default 2 x permits)
   --adaptive-latency-ms N        adaptive: a slower call counts as congestion (LIMITER_ADAPTIVE_LATENCY_MS, default off)
   --batch-max-permits N|off      most permits trafficClass "batch" requests may hold (AGENT_BATCH_MAX_PERMITS,

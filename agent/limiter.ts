@@ -7,10 +7,12 @@
 //             construction, at the price of capacity idle on quiet replicas.
 // - central:  one RedisTokenBudget of the whole fleet's tokensPerMinute, shared by every
 //             replica with the same limiter name (key quotascope:budget:<limiterName>).
-//             Redis unreachable mid-run: fail open to the static share (counted in
-//             llm_limiter_budget_central_unavailable_total{handling="local_share"}); Redis
-//             unreachable at start: the replica does not start (a wrong URL must not run
-//             silently on the fallback).
+//             Redis unreachable mid-run (refused, reset, or a command past its deadline):
+//             centralOutage decides: fail-open to the static share (counted in
+//             llm_limiter_budget_central_unavailable_total{handling="local_share"}) or
+//             fail-closed (calls refused with BUDGET_UNAVAILABLE, handling="refused"); one
+//             log line per change. Redis unreachable at start: the replica does not start
+//             (a wrong URL must not run silently on the fallback).
 // - adaptive: the static token share, and an AIMD limit moving the permit limit: down on
 //             429s (and calls slower than adaptiveLatencyMs), up by one on busy successes.
 //
@@ -74,13 +76,16 @@ export async function createLimiter(
       client: redis,
       name: config.limiterName,
       tokensPerMinute: config.tokensPerMinute,
+      centralOutage: config.centralOutage,
       localShareTokensPerMinute: staticShare,
       registry,
       onCentralChange: (central, error) =>
         log(
           central
             ? `agent: limiter "${config.limiterName}": central token budget at ${redactUrl(url)} reachable again`
-            : `agent: limiter "${config.limiterName}": central token budget at ${redactUrl(url)} unreachable (${(error as Error)?.message}); using the local share of ${staticShare} tokens/min`,
+            : `agent: limiter "${config.limiterName}": central token budget at ${redactUrl(url)} unreachable (${(error as Error)?.message}); ${
+                config.centralOutage === 'fail-open' ? `using the local share of ${staticShare} tokens/min` : 'refusing model calls (fail-closed)'
+              }`,
         ),
     });
   } else {
@@ -109,6 +114,7 @@ export async function createLimiter(
     estimatedTokens:
       config.estimatedTokensPerCall ?? new UsageEstimator({ initialOutputTokens: config.initialOutputTokens, maxTokens: Math.min(budget.capacity, staticShare) }),
     maxWaitMs: config.maxWaitMs,
+    maxWaiting: config.maxWaiting,
     registry,
     onCallEnd,
     adaptiveLimit,
@@ -122,8 +128,8 @@ export async function createLimiter(
     snapshot: () => model.snapshot(),
     async close() {
       model.close();
-      await budget.close(); // a shared budget's pending settlements are bounded by the client's command timeout
-      if (redis?.isOpen) await redis.close().catch(() => redis?.destroy());
+      await budget.close(); // a shared budget's pending settlements are bounded by its command deadline
+      await redis?.close(); // bounded too: a hung Redis gets its socket destroyed
     },
   };
 }

@@ -1,7 +1,10 @@
 // Admission of a model call: a semaphore permit, then the call's token reservation, both
 // within one deadline. One path: a permit free now and budget free now admit synchronously
 // (the uncontended hot path allocates no promise); otherwise the call waits for what is
-// missing, still holding what it has, and is admitted or refused with nothing held.
+// missing, still holding what it has, and is admitted or refused with nothing held. With
+// maxWaiting set, a call that would have to wait while that many calls already wait (for a
+// permit or for budget) is refused at once (RateLimitTimeout, reason queue_full): the queue,
+// and the memory it holds, is bounded.
 import type { LlmRequest } from '@google/adk';
 import type { Budget, BudgetTicket } from './budget.ts';
 import type { CallWatch } from './call-observers.ts';
@@ -47,6 +50,8 @@ export interface AdmissionControlOptions {
   readonly budget: Budget | undefined;
   readonly estimator: TokenEstimator;
   readonly clock: Clock;
+  /** Most calls waiting at once (semaphore + budget queues); undefined = no cap. */
+  readonly maxWaiting: number | undefined;
 }
 
 export class AdmissionControl {
@@ -60,6 +65,7 @@ export class AdmissionControl {
   admit(call: AdmissionRequest): Admission | Promise<Admission> {
     const permit = call.signal.aborted ? undefined : this.#options.semaphore.tryAcquire(call.lane);
     if (permit) return this.#reserve(call, permit);
+    if (this.#queueFull()) return this.#timedOut(call, 'queue_full');
     call.watch.waiting();
     return this.#options.semaphore.acquire({ deadline: call.deadline, signal: call.signal, lane: call.lane?.lane }).then(
       (acquired) => this.#reserve(call, acquired),
@@ -80,6 +86,10 @@ export class AdmissionControl {
       permit.release();
       return this.#refuse(call, error, 'budget');
     }
+    if (this.#queueFull()) {
+      permit.release();
+      return this.#timedOut(call, 'queue_full');
+    }
     call.watch.waiting();
     return budget.reserve(reserved, { deadline: call.deadline, signal: call.signal }).then(
       (ticket) => admitted(permit, reserved, ticket),
@@ -90,13 +100,21 @@ export class AdmissionControl {
     );
   }
 
+  /** Calls queued for a permit or for budget: the limiter's `waiting`. */
+  #queueFull(): boolean {
+    const { maxWaiting, semaphore, budget } = this.#options;
+    return maxWaiting !== undefined && semaphore.waiting + (budget?.waiting ?? 0) >= maxWaiting;
+  }
+
   #refuse(call: AdmissionRequest, error: unknown, reason: TimeoutReason): Refused {
-    if (error instanceof DeadlineExceeded) {
-      call.watch.timedOut(reason);
-      const timeout = new RateLimitTimeout(this.#options.name, reason, this.#options.clock.now() - call.start);
-      return { kind: 'refused', acquireOutcome: 'timeout', outcome: 'timeout', error: timeout };
-    }
+    if (error instanceof DeadlineExceeded) return this.#timedOut(call, reason);
     return { kind: 'refused', acquireOutcome: 'aborted', outcome: call.signal.aborted ? 'cancelled' : 'error', error };
+  }
+
+  #timedOut(call: AdmissionRequest, reason: TimeoutReason): Refused {
+    call.watch.timedOut(reason);
+    const timeout = new RateLimitTimeout(this.#options.name, reason, this.#options.clock.now() - call.start);
+    return { kind: 'refused', acquireOutcome: 'timeout', outcome: 'timeout', error: timeout };
   }
 
   #estimate(request: LlmRequest, agent: string): number {

@@ -13,6 +13,14 @@ export interface BudgetTicket {
   readonly tokens: number;
 }
 
+/**
+ * What a shared budget does while its store (Redis) is unreachable: `fail-open` serves
+ * reservations from a local share of the quota (the static replica share), `fail-closed`
+ * refuses them (CentralBudgetUnavailable, code BUDGET_UNAVAILABLE).
+ */
+export const CENTRAL_OUTAGE_POLICIES = ['fail-open', 'fail-closed'] as const;
+export type CentralOutagePolicy = (typeof CENTRAL_OUTAGE_POLICIES)[number];
+
 export interface ReserveOptions {
   /** Absolute time on the budget's clock after which the reservation gives up. */
   readonly deadline?: number;

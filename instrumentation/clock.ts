@@ -79,6 +79,31 @@ export class ManualClock implements Clock {
   }
 }
 
+/** Never keep the process alive for this timer alone (real timers; a fake clock's handle has no unref). */
+export function unrefTimer(handle: TimerHandle): void {
+  (handle as { unref?: () => void } | undefined)?.unref?.();
+}
+
+/**
+ * `work`, or a rejection with `expired()` once `ms` have passed on the clock, whichever comes
+ * first. `work` is not cancelled: it settles later, unobserved.
+ */
+export function withDeadline<T>(work: Promise<T>, ms: number, clock: Clock, expired: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = clock.setTimeout(() => reject(expired()), ms);
+    work.then(
+      (value) => {
+        clock.clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clock.clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** Let every pending promise continuation run (a macrotask turn drains the microtask queue). */
 export function flushMicrotasks(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));

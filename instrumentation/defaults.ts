@@ -8,6 +8,9 @@ export const DEFAULT_MAX_WAIT_MS = 20_000;
 /** Delegate calls per model call, the first included. */
 export const DEFAULT_MAX_ATTEMPTS = 3;
 
+/** The largest maxWaiting accepted (a cap on waiting calls is a bound on memory: keep it one). */
+export const MAX_WAITING_LIMIT = 100_000;
+
 /** A permit held longer than this is reclaimed and its call aborted, ms. */
 export const DEFAULT_MAX_CALL_MS = 300_000;
 

@@ -3,6 +3,9 @@
 // error event from the Google error shape: errorCode = JSON.parse(message).error.code and
 // errorMessage = .error.message. The message therefore holds both the flat fields
 // ({code, reason, message}) and that `error` object.
+import type { TimeoutReason } from './metrics/definitions.ts';
+
+export type { TimeoutReason } from './metrics/definitions.ts';
 
 export const ERROR_CODES = {
   timeout: 'RATE_LIMIT_TIMEOUT',
@@ -17,9 +20,13 @@ function jsonMessage(code: ErrorCode, fields: Record<string, unknown>, text: str
   return JSON.stringify({ code, ...fields, message: text, error: { code, message: text, ...fields } });
 }
 
-export type TimeoutReason = 'permit' | 'budget';
+const timeoutText: Record<TimeoutReason, (waitedMs: number) => string> = {
+  permit: (ms) => `no permit within ${ms} ms (maxWaitMs)`,
+  budget: (ms) => `no token budget within ${ms} ms (maxWaitMs)`,
+  queue_full: (ms) => `maxWaiting calls are already waiting: refused after ${ms} ms`,
+};
 
-/** The bounded wait (maxWaitMs) for a permit or for token budget expired. */
+/** The bounded wait (maxWaitMs) for a permit or for token budget expired, or the wait queue was full (maxWaiting). */
 export class RateLimitTimeout extends Error {
   readonly code = ERROR_CODES.timeout;
   readonly reason: TimeoutReason;
@@ -27,7 +34,7 @@ export class RateLimitTimeout extends Error {
   readonly waitedMs: number;
 
   constructor(limiter: string, reason: TimeoutReason, waitedMs: number) {
-    const text = `limiter "${limiter}": no ${reason === 'permit' ? 'permit' : 'token budget'} within ${Math.round(waitedMs)} ms (maxWaitMs)`;
+    const text = `limiter "${limiter}": ${timeoutText[reason](Math.round(waitedMs))}`;
     super(jsonMessage(ERROR_CODES.timeout, { reason }, text));
     this.name = 'RateLimitTimeout';
     this.reason = reason;
@@ -100,8 +107,8 @@ export class BudgetRequestTooLarge extends Error {
 }
 
 /**
- * The central (Redis) token budget could not be reached and no local share was configured
- * to fall back on (RedisTokenBudget failing closed). `cause` is the Redis error.
+ * The central (Redis) token budget could not be reached and its outage policy is
+ * fail-closed (RedisTokenBudget's centralOutage). `cause` is the Redis error.
  */
 export class CentralBudgetUnavailable extends Error {
   readonly code = ERROR_CODES.budgetUnavailable;
@@ -109,7 +116,7 @@ export class CentralBudgetUnavailable extends Error {
 
   constructor(key: string, cause: unknown) {
     const detail = cause instanceof Error ? cause.message : String(cause);
-    const text = `central token budget "${key}" is unreachable (${detail}) and no local share is configured: reservation refused`;
+    const text = `central token budget "${key}" is unreachable (${detail}); the outage policy is fail-closed: reservation refused`;
     super(jsonMessage(ERROR_CODES.budgetUnavailable, { key }, text), { cause });
     this.name = 'CentralBudgetUnavailable';
     this.key = key;

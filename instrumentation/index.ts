@@ -2,7 +2,7 @@
 // Redis-backed shared budget is in ./redis.ts (it loads the redis client) and the test
 // helpers in ./testing.ts; everything else is internal.
 
-export type { Budget, BudgetTicket, ReserveOptions } from './budget.ts';
+export { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions } from './budget.ts';
 export {
   DEFAULT_BACKOFF,
   DEFAULT_MAX_ATTEMPTS,

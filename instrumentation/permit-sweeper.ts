@@ -3,7 +3,7 @@
 // the timer is armed for the earliest deadline among them and, when it fires, reclaims
 // every call that is due and re-arms for the next. An uncontended call therefore costs a
 // Set insertion and deletion instead of a setTimeout/clearTimeout pair.
-import type { Clock, TimerHandle } from './clock.ts';
+import { type Clock, type TimerHandle, unrefTimer } from './clock.ts';
 
 /** A call holding a permit. `reclaim()` is called once, at or after `deadline`, if it is still held. */
 export interface HeldCall {
@@ -47,8 +47,7 @@ export class PermitSweeper {
     this.#disarm();
     this.#armedAt = at;
     this.#timer = this.#clock.setTimeout(() => this.#sweep(), at - this.#clock.now());
-    // Never keep the process alive for the safety net alone.
-    (this.#timer as { unref?: () => void } | undefined)?.unref?.();
+    unrefTimer(this.#timer); // never keep the process alive for the safety net alone
   }
 
   #disarm(): void {

@@ -21,7 +21,7 @@ import { type Admission, AdmissionControl } from './admission.ts';
 import type { Budget } from './budget.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
-import { DEFAULT_MAX_CALL_MS } from './defaults.ts';
+import { DEFAULT_MAX_CALL_MS, MAX_WAITING_LIMIT } from './defaults.ts';
 import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
@@ -46,6 +46,12 @@ export interface RateLimitedLlmOptions extends TelemetryOptions, RetrySettings {
   readonly budget?: Budget;
   /** Tokens to reserve per call: a number, a function of the request, or an estimator. Default: UsageEstimator. */
   readonly estimatedTokens?: number | ((request: LlmRequest) => number) | TokenEstimator;
+  /**
+   * Most calls waiting for a permit or budget at once (`snapshot().waiting`); a call that
+   * would wait beyond it is refused at once with RateLimitTimeout reason `queue_full`.
+   * Default: no cap (each wait is still bounded by maxWaitMs).
+   */
+  readonly maxWaiting?: number;
   /** A permit held longer than this is reclaimed and the call aborted, ms (default DEFAULT_MAX_CALL_MS). */
   readonly maxCallMs?: number;
   /** prom-client registry for the limiter metrics (default: prom-client's global registry). */
@@ -80,6 +86,7 @@ const optionsSchema = z.looseObject({
   maxWaitMs: z.number().finite().positive().optional(),
   maxAttempts: z.number().int().min(1).optional(),
   maxCallMs: z.number().finite().positive().optional(),
+  maxWaiting: z.int().min(1).max(MAX_WAITING_LIMIT).optional(),
   backoff: z.object({ baseMs: z.number().finite().nonnegative(), capMs: z.number().finite().nonnegative() }).optional(),
   laneOf: z.function().optional(),
 });
@@ -209,6 +216,7 @@ export class RateLimitedLlm extends BaseLlm {
       budget: this.budget,
       estimator: this.estimator,
       clock: this.#clock,
+      maxWaiting: options.maxWaiting,
     });
     this.#sweeper = new PermitSweeper(this.#clock);
     this.metrics = createLimiterMetrics(options.registry);

@@ -10,18 +10,28 @@
 // again after that delay (capped by maxPollMs so tokens given back by other replicas are
 // noticed), bounded by its deadline and abortable.
 //
-// Redis unreachable (connection lost, command timeout, script error): the behaviour is
-// explicit and chosen by the caller.
-// - `localShareTokensPerMinute` set (fail OPEN, what the agent service does): reservations
-//   and reconciliations go to a local TokenBudget of that size (the static replica share),
-//   so the fleet still stays under the quota while every replica is cut off; Redis is
-//   tried again after retryRedisAfterMs. Counted in
+// Every command has a deadline of its own (commandDeadlineMs, far below any maxWait):
+// node-redis stops timing a command once it is written to the socket, so a hung Redis
+// (SIGSTOP, a partition without a reset) would otherwise hold every reservation until its
+// caller's maxWait. Past the deadline Redis counts as unreachable and the client is told
+// to drop its connection and connect again. Health comes from a periodic probe (a
+// read-only script run every healthCheckIntervalMs on an unref'd timer), not from the last
+// reservation, so `central` is fresh on an idle replica too.
+//
+// Redis unreachable (connection lost, command deadline, script error): the behaviour is
+// explicit and chosen by the caller (centralOutage).
+// - fail-open (the default when `localShareTokensPerMinute` is set; what the agent service
+//   does by default): reservations and reconciliations go to a local TokenBudget of that
+//   size (the static replica share), so the fleet still stays under the quota while every
+//   replica is cut off; Redis is tried again after retryRedisAfterMs. Counted in
 //   llm_limiter_budget_central_unavailable_total{handling="local_share"}.
-// - unset (fail CLOSED): reservations reject with CentralBudgetUnavailable (code
+// - fail-closed: reservations reject with CentralBudgetUnavailable (code
 //   BUDGET_UNAVAILABLE); counted with handling="refused". Reconciliations are dropped.
 import { createHash } from 'node:crypto';
-import type { Budget, BudgetTicket, ReserveOptions } from './budget.ts';
-import { type Clock, realClock } from './clock.ts';
+import { z } from 'zod';
+import type { Budget, BudgetTicket, CentralOutagePolicy, ReserveOptions } from './budget.ts';
+import { CENTRAL_OUTAGE_POLICIES } from './budget.ts';
+import { type Clock, realClock, type TimerHandle, unrefTimer, withDeadline } from './clock.ts';
 import { BudgetRequestTooLarge, CentralBudgetUnavailable } from './errors.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { TokenBudget } from './token-budget.ts';
@@ -73,12 +83,19 @@ return { granted, string.format('%.17g', level), wait_ms }
 
 const SCRIPT_SHA1 = createHash('sha1').update(TOKEN_BUCKET_SCRIPT).digest('hex');
 
-/** What the budget needs from a Redis client (node-redis 6's client fits). */
+/** What the budget needs from a Redis client (node-redis 6's client fits; connectBudgetRedis's adds reconnect). */
 export interface RedisScriptClient {
   readonly isReady: boolean;
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** A command passed its deadline: drop the connection (it may be hung) and connect again in the background. */
+  reconnect?(): void;
 }
+
+/** A Redis command that has not answered after this long counts as Redis unreachable, ms. */
+export const DEFAULT_REDIS_COMMAND_DEADLINE_MS = 500;
+/** How often the health probe asks Redis, ms. */
+export const DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS = 1_000;
 
 export interface RedisTokenBudgetOptions {
   /** A connected client (see connectBudgetRedis); the caller owns and closes it. */
@@ -89,8 +106,14 @@ export interface RedisTokenBudgetOptions {
   readonly name: string;
   /** Redis key of the bucket (default `quotascope:budget:<name>`). Replicas sharing a quota use the same key. */
   readonly key?: string;
-  /** Fail open to a local budget of this many tokens per minute while Redis is unreachable; unset = fail closed. */
+  /** The local budget fail-open serves from while Redis is unreachable (the static replica share), tokens per minute. */
   readonly localShareTokensPerMinute?: number;
+  /** While Redis is unreachable: fail-open (needs localShareTokensPerMinute) or fail-closed. Default: fail-open when a local share is given, else fail-closed. */
+  readonly centralOutage?: CentralOutagePolicy;
+  /** A command unanswered after this long counts as Redis unreachable (default DEFAULT_REDIS_COMMAND_DEADLINE_MS). */
+  readonly commandDeadlineMs?: number;
+  /** Period of the health probe (default DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS). */
+  readonly healthCheckIntervalMs?: number;
   /** After a Redis failure, use the fallback for this long before trying Redis again (default 1,000 ms). */
   readonly retryRedisAfterMs?: number;
   /** Longest a waiting reservation sleeps between two tries (default 1,000 ms). */
@@ -117,10 +140,21 @@ type TakeResult =
 
 const DEFAULT_KEY_PREFIX = 'quotascope:budget:';
 
+// Timer values are bounded: Node turns anything above 2^31-1 ms into 1 ms.
+const optionsSchema = z.looseObject({
+  localShareTokensPerMinute: z.number().finite().positive().optional(),
+  centralOutage: z.enum(CENTRAL_OUTAGE_POLICIES).optional(),
+  retryRedisAfterMs: z.int().min(1).max(600_000).optional(),
+  maxPollMs: z.int().min(1).max(600_000).optional(),
+  commandDeadlineMs: z.int().min(1).max(60_000).optional(),
+  healthCheckIntervalMs: z.int().min(10).max(600_000).optional(),
+});
+
 export class RedisTokenBudget implements Budget {
   readonly tokensPerMinute: number;
   readonly capacity: number;
   readonly key: string;
+  readonly centralOutage: CentralOutagePolicy;
   readonly #perMs: number;
   readonly #client: RedisScriptClient;
   readonly #clock: Clock;
@@ -129,6 +163,9 @@ export class RedisTokenBudget implements Budget {
   readonly #maxPollMs: number;
   readonly #metrics: LimiterMetrics;
   readonly #name: string;
+  readonly #commandDeadlineMs: number;
+  readonly #healthCheckIntervalMs: number;
+  #healthTimer: TimerHandle | undefined;
   readonly #onCentralChange: ((central: boolean, error?: unknown) => void) | undefined;
   readonly #waiters: WaiterQueue<Reservation, BudgetTicket>;
   readonly #pendingSettles = new Set<Promise<void>>();
@@ -147,6 +184,16 @@ export class RedisTokenBudget implements Budget {
       throw new RangeError(`tokensPerMinute must be a positive number, got ${tokensPerMinute}`);
     }
     if (!options.name) throw new TypeError('RedisTokenBudget options: name: required (the limiter name)');
+    const parsed = optionsSchema.safeParse(options);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`);
+      throw new TypeError(`RedisTokenBudget options: ${problems.join('; ')}`);
+    }
+    const centralOutage = options.centralOutage ?? (options.localShareTokensPerMinute === undefined ? 'fail-closed' : 'fail-open');
+    if (centralOutage === 'fail-open' && options.localShareTokensPerMinute === undefined) {
+      throw new TypeError('RedisTokenBudget options: localShareTokensPerMinute: required for centralOutage "fail-open" (the share to serve from)');
+    }
+    this.centralOutage = centralOutage;
     this.tokensPerMinute = tokensPerMinute;
     this.capacity = tokensPerMinute;
     this.#perMs = tokensPerMinute / 60_000;
@@ -155,11 +202,13 @@ export class RedisTokenBudget implements Budget {
     this.key = options.key ?? `${DEFAULT_KEY_PREFIX}${options.name}`;
     this.#clock = options.clock ?? realClock;
     this.#local =
-      options.localShareTokensPerMinute === undefined
-        ? undefined
-        : new TokenBudget(options.localShareTokensPerMinute, { clock: this.#clock });
+      centralOutage === 'fail-open' && options.localShareTokensPerMinute !== undefined
+        ? new TokenBudget(options.localShareTokensPerMinute, { clock: this.#clock })
+        : undefined;
     this.#retryRedisAfterMs = options.retryRedisAfterMs ?? 1_000;
     this.#maxPollMs = options.maxPollMs ?? 1_000;
+    this.#commandDeadlineMs = options.commandDeadlineMs ?? DEFAULT_REDIS_COMMAND_DEADLINE_MS;
+    this.#healthCheckIntervalMs = options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS;
     this.#metrics = createLimiterMetrics(options.registry);
     this.#onCentralChange = options.onCentralChange;
     this.#lastLevel = this.capacity;
@@ -170,9 +219,10 @@ export class RedisTokenBudget implements Budget {
       onLeave: (waiter) => waiter.data.left.abort(),
       onGiveUp: () => this.#wakeUp(), // the head may have left: the next one tries now
     });
+    this.#scheduleHealthCheck();
   }
 
-  /** True while Redis answers; false while the budget fails open or closed. */
+  /** True while Redis answers (the last command or health probe did); false while the budget fails open or closed. */
   get central(): boolean {
     return this.#central;
   }
@@ -244,12 +294,14 @@ export class RedisTokenBudget implements Budget {
   }
 
   /**
-   * Reject every queued reservation, stop polling, and resolve once the reconciliations sent
-   * so far are settled (bounded by the client's command timeout). Does not close the client
-   * (the caller owns it).
+   * Reject every queued reservation, stop polling and probing, and resolve once the
+   * reconciliations sent so far are settled (each bounded by commandDeadlineMs). Does not
+   * close the client (the caller owns it).
    */
   async close(): Promise<void> {
     this.#closed = true;
+    if (this.#healthTimer !== undefined) this.#clock.clearTimeout(this.#healthTimer);
+    this.#healthTimer = undefined;
     this.#waiters.failAll(new Error(`RedisTokenBudget "${this.key}" closed`));
     await this.settled();
   }
@@ -317,6 +369,21 @@ export class RedisTokenBudget implements Budget {
     }
   }
 
+  /** The next health probe, one at a time: a probe that hangs ends at its command deadline. */
+  #scheduleHealthCheck(): void {
+    if (this.#closed) return;
+    this.#healthTimer = this.#clock.setTimeout(() => void this.#checkHealth(), this.#healthCheckIntervalMs);
+    unrefTimer(this.#healthTimer);
+  }
+
+  async #checkHealth(): Promise<void> {
+    this.#healthTimer = undefined;
+    if (this.#closed) return;
+    if (!this.#client.isReady) this.#markDown(new Error('Redis is not connected'));
+    else await this.#run('peek', 0).catch((error: unknown) => this.#markDown(error));
+    this.#scheduleHealthCheck();
+  }
+
   /** Whether to try Redis now: not within retryRedisAfterMs of a failure, and the client connected. */
   #redisUsable(): boolean {
     if (this.#clock.now() < this.#redisDownUntil) return false;
@@ -334,25 +401,36 @@ export class RedisTokenBudget implements Budget {
     }
   }
 
-  /** One atomic script run: EVALSHA, then EVAL when Redis does not know the script (restart, SCRIPT FLUSH). */
+  /**
+   * One atomic script run within commandDeadlineMs. Past the deadline the client is told to
+   * reconnect (the socket may be hung) and the run rejects: the caller marks Redis down.
+   */
   async #run(op: 'take' | 'settle' | 'peek', amount: number): Promise<{ granted: boolean; level: number; waitMs: number }> {
-    const args = { keys: [this.key], arguments: [String(this.capacity), String(this.#perMs), op, String(amount)] };
-    let reply: unknown;
-    try {
-      reply = await this.#client.evalSha(SCRIPT_SHA1, args);
-    } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      reply = await this.#client.eval(TOKEN_BUCKET_SCRIPT, args);
-    }
+    const reply = await withDeadline(this.#script(op, amount), this.#commandDeadlineMs, this.#clock, () => {
+      this.#client.reconnect?.();
+      return new Error(`Redis did not answer within ${this.#commandDeadlineMs} ms (commandDeadlineMs)`);
+    });
     if (!Array.isArray(reply) || reply.length !== 3) throw new Error(`token bucket script: unexpected reply ${JSON.stringify(reply)}`);
     const level = Number(String(reply[1]));
     this.#lastLevel = level;
     this.#lastLevelAt = this.#clock.now();
+    this.#redisDownUntil = Number.NEGATIVE_INFINITY; // it answers: use it again at once
     if (!this.#central) {
       this.#central = true;
       this.#onCentralChange?.(true);
     }
     return { granted: Number(reply[0]) === 1, level, waitMs: Number(reply[2]) };
+  }
+
+  /** EVALSHA, then EVAL when Redis does not know the script (restart, SCRIPT FLUSH). */
+  async #script(op: 'take' | 'settle' | 'peek', amount: number): Promise<unknown> {
+    const args = { keys: [this.key], arguments: [String(this.capacity), String(this.#perMs), op, String(amount)] };
+    try {
+      return await this.#client.evalSha(SCRIPT_SHA1, args);
+    } catch (error) {
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      return await this.#client.eval(TOKEN_BUCKET_SCRIPT, args);
+    }
   }
 
   /** Sleep until the next try, woken early when tokens come back or the head leaves. */

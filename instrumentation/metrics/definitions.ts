@@ -113,7 +113,7 @@ export const limiterMetrics = {
   },
   timeouts: {
     name: 'llm_limiter_timeouts_total',
-    help: 'Calls whose bounded wait (maxWait) expired, by what they waited for: permit, budget.',
+    help: 'Calls refused for want of a permit or budget, by reason: permit, budget (maxWait expired), queue_full (maxWaiting calls already waiting: refused at once).',
     type: 'counter',
     labelNames: ['limiter', 'agent', 'reason'],
   },
@@ -160,5 +160,7 @@ export type LimiterMetricKey = keyof typeof limiterMetrics;
 
 export const ACQUIRE_OUTCOMES = ['acquired', 'timeout', 'aborted'] as const;
 export const CALL_OUTCOMES = ['ok', 'error', 'rate_limited', 'cancelled', 'timeout'] as const;
-export const TIMEOUT_REASONS = ['permit', 'budget'] as const;
+/** Why a call was refused admission: maxWait expired waiting for a permit or for budget, or the wait queue was full (maxWaiting). */
+export const TIMEOUT_REASONS = ['permit', 'budget', 'queue_full'] as const;
+export type TimeoutReason = (typeof TIMEOUT_REASONS)[number];
 export const CENTRAL_UNAVAILABLE_HANDLING = ['local_share', 'refused'] as const;

@@ -3,6 +3,7 @@
 // the shared-quota property, 60,000/min (1,000/s) where a test waits for a refill.
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
+import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Clock, realClock } from '../../instrumentation/clock.ts';
 import { BudgetRequestTooLarge, DeadlineExceeded } from '../../instrumentation/errors.ts';
@@ -23,7 +24,7 @@ const clients: BudgetRedisClient[] = [];
 let keyCounter = 0;
 
 async function client(): Promise<BudgetRedisClient> {
-  const c = await connectBudgetRedis(redis.url, { commandTimeoutMs: 300 });
+  const c = await connectBudgetRedis(redis.url);
   clients.push(c);
   return c;
 }
@@ -172,8 +173,9 @@ describe('RedisTokenBudget: one bucket shared by two replicas', () => {
   it('EVALSHA falls back to EVAL when Redis has lost the script', async () => {
     const { a } = await replicas({ tokensPerMinute: 6_000 });
     await a.reserve(100);
-    const raw = await client();
+    const raw = await createClient({ url: redis.url }).connect();
     await raw.scriptFlush();
+    raw.destroy();
     await a.reserve(100);
     expect(await a.peek()).toBeLessThan(5_850);
   });
