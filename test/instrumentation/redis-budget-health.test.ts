@@ -1,0 +1,193 @@
+// RedisTokenBudget's own command deadline and health probe, on fake time with a scripted
+// Redis client (what is under test is the budget's timing logic, not Redis; the real
+// redis-server cases are in redis-token-budget.test.ts and test/chaos/redis-outage.test.ts).
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { CentralBudgetUnavailable } from '../../instrumentation/errors.ts';
+import { limiterMetrics } from '../../instrumentation/index.ts';
+import { RedisTokenBudget, type RedisTokenBudgetOptions, type RedisScriptClient } from '../../instrumentation/redis.ts';
+import { ManualClock } from '../../instrumentation/testing.ts';
+import { metricValue } from './helpers.ts';
+
+/** Answers the token-bucket script from a level that never refills; `hung` makes every command wait forever. */
+class ScriptedRedis implements RedisScriptClient {
+  isReady = true;
+  hung = false;
+  level: number;
+  commands = 0;
+  reconnects = 0;
+
+  constructor(level: number) {
+    this.level = level;
+  }
+
+  evalSha(_sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
+    this.commands++;
+    if (this.hung) return new Promise(() => {});
+    const [, , op, amount] = options.arguments as [string, string, string, string];
+    let granted = 1;
+    if (op === 'take' && this.level >= Number(amount)) this.level -= Number(amount);
+    else if (op === 'take') granted = 0;
+    else if (op === 'settle') this.level += Number(amount);
+    return Promise.resolve([granted, String(this.level), granted ? 0 : 60_000]);
+  }
+
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
+    return this.evalSha(script, options);
+  }
+
+  reconnect(): void {
+    this.reconnects++;
+  }
+}
+
+function budgetOn(redis: ScriptedRedis, options: Partial<RedisTokenBudgetOptions> = {}) {
+  const clock = new ManualClock();
+  const registry = new Registry();
+  const changes: boolean[] = [];
+  const budget = new RedisTokenBudget({
+    client: redis,
+    name: 'unit',
+    tokensPerMinute: 60_000,
+    localShareTokensPerMinute: 6_000,
+    commandDeadlineMs: 500,
+    healthCheckIntervalMs: 1_000,
+    retryRedisAfterMs: 1_000,
+    clock,
+    registry,
+    onCentralChange: (central) => changes.push(central),
+    ...options,
+  });
+  const unavailable = (handling: string) => metricValue(registry, limiterMetrics.budgetCentralUnavailable.name, { limiter: 'unit', handling });
+  return { budget, clock, changes, unavailable };
+}
+
+describe('RedisTokenBudget: a command deadline of its own', () => {
+  it('a command Redis never answers ends at the deadline: fail-open serves the local share, reconnects once, says so once', async () => {
+    const redis = new ScriptedRedis(60_000);
+    const { budget, clock, changes, unavailable } = budgetOn(redis);
+    redis.hung = true;
+    let granted = false;
+    const reserved = budget.reserve(1_000, { deadline: 20_000 }).then(() => {
+      granted = true;
+    });
+    await clock.advance(499);
+    expect(granted).toBe(false);
+    await clock.advance(1);
+    await reserved;
+    expect(budget.central).toBe(false);
+    expect(redis.reconnects).toBe(1);
+    expect(await unavailable('local_share')).toBe(1);
+    // Within retryRedisAfterMs the next reservations go straight to the local share: no command, no wait.
+    const commands = redis.commands;
+    await Promise.all([budget.reserve(100), budget.reserve(100)]);
+    expect(redis.commands).toBe(commands);
+    expect(await unavailable('local_share')).toBe(3);
+    expect(changes).toEqual([false]); // one transition, one log line
+    await budget.close();
+  });
+
+  it('fail-closed: the reservation is refused at the deadline with BUDGET_UNAVAILABLE naming it', async () => {
+    const redis = new ScriptedRedis(60_000);
+    const { budget, clock, unavailable } = budgetOn(redis, { centralOutage: 'fail-closed' });
+    redis.hung = true;
+    const refused = budget.reserve(1_000, { deadline: 20_000 }).catch((error: unknown) => error);
+    await clock.advance(500);
+    const error = await refused;
+    expect(error).toBeInstanceOf(CentralBudgetUnavailable);
+    expect((error as Error).message).toContain('did not answer within 500 ms (commandDeadlineMs)');
+    await expect(budget.reserve(10)).rejects.toBeInstanceOf(CentralBudgetUnavailable);
+    expect(await unavailable('refused')).toBe(2);
+    expect(await unavailable('local_share')).toBe(0);
+    await budget.close();
+  });
+
+  it('close() is bounded by the deadline while a reconciliation hangs, and leaves no timer behind', async () => {
+    const redis = new ScriptedRedis(60_000);
+    const { budget, clock } = budgetOn(redis);
+    const ticket = await budget.reserve(1_000);
+    redis.hung = true;
+    budget.reconcile(ticket, 400);
+    let closed = false;
+    const closing = budget.close().then(() => {
+      closed = true;
+    });
+    await clock.advance(499);
+    expect(closed).toBe(false);
+    await clock.advance(1);
+    await closing;
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
+
+describe('RedisTokenBudget: health from a periodic probe', () => {
+  it('an idle budget notices an outage and the recovery by itself, one transition each', async () => {
+    const redis = new ScriptedRedis(60_000);
+    const { budget, clock, changes } = budgetOn(redis);
+    await clock.advance(1_000);
+    expect(budget.central).toBe(true);
+    redis.hung = true;
+    await clock.advance(1_000); // the probe is sent
+    expect(budget.central).toBe(true);
+    await clock.advance(500); // ... and passes its deadline
+    expect(budget.central).toBe(false);
+    for (let i = 0; i < 10; i++) await clock.advance(1_000);
+    expect(changes).toEqual([false]); // still down: no more log lines
+    redis.hung = false;
+    await clock.advance(1_500);
+    expect(budget.central).toBe(true);
+    expect(changes).toEqual([false, true]);
+    await budget.close();
+  });
+
+  it('probes never overlap: one hung probe at a time, the next after its deadline', async () => {
+    const redis = new ScriptedRedis(60_000);
+    const { budget, clock } = budgetOn(redis, { healthCheckIntervalMs: 100, commandDeadlineMs: 450 });
+    redis.hung = true;
+    for (let i = 0; i < 40; i++) {
+      await clock.advance(50);
+      // A hung probe is abandoned at its deadline (a reconnect asked for) before the next is sent.
+      expect(redis.commands - redis.reconnects).toBeLessThanOrEqual(1);
+    }
+    expect(redis.commands).toBeGreaterThan(2);
+    await budget.close();
+  });
+
+  it('a client that is not connected counts as down without a command being sent', async () => {
+    const redis = new ScriptedRedis(60_000);
+    const { budget, clock, changes } = budgetOn(redis);
+    redis.isReady = false;
+    await clock.advance(1_000);
+    expect(budget.central).toBe(false);
+    expect(redis.commands).toBe(0);
+    expect(changes).toEqual([false]);
+    await budget.close();
+  });
+
+  it('the probe refreshes the level an idle replica reports', async () => {
+    const redis = new ScriptedRedis(60_000);
+    const { budget, clock } = budgetOn(redis);
+    redis.level = 12_345; // another replica spent the rest
+    await clock.advance(1_000);
+    expect(budget.available).toBeLessThan(13_000);
+    await budget.close();
+  });
+});
+
+describe('RedisTokenBudget options', () => {
+  it('are validated, naming the field', () => {
+    const redis = new ScriptedRedis(1);
+    const make = (options: Partial<RedisTokenBudgetOptions>) => () =>
+      new RedisTokenBudget({ client: redis, name: 'unit', tokensPerMinute: 1_000, registry: new Registry(), ...options });
+    expect(make({ centralOutage: 'fail-open' })).toThrow(/localShareTokensPerMinute: required for centralOutage "fail-open"/);
+    expect(make({ healthCheckIntervalMs: 3_000_000_000 })).toThrow(/healthCheckIntervalMs/);
+    expect(make({ commandDeadlineMs: 0 })).toThrow(/commandDeadlineMs/);
+    expect(make({ centralOutage: 'sometimes' as never })).toThrow(/centralOutage/);
+    const closedByDefault = make({})();
+    expect(closedByDefault.centralOutage).toBe('fail-closed');
+    void closedByDefault.close();
+    const openWithShare = make({ localShareTokensPerMinute: 100 })();
+    expect(openWithShare.centralOutage).toBe('fail-open');
+    void openWithShare.close();
+  });
+});
