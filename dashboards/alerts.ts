@@ -135,9 +135,9 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
     },
     LimiterTimeouts: {
       expr: `${records.timeoutsRate} > 0`,
-      summary: 'Limiter calls time out waiting for a permit or token budget.',
+      summary: 'Limiter calls are refused admission: maxWait expired, or the wait queue was full.',
       description: (x) =>
-        `${x.value('rate')} calls/s on limiter ${x.label('limiter')} (job ${x.label('job')}) gave up after maxWait waiting for ${x.label('reason')}. Those model calls never ran: branches go missing.`,
+        `${x.value('rate')} calls/s on limiter ${x.label('limiter')} (job ${x.label('job')}) were refused admission, reason ${x.label('reason')} (permit, budget: maxWait expired waiting for it; queue_full: maxWaiting calls were already waiting). Those model calls never ran: branches go missing.`,
       panel: limiterPanel('timeouts'),
     },
     ProviderRateLimitedDespiteLimiter: {

@@ -132,7 +132,7 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
           {
             key: 'timeouts',
             title: 'Timeouts by reason',
-            description: 'Calls whose maxWait expired, per second, by what they waited for (permit or budget). Each is a model call that never ran.',
+            description: 'Calls refused admission, per second, by reason: permit or budget (maxWait expired waiting for it), queue_full (maxWaiting calls were already waiting: refused at once). Each is a model call that never ran.',
             unit: 'ops',
             kind: 'timeseries',
             min: 0,
