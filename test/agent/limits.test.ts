@@ -95,3 +95,33 @@ describe('tight quota and short maxWait', () => {
     expect(stack.agent.limiter.snapshot().permitsInUse).toBe(0);
   });
 });
+
+describe('--max-waiting: a cap on queued calls', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(fastMock(200), { permits: 2, maxWaiting: 2 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('calls beyond permits + maxWaiting are refused at once as queue_full; every request still answered', async () => {
+    // 3 requests = 12 reviewer calls at once against 2 permits and 2 places in the queue.
+    const responses = await Promise.all(Array.from({ length: 3 }, (_, i) => stack.run('review', { document: `doc ${i}` })));
+    let refused = 0;
+    for (const r of responses) {
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.branches).toHaveLength(5);
+      for (const b of r.body.branches) {
+        if (b.outcome === 'timeout') {
+          refused++;
+          expect(b.errorCode).toBe('RATE_LIMIT_TIMEOUT');
+        }
+      }
+    }
+    expect(refused).toBeGreaterThan(0);
+    const text = await metricsText(stack.agent.url);
+    expect(sampleValue(text, limiterMetrics.timeouts.name, { limiter: 'gemini', reason: 'queue_full' })).toBe(refused);
+    expect(stack.agent.limiter.snapshot()).toMatchObject({ permitsInUse: 0, waiting: 0 });
+  });
+});

@@ -143,4 +143,17 @@ describe('the quota-sharing switch is validated', () => {
     expect(() => parseCliConfig(['--quota-sharing', 'central', '--redis-url', 'http://x'], {})).toThrow(/--redis-url/);
     expect(() => parseCliConfig(['--permits', '10', '--adaptive-max-permits', '5'], {})).toThrow(/--adaptive-max-permits/);
   });
+
+  it('the outage policy and the queue cap: flags, env, defaults, errors naming the source', () => {
+    const defaults = parseCliConfig([], {});
+    expect(defaults !== 'help' && defaults.service.centralOutage).toBe('fail-open');
+    expect(defaults !== 'help' && defaults.service.maxWaiting).toBeUndefined();
+    const closed = parseCliConfig(['--central-outage', 'fail-closed', '--max-waiting', '50'], {});
+    expect(closed !== 'help' && closed.service).toMatchObject({ centralOutage: 'fail-closed', maxWaiting: 50 });
+    const fromEnv = parseCliConfig([], { AGENT_CENTRAL_OUTAGE: 'fail-closed', LIMITER_MAX_WAITING: '7' });
+    expect(fromEnv !== 'help' && fromEnv.service).toMatchObject({ centralOutage: 'fail-closed', maxWaiting: 7 });
+    expect(() => parseCliConfig(['--central-outage', 'fail-sometimes'], {})).toThrow(/--central-outage/);
+    expect(() => parseCliConfig([], { AGENT_CENTRAL_OUTAGE: 'open' })).toThrow(/AGENT_CENTRAL_OUTAGE/);
+    for (const bad of ['0', '1.5', '1000000', 'lots']) expect(() => parseCliConfig(['--max-waiting', bad], {})).toThrow(/--max-waiting/);
+  });
 });

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { createClient } from 'redis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Clock, realClock } from '../../instrumentation/clock.ts';
 import { BudgetRequestTooLarge, DeadlineExceeded } from '../../instrumentation/errors.ts';
 import { ERROR_CODES, limiterMetrics, RateLimitedLlm } from '../../instrumentation/index.ts';
@@ -203,6 +203,7 @@ describe('RedisTokenBudget: one bucket shared by two replicas', () => {
 
 describe('RedisTokenBudget: Redis stopped mid-run', () => {
   afterEach(async () => {
+    redis.resume();
     await redis.restart(); // every test starts with a running (empty) Redis
   });
 
@@ -242,6 +243,37 @@ describe('RedisTokenBudget: Redis stopped mid-run', () => {
     expect(budget.central).toBe(true);
     expect(changes).toEqual([false, true]);
     expect(await budget.peek()).toBeGreaterThan(59_000); // a fresh Redis: a full bucket again
+  }, 20_000);
+
+  it('Redis stopped (SIGSTOP): the hung command ends at the deadline, the local share serves, the connection is replaced and the budget returns', async () => {
+    const registry = new Registry();
+    const changes: boolean[] = [];
+    const budget = new RedisTokenBudget({
+      client: await client(),
+      name: 'test',
+      key: `test:budget:${++keyCounter}`,
+      tokensPerMinute: 60_000,
+      localShareTokensPerMinute: 3_000,
+      retryRedisAfterMs: 200,
+      healthCheckIntervalMs: 100,
+      registry,
+      onCentralChange: (central) => changes.push(central),
+    });
+    await budget.reserve(1_000);
+    redis.pause();
+    try {
+      // maxWait-sized deadline: without a command deadline of its own this waits all of it.
+      await budget.reserve(500, { deadline: performance.now() + 20_000 });
+      expect(budget.central).toBe(false);
+      expect(await metricValue(registry, limiterMetrics.budgetCentralUnavailable.name, { limiter: 'test', handling: 'local_share' })).toBe(1);
+    } finally {
+      redis.resume();
+    }
+    await vi.waitFor(() => expect(budget.central).toBe(true), { timeout: 10_000, interval: 50 });
+    expect(changes).toEqual([false, true]);
+    await budget.reserve(2_000); // from Redis again
+    expect(await budget.peek()).toBeLessThan(58_000);
+    await budget.close();
   }, 20_000);
 
   it('fails closed without a local share: queued and new reservations are refused with BUDGET_UNAVAILABLE', async () => {
