@@ -23,7 +23,7 @@ export const agentMetrics = {
   },
   branchOutcomes: {
     name: 'agent_branch_outcomes_total',
-    help: 'Branches (agents) of finished runs by outcome: ok, timeout, rate_limited, error, missing.',
+    help: 'Branches (agents) of finished runs by outcome: ok, timeout, rate_limited, budget_unavailable, error, missing.',
     type: 'counter',
     labelNames: ['tree', 'branch', 'outcome'],
   },

@@ -123,8 +123,8 @@ export class CentralBudgetUnavailable extends Error {
   }
 }
 
-/** How one branch of a run ended, as read from its events. */
-export const BRANCH_OUTCOMES = ['ok', 'timeout', 'rate_limited', 'error'] as const;
+/** How one branch of a run ended, as read from its events (budget_unavailable: the central budget failing closed). */
+export const BRANCH_OUTCOMES = ['ok', 'timeout', 'rate_limited', 'budget_unavailable', 'error'] as const;
 export type BranchOutcome = (typeof BRANCH_OUTCOMES)[number];
 
 /**
@@ -151,5 +151,6 @@ export function effectiveErrorCode(errorCode: string, errorMessage: string | und
 export function outcomeOfErrorCode(code: string): BranchOutcome {
   if (code === ERROR_CODES.timeout) return 'timeout';
   if (code === ERROR_CODES.rateLimited || code === '429' || code === 'RESOURCE_EXHAUSTED') return 'rate_limited';
+  if (code === ERROR_CODES.budgetUnavailable) return 'budget_unavailable';
   return 'error';
 }

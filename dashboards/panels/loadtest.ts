@@ -106,7 +106,7 @@ export function buildLoadtestDashboard(config: DashboardsConfig): DashboardSpec 
           {
             key: 'k6-branch-outcomes',
             title: 'Branch outcomes seen by k6',
-            description: 'Branches of the answered requests by outcome (ok, timeout, rate_limited, error), per second.',
+            description: 'Branches of the answered requests by outcome (ok, timeout, rate_limited, budget_unavailable, error), per second.',
             unit: 'ops',
             kind: 'timeseries',
             min: 0,
@@ -139,7 +139,7 @@ export function buildLoadtestDashboard(config: DashboardsConfig): DashboardSpec 
           {
             key: 'agent-branch-outcomes',
             title: 'Branch outcomes by tree',
-            description: 'Branches per second by tree and outcome: ok, timeout, rate_limited, error.',
+            description: 'Branches per second by tree and outcome: ok, timeout, rate_limited, budget_unavailable, error.',
             unit: 'ops',
             kind: 'timeseries',
             min: 0,

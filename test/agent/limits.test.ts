@@ -6,6 +6,7 @@
 // tight quota at the mock, 2 permits and a short maxWait. Every request still answers
 // 200 with each branch's outcome, and the timeouts show in both metric families.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BRANCH_OUTCOMES } from '../../agent/outcomes.ts';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { fastMock, metricsText, type Stack, sampleValue, startStack } from './stack.ts';
 
@@ -71,7 +72,7 @@ describe('tight quota and short maxWait', () => {
       // No fan-out is cancelled wholesale: every branch reports its own fate.
       expect(r.body.branches).toHaveLength(5);
       for (const b of r.body.branches) {
-        expect(['ok', 'timeout', 'rate_limited', 'error']).toContain(b.outcome);
+        expect(BRANCH_OUTCOMES).toContain(b.outcome);
         if (b.outcome === 'timeout') {
           timeouts++;
           expect(b.errorCode).toBe('RATE_LIMIT_TIMEOUT');

@@ -13,11 +13,12 @@ function failure(author: string, errorCode: string, errorMessage?: string): Even
 }
 
 describe('branch outcomes', () => {
-  it('maps error codes: timeout, rate_limited (wrapper code, 429, RESOURCE_EXHAUSTED), other → error', () => {
+  it('maps error codes: timeout, rate_limited (wrapper code, 429, RESOURCE_EXHAUSTED), budget_unavailable, other → error', () => {
     expect(outcomeOfErrorCode(ERROR_CODES.timeout)).toBe('timeout');
     expect(outcomeOfErrorCode(ERROR_CODES.rateLimited)).toBe('rate_limited');
     expect(outcomeOfErrorCode('429')).toBe('rate_limited');
     expect(outcomeOfErrorCode('RESOURCE_EXHAUSTED')).toBe('rate_limited');
+    expect(outcomeOfErrorCode(ERROR_CODES.budgetUnavailable)).toBe('budget_unavailable');
     expect(outcomeOfErrorCode('500')).toBe('error');
     expect(outcomeOfErrorCode('UNKNOWN_ERROR')).toBe('error');
   });

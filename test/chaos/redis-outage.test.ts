@@ -211,7 +211,7 @@ describe('Redis outages under both outage policies (spawned agent, two replicas)
       expect(status).toBe(200);
       for (const branch of body.branches) {
         if (policy === 'fail-open') expect(branch).toEqual({ name: branch.name, outcome: 'ok' });
-        else expect(branch).toEqual({ name: branch.name, outcome: 'error', errorCode: ERROR_CODES.budgetUnavailable });
+        else expect(branch).toEqual({ name: branch.name, outcome: 'budget_unavailable', errorCode: ERROR_CODES.budgetUnavailable });
       }
     }
     expect(await reachable(busy)).toBe(false);
