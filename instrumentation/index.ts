@@ -11,6 +11,7 @@ export {
   DEFAULT_MIN_RETRIES,
   DEFAULT_RETRY_RATIO,
   DEFAULT_RETRY_WINDOW_MS,
+  MAX_WAITING_LIMIT,
 } from './defaults.ts';
 export { ERROR_CODES, RateLimitExhausted, RateLimitTimeout } from './errors.ts';
 export { type TokenEstimator, UsageEstimator } from './estimator.ts';

@@ -29,8 +29,7 @@
 //   BUDGET_UNAVAILABLE); counted with handling="refused". Reconciliations are dropped.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Budget, BudgetTicket, CentralOutagePolicy, ReserveOptions } from './budget.ts';
-import { CENTRAL_OUTAGE_POLICIES } from './budget.ts';
+import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions } from './budget.ts';
 import { type Clock, realClock, type TimerHandle, unrefTimer, withDeadline } from './clock.ts';
 import { BudgetRequestTooLarge, CentralBudgetUnavailable } from './errors.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';

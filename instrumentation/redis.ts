@@ -2,5 +2,11 @@
 // because it loads the redis client package.
 
 export { CentralBudgetUnavailable } from './errors.ts';
-export { type BudgetRedisClient, type BudgetRedisOptions, connectBudgetRedis, redactUrl } from './redis-client.ts';
-export { type RedisScriptClient, RedisTokenBudget, type RedisTokenBudgetOptions } from './redis-token-budget.ts';
+export { BudgetRedisClient, type BudgetRedisOptions, connectBudgetRedis, redactUrl } from './redis-client.ts';
+export {
+  DEFAULT_REDIS_COMMAND_DEADLINE_MS,
+  DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS,
+  type RedisScriptClient,
+  RedisTokenBudget,
+  type RedisTokenBudgetOptions,
+} from './redis-token-budget.ts';
