@@ -86,20 +86,29 @@ export function unrefTimer(handle: TimerHandle): void {
 
 /**
  * `work`, or a rejection with `expired()` once `ms` have passed on the clock, whichever comes
- * first. `work` is not cancelled: it settles later, unobserved.
+ * first. `work` is not cancelled: it settles later, unobserved. The verdict waits for the
+ * event loop's check phase, after pending I/O is read: an answer that arrived while the loop
+ * was blocked past the deadline still wins.
  */
 export function withDeadline<T>(work: Promise<T>, ms: number, clock: Clock, expired: () => Error): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = clock.setTimeout(() => reject(expired()), ms);
+    let settled = false;
+    const timer = clock.setTimeout(() => {
+      setImmediate(() => {
+        if (settled) return;
+        settled = true;
+        reject(expired());
+      });
+    }, ms);
+    const settle = (finish: () => void) => {
+      if (settled) return;
+      settled = true;
+      clock.clearTimeout(timer);
+      finish();
+    };
     work.then(
-      (value) => {
-        clock.clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clock.clearTimeout(timer);
-        reject(error);
-      },
+      (value) => settle(() => resolve(value)),
+      (error: unknown) => settle(() => reject(error)),
     );
   });
 }

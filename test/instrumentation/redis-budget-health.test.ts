@@ -1,8 +1,11 @@
 // RedisTokenBudget's own command deadline and health probe, on fake time with a scripted
 // Redis client (what is under test is the budget's timing logic, not Redis; the real
 // redis-server cases are in redis-token-budget.test.ts and test/chaos/redis-outage.test.ts).
+import { once } from 'node:events';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { realClock, withDeadline } from '../../instrumentation/clock.ts';
 import { CentralBudgetUnavailable } from '../../instrumentation/errors.ts';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { RedisTokenBudget, type RedisTokenBudgetOptions, type RedisScriptClient } from '../../instrumentation/redis.ts';
@@ -61,6 +64,39 @@ function budgetOn(redis: ScriptedRedis, options: Partial<RedisTokenBudgetOptions
   const unavailable = (handling: string) => metricValue(registry, limiterMetrics.budgetCentralUnavailable.name, { limiter: 'unit', handling });
   return { budget, clock, changes, unavailable };
 }
+
+describe('withDeadline', () => {
+  it('an answer read after the event loop was blocked past the deadline still wins', async () => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const accepted = once(server, 'connection') as Promise<[Socket]>;
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    const [serverSide] = await accepted;
+    await once(client, 'connect');
+    let expired = 0;
+    const answered = withDeadline(once(client, 'data'), 20, realClock, () => {
+      expired++;
+      return new Error('deadline');
+    });
+    serverSide.write('+PONG\r\n'); // in the kernel now; read once the loop runs again
+    const blockedUntil = performance.now() + 100;
+    while (performance.now() < blockedUntil) {
+      // the loop is blocked past the deadline: its timer is due before the socket is read
+    }
+    await expect(answered).resolves.toBeDefined();
+    expect(expired).toBe(0);
+    client.destroy();
+    serverSide.destroy();
+    server.close();
+  });
+
+  it('no answer: rejects with the deadline error once', async () => {
+    let expired = 0;
+    const never = new Promise<never>(() => {});
+    await expect(withDeadline(never, 10, realClock, () => new Error(`deadline ${++expired}`))).rejects.toThrow('deadline 1');
+  });
+});
 
 describe('RedisTokenBudget: a command deadline of its own', () => {
   it('a command Redis never answers ends at the deadline: fail-open serves the local share, reconnects once, says so once', async () => {
