@@ -154,6 +154,8 @@ export const LIMITER_OPTION_KEYS = [
   'quotaSharing',
   'budgetWindow',
   'redisUrl',
+  'centralOutage',
+  'maxWaiting',
   'adaptiveMaxPermits',
   'adaptiveLatencyMs',
   'batchMaxPermits',
