@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { CENTRAL_OUTAGE_POLICIES } from '../instrumentation/budget.ts';
 import { MAX_WAITING_LIMIT } from '../instrumentation/defaults.ts';
+import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
 import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from './worked-example.ts';
 
 export const QUOTA_SHARING_MODES = ['static', 'central', 'adaptive'] as const;
@@ -48,7 +49,7 @@ export const agentServiceFields = z.object({
   /** Output tokens assumed for an agent before any of its usage was seen. */
   initialOutputTokens: z.int().min(0).max(MAX_TOKENS_PER_CALL).default(WORKED_EXAMPLE.outputTokensPerCall),
   /** Longest a call waits for a permit and budget before its branch times out. */
-  maxWaitMs: milliseconds.default(WORKED_EXAMPLE.maxWaitMs),
+  maxWaitMs: z.int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(WORKED_EXAMPLE.maxWaitMs),
   /** HTTP timeout of one provider request (genai has none by default). */
   httpTimeoutMs: milliseconds.default(120_000),
   /** Stream model responses (SSE, streamGenerateContent) instead of one unary call each. */

@@ -25,6 +25,7 @@ import { DEFAULT_MAX_CALL_MS, MAX_WAITING_LIMIT } from './defaults.ts';
 import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
+import { MAX_WAIT_SECONDS_LIMIT } from './metrics/definitions.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { type HeldCall, PermitSweeper } from './permit-sweeper.ts';
 import { ResponseChannel } from './response-channel.ts';
@@ -83,7 +84,7 @@ const optionsSchema = z.looseObject({
   name: z.string().min(1),
   maxConcurrent: z.number().int().min(1).optional(),
   estimatedTokens: z.union([z.number().finite().nonnegative(), z.function(), z.object({ estimate: z.function() })]).optional(),
-  maxWaitMs: z.number().finite().positive().optional(),
+  maxWaitMs: z.number().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).optional(),
   maxAttempts: z.number().int().min(1).optional(),
   maxCallMs: z.number().finite().positive().optional(),
   maxWaiting: z.int().min(1).max(MAX_WAITING_LIMIT).optional(),
@@ -220,6 +221,7 @@ export class RateLimitedLlm extends BaseLlm {
     });
     this.#sweeper = new PermitSweeper(this.#clock);
     this.metrics = createLimiterMetrics(options.registry);
+    this.metrics.useMaxWait(this.name, this.maxWaitMs / 1000);
     this.#observers = new CallObservers({
       name: this.name,
       metrics: this.metrics,
@@ -243,6 +245,7 @@ export class RateLimitedLlm extends BaseLlm {
         budgetAvailable: this.budget?.available,
         budgetCapacity: this.budget?.capacity,
         budgetWindowTokens: this.budget?.windowTokens,
+        maxWaitSeconds: this.maxWaitMs / 1000,
       }),
     });
   }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
-import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
+import { limiterMetrics, MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
 import { type K6Summary, runK6 } from './k6/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
@@ -50,7 +50,7 @@ const flagsSchema = z.object({
   'call-seconds': z.coerce.number().positive().max(600).default(EX.callSeconds),
   tokens: z.coerce.number().int().min(101).max(1_000_000).default(EX.inputTokensPerCall),
   permits: z.coerce.number().int().positive().max(10_000).default(EX.permits),
-  'max-wait-ms': z.coerce.number().int().min(0).default(EX.maxWaitMs),
+  'max-wait-ms': z.coerce.number().int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(EX.maxWaitMs),
   'report-dir': z.string().min(1).default('reports'),
 });
 type Flags = z.output<typeof flagsSchema>;

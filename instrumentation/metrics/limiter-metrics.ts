@@ -16,7 +16,7 @@ import promClient, {
   type PrometheusContentType,
   type Registry,
 } from 'prom-client';
-import { limiterMetrics } from './definitions.ts';
+import { ACQUIRE_SECONDS_BUCKETS, acquireSecondsBuckets, limiterMetrics } from './definitions.ts';
 
 /** What the gauges read from one wrapper at scrape time. */
 export interface LimiterGaugeSource {
@@ -29,6 +29,8 @@ export interface LimiterGaugeSource {
     budgetCapacity: number | undefined;
     /** Tokens in the budget's rolling minute; undefined without a rolling-minute guard. */
     budgetWindowTokens?: number | undefined;
+    /** The wrapper's maxWait in seconds. */
+    maxWaitSeconds?: number | undefined;
   };
 }
 
@@ -94,7 +96,6 @@ export class LimiterMetrics {
   readonly registry: AnyRegistry;
   /** True when the registry speaks OpenMetrics, so histogram exemplars are kept and served. */
   readonly exemplars: boolean;
-  readonly acquireDuration: Histogram<Labels<'acquireDuration'>>;
   readonly callDuration: Histogram<Labels<'callDuration'>>;
   readonly tokensReserved: Counter<Labels<'tokensReserved'>>;
   readonly tokensActual: Counter<Labels<'tokensActual'>>;
@@ -106,12 +107,16 @@ export class LimiterMetrics {
   readonly permitSeconds: Counter<Labels<'permitSeconds'>>;
   readonly budgetCentralUnavailable: Counter<Labels<'budgetCentralUnavailable'>>;
   readonly #sources = new Set<LimiterGaugeSource>();
+  readonly #registers: Registry[];
+  #acquireDuration: Histogram<Labels<'acquireDuration'>> | undefined;
+  #acquireBuckets: readonly number[] = ACQUIRE_SECONDS_BUCKETS;
   readonly #tallies = new Map<string, CounterTally[]>();
 
   constructor(registry: AnyRegistry) {
     this.registry = registry;
     this.exemplars = (registry.contentType as string) === promClient.Registry.OPENMETRICS_CONTENT_TYPE;
     const registers = [registry as Registry];
+    this.#registers = registers;
     const tallies = this.#tallies;
     const counter = <K extends keyof typeof limiterMetrics>(key: K) => {
       const d = limiterMetrics[key];
@@ -127,19 +132,17 @@ export class LimiterMetrics {
         },
       });
     };
-    const histogram = <K extends 'acquireDuration' | 'callDuration'>(key: K) => {
-      const d = limiterMetrics[key];
-      return new Histogram<Labels<K>>({
-        name: d.name,
-        help: d.help,
-        labelNames: d.labelNames,
-        buckets: [...d.buckets],
-        registers,
-        enableExemplars: this.exemplars,
-      });
-    };
+    const d = limiterMetrics.callDuration;
+    this.callDuration = new Histogram<Labels<'callDuration'>>({
+      name: d.name,
+      help: d.help,
+      labelNames: d.labelNames,
+      buckets: [...d.buckets],
+      registers,
+      enableExemplars: this.exemplars,
+    });
     const sources = this.#sources;
-    const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity' | 'budgetWindow',
+    const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity' | 'budgetWindow' | 'maxWait',
       read: (s: ReturnType<LimiterGaugeSource['snapshot']>) => number | undefined) => {
       const d = limiterMetrics[key];
       return new Gauge<'limiter'>({
@@ -162,8 +165,7 @@ export class LimiterMetrics {
     gauge('budgetAvailable', (s) => s.budgetAvailable);
     gauge('budgetCapacity', (s) => s.budgetCapacity);
     gauge('budgetWindow', (s) => s.budgetWindowTokens);
-    this.acquireDuration = histogram('acquireDuration');
-    this.callDuration = histogram('callDuration');
+    gauge('maxWait', (s) => s.maxWaitSeconds);
     this.tokensReserved = counter('tokensReserved');
     this.tokensActual = counter('tokensActual');
     this.rateLimited = counter('rateLimited');
@@ -173,6 +175,49 @@ export class LimiterMetrics {
     this.permitsReclaimed = counter('permitsReclaimed');
     this.permitSeconds = counter('permitSeconds');
     this.budgetCentralUnavailable = counter('budgetCentralUnavailable');
+  }
+
+  /**
+   * The acquire-time histogram. Its buckets are fixed when it is first used: by the first
+   * wrapper's maxWait (useMaxWait), else the default buckets.
+   */
+  get acquireDuration(): Histogram<Labels<'acquireDuration'>> {
+    if (!this.#acquireDuration) {
+      const d = limiterMetrics.acquireDuration;
+      this.#acquireDuration = new Histogram<Labels<'acquireDuration'>>({
+        name: d.name,
+        help: d.help,
+        labelNames: d.labelNames,
+        buckets: [...this.#acquireBuckets],
+        registers: this.#registers,
+        enableExemplars: this.exemplars,
+      });
+    }
+    return this.#acquireDuration;
+  }
+
+  /** The acquire-time bucket bounds in use (or to be used), seconds. */
+  get acquireBuckets(): readonly number[] {
+    return this.#acquireBuckets;
+  }
+
+  /**
+   * Make the acquire-time buckets end just above `maxWaitSeconds`, so no quantile can
+   * interpolate past what a wait can last. Only the first wrapper on a registry sets them
+   * (a histogram's buckets cannot change once it exists); returns false, with a process
+   * warning, when a later wrapper's maxWait is not one of the bounds.
+   */
+  useMaxWait(limiter: string, maxWaitSeconds: number): boolean {
+    if (!this.#acquireDuration && this.#acquireBuckets === ACQUIRE_SECONDS_BUCKETS) {
+      this.#acquireBuckets = acquireSecondsBuckets(maxWaitSeconds);
+      return true;
+    }
+    if (this.#acquireBuckets.includes(maxWaitSeconds)) return true;
+    process.emitWarning(
+      `limiter "${limiter}": maxWait ${maxWaitSeconds} s is not an acquire-time bucket bound on this registry (buckets were set for another maxWait: ${this.#acquireBuckets.at(-1)} s is the last); its acquire quantiles may read above its maxWait. Give limiters with different maxWait their own registry.`,
+      { code: 'QUOTASCOPE_ACQUIRE_BUCKETS' },
+    );
+    return false;
   }
 
   /** Report a wrapper's gauges at every scrape until the returned function is called. */

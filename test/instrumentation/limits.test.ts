@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { AimdLimit, RateLimitedLlm, replicaShare } from '../../instrumentation/index.ts';
+import { acquireSecondsBuckets, limiterMetrics, MAX_WAIT_SECONDS_LIMIT } from '../../instrumentation/metrics/definitions.ts';
 import { FakeLlm, fakeRequest as request, textResponse } from '../../instrumentation/testing.ts';
 import { consume } from './helpers.ts';
 
@@ -95,5 +96,37 @@ describe('RateLimitedLlm options', () => {
     expect(() => new RateLimitedLlm({ delegate, name: 'x', maxConcurrent: 1, maxWaitMs: -1, registry: new Registry() })).toThrow(/maxWaitMs/);
     expect(() => new RateLimitedLlm({ delegate, name: '', maxConcurrent: 1, registry: new Registry() })).toThrow(/name/);
     expect(() => new RateLimitedLlm({ delegate, name: 'x', registry: new Registry() })).toThrow(/maxConcurrent/);
+  });
+});
+
+describe('acquire-time buckets follow maxWait', () => {
+  it('property: the bounds rise, include maxWait and end one small step above it', () => {
+    fc.assert(
+      fc.property(fc.double({ min: 0.001, max: MAX_WAIT_SECONDS_LIMIT, noNaN: true }), (maxWait) => {
+        const bounds = acquireSecondsBuckets(maxWait);
+        for (let i = 1; i < bounds.length; i++) expect(bounds[i]).toBeGreaterThan(bounds[i - 1]);
+        expect(bounds).toContain(maxWait);
+        const last = bounds[bounds.length - 1];
+        expect(last).toBeGreaterThan(maxWait);
+        expect(last).toBeLessThanOrEqual(maxWait * 1.05 * (1 + 1e-5)); // rounded to 6 digits
+      }),
+    );
+  });
+
+  it('a wrapper exports its maxWait as a gauge and its acquire histogram ends just above it', async () => {
+    const registry = new Registry();
+    const model = new RateLimitedLlm({ delegate: new FakeLlm(async function* () { yield textResponse('ok'); }), name: 'short-wait', maxConcurrent: 1, maxWaitMs: 300, registry });
+    await consume(model.generateContentAsync(request('a', 'hi')));
+    const text = await registry.metrics();
+    expect(text).toContain(`${limiterMetrics.maxWait.name}{limiter="short-wait"} 0.3`);
+    const bounds = [...text.matchAll(new RegExp(`${limiterMetrics.acquireDuration.name}_bucket\\{[^}]*le="([^"]+)"`, 'g'))].map((m) => m[1]);
+    expect([...new Set(bounds)]).toEqual([...acquireSecondsBuckets(0.3).map(String), '+Inf']);
+    model.close();
+  });
+
+  it('refuses a maxWait outside [1 ms, 1 h] naming the field', () => {
+    const delegate = new FakeLlm(async function* () {});
+    expect(() => new RateLimitedLlm({ delegate, name: 'x', maxConcurrent: 1, maxWaitMs: 0.5, registry: new Registry() })).toThrow(/maxWaitMs/);
+    expect(() => new RateLimitedLlm({ delegate, name: 'x', maxConcurrent: 1, maxWaitMs: 3_600_001, registry: new Registry() })).toThrow(/maxWaitMs/);
   });
 });
