@@ -31,6 +31,7 @@ export { buildMockProviderDashboard } from './panels/mockProvider.ts';
 export {
   type DashboardSpec,
   instantiate,
+  LEGEND_CALCS,
   type PanelKind,
   type PanelSpec,
   panelsOf,

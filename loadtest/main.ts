@@ -1,7 +1,7 @@
 // `npm start`: the embedded main job. Starts the mock provider, the agent service and
 // Prometheus on loopback, replays a fan-out burst then steady traffic with k6 (or a small
 // Node driver where k6 is missing), prints a summary and writes reports/<run-id>/.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -12,13 +12,14 @@ import { runNodeDriver } from './k6/node-driver.ts';
 import { type K6Summary, runK6 } from './k6/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
-import { writePlot } from './report/plot.ts';
+import { RUN_RECORD_FILE, type RunRecord, writeRunRecord } from './report/run-record.ts';
 import { stackTotals } from './report/summary.ts';
+import { writeReport } from './report/write.ts';
 import { loadScenario, ScenarioError } from './scenario/schema.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { putMockConfig } from './stack/mock-admin.ts';
 import { freePort, ProcessGroup, waitForHealthy } from './stack/processes.ts';
-import { AGENT_JOB, MOCK_JOB, startPrometheus } from './stack/prometheus.ts';
+import { AGENT_JOB, MOCK_JOB, startPrometheus, waitForFirstScrape } from './stack/prometheus.ts';
 import { findTool } from './stack/tools.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,6 +58,8 @@ type Flags = z.output<typeof flagsSchema>;
 
 const OUTPUT_TOKENS = EX.outputTokensPerCall;
 const BUDGET_FRACTION = EX.budgetFraction;
+/** The panels' $__rate_interval: four of this run's 2 s scrape intervals. */
+const RATE_INTERVAL = '8s';
 /** Share of a call's time the mock spends streaming output after the first token. */
 const STREAMING_SHARE = 0.9;
 
@@ -132,6 +135,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     dataDir: join(reportDir, 'prometheus'),
     scrapeIntervalSeconds: 2,
   });
+  await waitForFirstScrape(prometheusUrl, agentUrls.length + 1);
   console.log(`[main] prometheus on ${prometheusUrl}`);
   if (signal.aborted) return 130;
 
@@ -179,27 +183,32 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
       burstUsers: Math.max(1, flags['burst-users']),
     },
   });
-  const compared = 'skipped' in comparison ? undefined : comparison;
-  const plot = await writePlot(prometheusUrl, reportDir, testStartedAt, endedAt, `quotascope run ${runId}`, {
-    subtitle: `${scenario.description ?? scenario.name}; ${flags.replicas} replica(s), ${flags.permits} permits each, ${flags['call-seconds']} s per call`,
-    window: compared?.window,
-    plannedInFlight: compared?.rows.find((r) => r.quantity === 'calls in flight')?.planned,
-    rateInterval: '8s',
-    probeSamples: probe.samples,
-  });
-
-  const report = {
+  const record: RunRecord = {
     runId,
     scenario: scenario.name,
-    flags,
+    flags: { ...flags, description: scenario.description ?? scenario.name },
+    range: { from: testStartedAt, to: Date.now() },
+    rateInterval: RATE_INTERVAL,
     k6ExitCode: exitCode,
     k6: summary,
     stack: totals,
     planVsMeasured: comparison,
-    plot,
     processes: group.children.map(({ name, child }) => ({ name, pid: child.pid })),
   };
-  writeFileSync(join(reportDir, 'summary.json'), JSON.stringify(report, null, 2));
+  const { path: reportPath } = await writeReport({
+    prometheusUrl,
+    from: record.range.from,
+    to: record.range.to,
+    reportDir,
+    runId,
+    rateInterval: RATE_INTERVAL,
+    probeSamples: probe.samples,
+    parameters: { scenario: scenario.name, ...record.flags },
+    totals,
+    k6: summary,
+    planVsMeasured: comparison,
+  });
+  writeRunRecord(reportDir, { ...record, report: reportPath });
   const a = totals.acquireSeconds;
   console.log(
     [
@@ -208,12 +217,13 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
       `  user requests:     ${totals.requests} (client saw ${summary?.requests ?? 0}, failed ${fmt((summary?.failedRate ?? 0) * 100, '%')}, with missing branches ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')})`,
       `  model calls:       ${totals.modelCalls} at the provider`,
       `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
-      `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')}`,
-      `  limiter timeouts:  ${totals.timeouts}`,
+      `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')} (admitted calls; maxWait ${fmt(totals.maxWaitSeconds, ' s')})`,
+      `  limiter timeouts:  ${totals.timeouts} (gave up at maxWait)`,
       `  request duration:  p50 ${fmt((summary?.durationMs.p50 ?? 0) / 1000, ' s')}  p95 ${fmt((summary?.durationMs.p95 ?? 0) / 1000, ' s')}`,
       `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
       'skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison),
-      `  report:            ${join(reportDir, 'summary.json')}, ${plot}`,
+      `  run record:        ${join(reportDir, RUN_RECORD_FILE)}`,
+      `report: ${reportPath}`,
     ].join('\n'),
   );
   // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.

@@ -4,6 +4,9 @@
 
 export type PanelKind = 'timeseries' | 'stat' | 'heatmap';
 
+/** The values every time-series legend shows per series (Grafana reducer ids). */
+export const LEGEND_CALCS = ['mean', 'max', 'lastNotNull'] as const;
+
 export interface TargetSpec {
   /** PromQL; may use the dashboard variables ($job, $instance, $limiter, $agent, $scenario) and $__rate_interval. */
   readonly expr: string;

@@ -5,7 +5,7 @@ import * as heatmap from '@grafana/grafana-foundation-sdk/heatmap';
 import * as prom from '@grafana/grafana-foundation-sdk/prometheus';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
 import { alertNames } from '../alertNames.ts';
-import type { DashboardSpec, PanelSpec, VariableSpec } from '../panels/spec.ts';
+import { type DashboardSpec, LEGEND_CALCS, type PanelSpec, type VariableSpec } from '../panels/spec.ts';
 
 /** Every query goes through the dashboard's datasource variable (a Grafana `${datasource}` reference). */
 const datasource = { type: 'prometheus', uid: `\${datasource}` };
@@ -42,7 +42,7 @@ function timeseriesPanel(panel: PanelSpec) {
         .displayMode(common.LegendDisplayMode.Table)
         .placement(common.LegendPlacement.Bottom)
         .showLegend(true)
-        .calcs(['mean', 'max', 'lastNotNull']),
+        .calcs([...LEGEND_CALCS]),
     )
     .lineWidth(1)
     .fillOpacity(10)

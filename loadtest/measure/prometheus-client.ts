@@ -35,7 +35,7 @@ export interface Series {
 export async function queryRange(prometheusUrl: string, expr: string, start: number, end: number, stepSeconds: number): Promise<Series[]> {
   const params = new URLSearchParams({ query: expr, start: String(start / 1000), end: String(end / 1000), step: String(stepSeconds) });
   const data = (await api(`${prometheusUrl}/api/v1/query_range?${params}`)) as { result: { metric: Record<string, string>; values: [number, string][] }[] };
-  return data.result.map((r) => ({ metric: r.metric, points: r.values.map(([t, v]) => [t * 1000, Number(v)] as [number, number]) }));
+  return data.result.map((r) => ({ metric: r.metric, points: r.values.map(([t, v]) => [Math.round(t * 1000), Number(v)] as [number, number]) }));
 }
 
 export interface Alert {
@@ -57,3 +57,9 @@ export async function alertsFiredBetween(prometheusUrl: string, start: number, e
   return samples.map((s) => s.metric.alertname).sort();
 }
 
+
+/** How many alerting rules Prometheus has loaded (fails when it cannot be reached). */
+export async function alertRuleCount(prometheusUrl: string): Promise<number> {
+  const data = (await api(`${prometheusUrl}/api/v1/rules?type=alert`)) as { groups: { rules: unknown[] }[] };
+  return data.groups.reduce((n, g) => n + g.rules.length, 0);
+}

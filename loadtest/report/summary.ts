@@ -1,5 +1,6 @@
 // The run's totals from Prometheus (the processes are fresh, so a counter's last value is
-// the run's total), acquire-time percentiles and the alerts that fired.
+// the run's total), the admitted calls' acquire-time percentiles, the timeouts as their own
+// count, and the alerts that fired.
 import { agentMetrics } from '../../agent/metrics.ts';
 import { mock } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
@@ -10,8 +11,12 @@ export interface StackTotals {
   modelCalls: number;
   providerRateLimited: number;
   limiterRateLimited: number;
+  /** Calls that gave up at maxWait (their waits are not in acquireSeconds). */
   timeouts: number;
+  /** Acquire-time quantiles of the admitted calls (outcome="acquired"). */
   acquireSeconds: { p50?: number; p95?: number; p99?: number };
+  /** The limiters' maxWait (largest, when they differ), from llm_limiter_max_wait_seconds. */
+  maxWaitSeconds?: number;
   alertsFired: string[];
   alertsActiveAtEnd: string[];
 }
@@ -21,7 +26,7 @@ const total = (name: string, seconds: number) => `sum(last_over_time(${name}[${s
 export async function stackTotals(prometheusUrl: string, start: number, end: number): Promise<StackTotals> {
   const s = Math.max(1, Math.ceil((end - start) / 1000));
   const q = async (expr: string) => (await queryScalar(prometheusUrl, expr, end)) ?? 0;
-  const acquire = `sum by (le) (last_over_time(${limiterMetrics.acquireDuration.name}_bucket[${s}s]))`;
+  const acquire = `sum by (le) (last_over_time(${limiterMetrics.acquireDuration.name}_bucket{outcome="acquired"}[${s}s]))`;
   const quantile = (p: number) => queryScalar(prometheusUrl, `histogram_quantile(${p}, ${acquire})`, end);
   return {
     requests: await q(total(agentMetrics.requests.name, s)),
@@ -30,6 +35,7 @@ export async function stackTotals(prometheusUrl: string, start: number, end: num
     limiterRateLimited: await q(total(limiterMetrics.rateLimited.name, s)),
     timeouts: await q(total(limiterMetrics.timeouts.name, s)),
     acquireSeconds: { p50: await quantile(0.5), p95: await quantile(0.95), p99: await quantile(0.99) },
+    maxWaitSeconds: await queryScalar(prometheusUrl, `max(max_over_time(${limiterMetrics.maxWait.name}[${s}s]))`, end),
     alertsFired: await alertsFiredBetween(prometheusUrl, start, end),
     alertsActiveAtEnd: (await alerts(prometheusUrl)).map((a) => `${a.name} (${a.state})`),
   };

@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { jobs } from '../../dashboards/config.ts';
+import { queryScalar } from '../measure/prometheus-client.ts';
 import { freePort, type ProcessGroup, waitForHealthy } from './processes.ts';
 import { requireTool } from './tools.ts';
 
@@ -51,3 +52,19 @@ export async function startPrometheus(group: ProcessGroup, setup: PrometheusSetu
   return url;
 }
 
+
+/**
+ * Resolves once Prometheus has scraped `targets` targets successfully. It starts scraping
+ * a few seconds after it is ready (service discovery settles first): a run that started
+ * before then would miss its first seconds (the burst) in every chart.
+ */
+export async function waitForFirstScrape(prometheusUrl: string, targets: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let up = 0;
+  while (Date.now() < deadline) {
+    up = (await queryScalar(prometheusUrl, 'count(up == 1)').catch(() => undefined)) ?? 0;
+    if (up >= targets) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`prometheus at ${prometheusUrl} scraped ${up} of ${targets} targets within ${timeoutMs} ms`);
+}

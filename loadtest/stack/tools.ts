@@ -1,12 +1,12 @@
 // Where the real external tools are: k6 (built by scripts/tools.sh into the quotascope bin
-// folder), prometheus, promtool, alertmanager and redis-server (Debian packages, on PATH).
+// folder), prometheus, promtool, alertmanager, redis-server and chromium (Debian packages, on PATH).
 // `npm run tools` installs them; code that needs one calls requireTool() and gets a clear
 // error naming the install command when it is missing.
 import { accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
-export type ToolName = 'k6' | 'prometheus' | 'promtool' | 'alertmanager' | 'amtool' | 'redis-server' | 'docker-compose';
+export type ToolName = 'k6' | 'prometheus' | 'promtool' | 'alertmanager' | 'amtool' | 'redis-server' | 'docker-compose' | 'chromium';
 
 const binaryNames: Record<ToolName, readonly string[]> = {
   k6: ['k6'],
@@ -16,6 +16,7 @@ const binaryNames: Record<ToolName, readonly string[]> = {
   amtool: ['amtool'],
   'redis-server': ['redis-server'],
   'docker-compose': ['docker-compose'],
+  chromium: ['chromium'],
 };
 
 /** The folder scripts/tools.sh installs k6 into (override with QUOTASCOPE_BIN). */

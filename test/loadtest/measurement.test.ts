@@ -1,6 +1,6 @@
-// The measurement pieces of plan vs measured and of the run plot: random-time gauge sampling
+// The measurement pieces of plan vs measured and of the run report: random-time gauge sampling
 // (against a real HTTP /metrics whose gauge follows a periodic request cycle), the steady
-// window, the mock's mean latency, and the plot's axes and legend.
+// window, the mock's mean latency, and the report's legends and probe series.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
@@ -9,8 +9,7 @@ import { GaugeProbe } from '../../loadtest/measure/gauge-probe.ts';
 import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
 import { meanOf, mockParameters } from '../../loadtest/stack/mock-parameters.ts';
-import { formatTick, niceStep, renderSvg, wrap } from '../../loadtest/report/svg.ts';
-import { legendOf, trailingMean } from '../../loadtest/report/plot.ts';
+import { legendOf, trailingMean } from '../../loadtest/report/collect.ts';
 import { steadyPhase, steadyWindow, whyNoComparison } from '../../loadtest/measure/steady-state.ts';
 
 describe('GaugeProbe: random-time samples see the time average a periodic scrape misses', () => {
@@ -119,37 +118,10 @@ describe('mock parameters', () => {
   });
 });
 
-describe('plot', () => {
-  it('ticks in the unit, 1-2-5 steps, wrapped legends, Grafana legend formats', () => {
-    expect(formatTick(0.25, 's')).toBe('250 ms');
-    expect(formatTick(20, 's')).toBe('20 s');
-    expect(formatTick(0.5, 'percentunit')).toBe('50%');
-    expect(niceStep(47, 4)).toBe(20);
-    expect(niceStep(0.9, 4)).toBe(0.5);
-    expect(wrap('permits in use, sampled at random times', 30)).toEqual(['permits in use, sampled at', 'random times']);
+describe('report series', () => {
+  it('fills Grafana legend formats from a series\' labels', () => {
     expect(legendOf('{{instance}} in use', { instance: '127.0.0.1:8080' })).toBe('127.0.0.1:8080 in use');
-  });
-
-  it('draws axes, a legend entry per series and off-scale lines in the legend only', () => {
-    const svg = renderSvg(
-      { title: 'run', band: { start: 5000, end: 8000, label: 'window' } },
-      [
-        {
-          title: 'Acquire time',
-          unit: 's',
-          series: [{ label: 'p95', points: [[0, 0.01], [10_000, 0.02]] }],
-          lines: [{ label: 'alert line', value: 20, color: '#d62728' }],
-        },
-      ],
-      0,
-      10_000,
-    );
-    expect(svg).toContain('time since the run started (s)');
-    expect(svg).toContain('>seconds<');
-    expect(svg).toContain('>p95<');
-    expect(svg).toContain('alert line 20 s (off scale)');
-    expect(svg).not.toContain('stroke="#d62728" stroke-width="1.5"'); // not drawn: it would flatten the data
-    expect(svg).toMatch(/<path d="M70\.0,/);
+    expect(legendOf('{{ agent }} 429', {})).toBe(' 429');
   });
 
   it('trailing mean of probe samples', () => {

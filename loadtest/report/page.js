@@ -1,0 +1,216 @@
+// The run report's browser side: draws every chart of the embedded report data with uPlot
+// (inlined in the page beside this script), with the panels' units, legends and threshold
+// lines. Runs from a file: no request leaves the page.
+/* global uPlot */
+(() => {
+  const data = JSON.parse(document.getElementById('report-data').textContent);
+  const COLORS = ['#7EB26D', '#EAB839', '#6ED0E0', '#EF843C', '#E24D42', '#1F78C1', '#BA43A9', '#705DA0', '#508642', '#CCA300'];
+  const LINE_COLORS = { orange: '#FF9830', red: '#F2495C', grey: '#8E8E8E' };
+  const CALC_NAMES = { mean: 'Mean', max: 'Max', lastNotNull: 'Last *' };
+
+  const trim = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : String(Number(x.toPrecision(3))));
+  const si = (v) => {
+    const a = Math.abs(v);
+    if (a >= 1e9) return `${trim(v / 1e9)} G`;
+    if (a >= 1e6) return `${trim(v / 1e6)} M`;
+    if (a >= 1e3) return `${trim(v / 1e3)} K`;
+    return trim(v);
+  };
+  /** A value in a Grafana unit: s, ms, percentunit, reqps, ops, short. */
+  function format(v, unit) {
+    if (v === null || v === undefined || !Number.isFinite(v)) return '-';
+    switch (unit) {
+      case 's':
+        if (v !== 0 && Math.abs(v) < 1) return `${trim(v * 1000)} ms`;
+        if (Math.abs(v) >= 120) return `${trim(v / 60)} min`;
+        return `${trim(v)} s`;
+      case 'ms':
+        return Math.abs(v) >= 1000 ? `${trim(v / 1000)} s` : `${trim(v)} ms`;
+      case 'percentunit':
+        return `${trim(v * 100)}%`;
+      case 'reqps':
+        return `${si(v)} req/s`;
+      case 'ops':
+        return `${si(v)} ops/s`;
+      default:
+        return si(v);
+    }
+  }
+
+  /** The series on one shared time axis (seconds): uPlot's aligned columns. */
+  function align(series) {
+    const times = [...new Set(series.flatMap((s) => s.points.map((p) => Math.round(p[0]))))].sort((a, b) => a - b);
+    const index = new Map(times.map((t, i) => [t, i]));
+    const columns = series.map((s) => {
+      const col = new Array(times.length).fill(null);
+      for (const [t, v] of s.points) if (Number.isFinite(v)) col[index.get(Math.round(t))] = v;
+      return col;
+    });
+    return [times.map((t) => t / 1000), ...columns];
+  }
+
+  function calc(values, name) {
+    const finite = values.filter((v) => v !== null && Number.isFinite(v));
+    if (!finite.length) return undefined;
+    if (name === 'mean') return finite.reduce((a, b) => a + b, 0) / finite.length;
+    if (name === 'max') return Math.max(...finite);
+    return finite[finite.length - 1];
+  }
+
+  function legendTable(chart, columns, colors) {
+    const table = document.createElement('table');
+    table.className = 'legend';
+    const head = table.createTHead().insertRow();
+    for (const text of ['', ...data.legendCalcs.map((c) => CALC_NAMES[c] ?? c)]) {
+      const th = document.createElement('th');
+      th.textContent = text;
+      head.appendChild(th);
+    }
+    const body = table.createTBody();
+    chart.series.forEach((s, i) => {
+      const row = body.insertRow();
+      const name = row.insertCell();
+      const swatch = document.createElement('span');
+      swatch.className = 'swatch';
+      swatch.style.background = colors[i];
+      name.append(swatch, s.label);
+      for (const c of data.legendCalcs) row.insertCell().textContent = format(calc(columns[i + 1], c), chart.unit);
+    });
+    for (const line of chart.lines) {
+      const row = body.insertRow();
+      const name = row.insertCell();
+      const swatch = document.createElement('span');
+      swatch.className = 'swatch dashed';
+      swatch.style.borderColor = LINE_COLORS[line.color];
+      name.append(swatch, `${line.label} ${format(line.value, chart.unit)}`);
+      for (const _ of data.legendCalcs) row.insertCell();
+    }
+    return table;
+  }
+
+  /** Dashed reference lines and the shaded plan-vs-measured window. */
+  function overlays(chart) {
+    return (u) => {
+      const { ctx } = u;
+      const { left, top, width, height } = u.bbox;
+      ctx.save();
+      if (data.window) {
+        const x0 = u.valToPos(data.window.start / 1000, 'x', true);
+        const x1 = u.valToPos(data.window.end / 1000, 'x', true);
+        ctx.fillStyle = 'rgba(120,120,120,0.10)';
+        ctx.fillRect(Math.max(left, x0), top, Math.min(left + width, x1) - Math.max(left, x0), height);
+      }
+      ctx.setLineDash([6, 4]);
+      ctx.lineWidth = 1.5 * devicePixelRatio;
+      for (const line of chart.lines) {
+        const y = u.valToPos(line.value, 'y', true);
+        if (y < top || y > top + height) continue;
+        ctx.strokeStyle = LINE_COLORS[line.color];
+        ctx.beginPath();
+        ctx.moveTo(left, y);
+        ctx.lineTo(left + width, y);
+        ctx.stroke();
+      }
+      ctx.restore();
+    };
+  }
+
+  function yRange(chart, columns) {
+    const values = columns.slice(1).flat().filter((v) => v !== null);
+    const dataMax = values.length ? Math.max(...values) : 0;
+    const dataMin = values.length ? Math.min(...values) : 0;
+    // Lines far above the data would flatten it: the scale takes them only within 1.5 x the data.
+    const onScale = chart.lines.map((l) => l.value).filter((v) => dataMax === 0 || v <= dataMax * 1.5);
+    const hi = chart.max ?? Math.max(dataMax, ...onScale, 0) * 1.05;
+    const lo = chart.min ?? Math.min(dataMin, 0);
+    return [lo, hi > lo ? hi : lo + 1];
+  }
+
+  function timeseries(chart, target, width) {
+    const columns = align(chart.series);
+    const colors = chart.series.map((_, i) => COLORS[i % COLORS.length]);
+    const range = yRange(chart, columns);
+    const opts = {
+      width,
+      height: 220,
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true, range: [data.range.from / 1000, data.range.to / 1000] }, y: { range: () => range } },
+      axes: [{}, { size: 70, values: (_u, splits) => splits.map((v) => format(v, chart.unit)) }],
+      series: [{}, ...chart.series.map((s, i) => ({ label: s.label, stroke: colors[i], width: 1.5, fill: `${colors[i]}1A`, spanGaps: false }))],
+      hooks: { draw: [overlays(chart)] },
+    };
+    new uPlot(opts, columns, target);
+    return { points: columns.slice(1).flat().filter((v) => v !== null).length, legend: legendTable(chart, columns, colors) };
+  }
+
+  /** Bucket counts per step from the cumulative `le` series, drawn as cells (Grafana's heatmap of a histogram). */
+  function heatmap(chart, target, width) {
+    const columns = align(chart.series);
+    const times = columns[0];
+    const cumulative = columns.slice(1);
+    const cells = cumulative.map((col, j) => col.map((v, i) => (v === null ? null : Math.max(0, v - (j > 0 ? (cumulative[j - 1][i] ?? 0) : 0)))));
+    const top = Math.max(0, ...cells.flat().filter((v) => v !== null));
+    const bounds = chart.series.map((s) => s.label);
+    const opts = {
+      width,
+      height: 220,
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true, range: [data.range.from / 1000, data.range.to / 1000] }, y: { range: [0, Math.max(1, bounds.length)] } },
+      axes: [
+        {},
+        {
+          size: 70,
+          splits: () => bounds.map((_, j) => j + 1),
+          values: (_u, splits) => splits.map((j) => (bounds[j - 1] === '+Inf' ? '+Inf' : format(Number(bounds[j - 1]), chart.unit))),
+        },
+      ],
+      series: [{}, { label: 'buckets', stroke: 'transparent', points: { show: false } }],
+      hooks: {
+        draw: [
+          (u) => {
+            const { ctx } = u;
+            ctx.save();
+            for (let j = 0; j < cells.length; j++) {
+              const y0 = u.valToPos(j, 'y', true);
+              const y1 = u.valToPos(j + 1, 'y', true);
+              for (let i = 0; i < times.length; i++) {
+                const v = cells[j][i];
+                if (v === null || v <= 0 || top <= 0) continue;
+                const x0 = u.valToPos(times[i], 'x', true);
+                const x1 = i + 1 < times.length ? u.valToPos(times[i + 1], 'x', true) : x0 + 2;
+                ctx.fillStyle = `rgba(242, 73, 92, ${0.15 + 0.85 * (v / top)})`;
+                ctx.fillRect(x0, y1, Math.max(1, x1 - x0), y0 - y1);
+              }
+            }
+            ctx.restore();
+          },
+        ],
+      },
+    };
+    new uPlot(opts, [times, times.map(() => null)], target);
+    const points = cells.flat().filter((v) => v !== null).length;
+    const legend = document.createElement('p');
+    legend.className = 'note';
+    legend.textContent = `${bounds.length} buckets; colour: calls per second in the bucket (darkest ${format(top, 'short')}/s)`;
+    return { points, legend };
+  }
+
+  for (const chart of data.charts) {
+    const section = document.querySelector(`section.chart[data-chart-id="${CSS.escape(chart.id)}"]`);
+    const plot = section.querySelector('.plot');
+    const width = Math.max(320, plot.clientWidth || 560);
+    const hasData = chart.series.some((s) => s.points.length > 0);
+    if (!hasData) {
+      section.dataset.points = '0';
+      plot.classList.add('empty');
+      plot.textContent = chart.error ? `query failed: ${chart.error}` : `no data in this range${chart.quietRunEmpty ? ` (${chart.quietRunEmpty})` : ''}`;
+      continue;
+    }
+    const drawn = chart.kind === 'heatmap' ? heatmap(chart, plot, width) : timeseries(chart, plot, width);
+    section.dataset.points = String(drawn.points);
+    section.appendChild(drawn.legend);
+  }
+  document.body.dataset.ready = 'true';
+})();

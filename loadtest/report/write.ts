@@ -1,0 +1,85 @@
+// Writes a run's report, reports/<run-id>/index.html: the dashboards' panels and the alerts
+// from Prometheus, beside what the run itself knows (parameters, k6 summary, plan vs
+// measured). A Prometheus that cannot be reached, or a range with no data, gives a page
+// that says so instead of empty charts.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { alertRuleCount } from '../measure/prometheus-client.ts';
+import { type ChartExtras, collectAlerts, collectCharts } from './collect.ts';
+import { type ReportData, renderReport } from './page.ts';
+
+/** The report's file name inside the run folder. */
+export const REPORT_FILE = 'index.html';
+
+export interface ReportInput extends ChartExtras {
+  prometheusUrl: string;
+  /** The range to chart, epoch ms. */
+  from: number;
+  to: number;
+  /** The run folder the page goes into. */
+  reportDir: string;
+  runId: string;
+  title?: string;
+  /** $__rate_interval of the panels' rate() windows (about 4 scrape intervals). */
+  rateInterval: string;
+  /** The window shaded on every chart (default: plan vs measured's steady window). */
+  window?: ReportData['window'];
+  parameters?: Record<string, unknown>;
+  totals?: ReportData['totals'];
+  k6?: ReportData['k6'];
+  planVsMeasured?: ReportData['planVsMeasured'];
+}
+
+/** Gathers the report's data (never throws for Prometheus' sake: a problem is part of the data). */
+export async function reportData(input: ReportInput): Promise<ReportData> {
+  const base: ReportData = {
+    title: input.title ?? `quotascope run ${input.runId}`,
+    runId: input.runId,
+    generatedAt: Date.now(),
+    range: { from: input.from, to: input.to },
+    prometheusUrl: input.prometheusUrl,
+    charts: [],
+    alerts: [],
+    window: input.window ?? (input.planVsMeasured && 'window' in input.planVsMeasured ? input.planVsMeasured.window : undefined),
+    parameters: input.parameters ?? {},
+    totals: input.totals,
+    k6: input.k6,
+    planVsMeasured: input.planVsMeasured,
+  };
+  let alertRules: number;
+  try {
+    alertRules = await alertRuleCount(input.prometheusUrl);
+  } catch (error) {
+    const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
+    const message = `${input.prometheusUrl} did not answer (${cause}). Start it, or pass the Prometheus that scraped the run with --prometheus; the charts and alerts need it, the tables above come from the run itself.`;
+    return { ...base, problem: { kind: 'down', message } };
+  }
+  const compared = input.planVsMeasured && 'rows' in input.planVsMeasured ? input.planVsMeasured : undefined;
+  const charts = await collectCharts(input.prometheusUrl, input.from, input.to, input.rateInterval, {
+    probeSamples: input.probeSamples,
+    plannedInFlight: input.plannedInFlight ?? compared?.rows.find((r) => r.quantity === 'calls in flight')?.planned,
+  });
+  const alerts = await collectAlerts(input.prometheusUrl, input.from, input.to);
+  const points = charts.reduce((n, c) => n + c.series.reduce((m, s) => m + s.points.length, 0), 0);
+  const data = { ...base, charts, alerts, alertRules };
+  if (points === 0 && alerts.length === 0) {
+    const range = `${new Date(input.from).toISOString()} and ${new Date(input.to).toISOString()}`;
+    return {
+      ...data,
+      problem: {
+        kind: 'empty',
+        message: `${input.prometheusUrl} answered, but none of the ${charts.length} panels has a sample between ${range}. Check --from and --to, and that this Prometheus scraped the agent service then.`,
+      },
+    };
+  }
+  return data;
+}
+
+/** Writes <reportDir>/index.html; returns its path and what it found. */
+export async function writeReport(input: ReportInput): Promise<{ path: string; data: ReportData }> {
+  const data = await reportData(input);
+  mkdirSync(input.reportDir, { recursive: true });
+  const path = join(input.reportDir, REPORT_FILE);
+  writeFileSync(path, renderReport(data));
+  return { path, data };
+}
