@@ -7,10 +7,15 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { WORKED_EXAMPLE } from '../agent/worked-example.ts';
+import { grafana } from '../dashboards/index.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
+import { RunProgress } from './k6/progress.ts';
 import { runK6, THRESHOLDS_FAILED } from './k6/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
+import { rateIntervalFor } from './report/collect.ts';
+import { type RunRecord, writeRunRecord } from './report/run-record.ts';
+import { writeReport } from './report/write.ts';
 import { scaleScenario } from './scenario/scale.ts';
 import { withProtocol } from './scenario/protocol.ts';
 import { adkTargetSchema, loadScenario, ScenarioError } from './scenario/schema.ts';
@@ -51,8 +56,10 @@ const flagsSchema = z.object({
   'base-path': adkTargetSchema.shape.basePath,
 });
 
-/** Seconds to wait after k6 so Prometheus scrapes the agent once more (compose scrapes every 5 s). */
-const LAST_SCRAPE_WAIT_MS = 6000;
+/** The compose Prometheus' scrape interval, seconds (what Grafana's datasource is told). */
+const COMPOSE_SCRAPE_SECONDS = Number.parseFloat(grafana.scrapeInterval);
+/** Seconds to wait after k6 so Prometheus scrapes the agent once more. */
+const LAST_SCRAPE_WAIT_MS = (COMPOSE_SCRAPE_SECONDS + 1) * 1000;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -98,6 +105,8 @@ async function main(argv: string[]): Promise<number> {
   process.once('SIGTERM', () => aborter.abort());
   const probe = mock ? new GaugeProbe({ urls: targets.map((t) => `${t}/metrics`), metric: limiterMetrics.permitsInUse.name, meanIntervalMs: 200 }) : undefined;
   probe?.start();
+  const progress = new RunProgress({ scenario, prometheusUrl: flags.prometheus });
+  await progress.start();
   const result = await runK6({
     scenario,
     target: flags.target,
@@ -105,12 +114,17 @@ async function main(argv: string[]): Promise<number> {
     runId,
     prometheusUrl: flags.prometheus,
     mockUrl: flags['mock-url'],
-    onLine: (l) => console.log(`[k6] ${l}`),
+    onLine: (l) => progress.log(`[k6] ${l}`),
+    onProgress: (p) => progress.update(p),
     signal: aborter.signal,
-  }).finally(() => probe?.stop());
+  }).finally(async () => {
+    await probe?.stop();
+    await progress.stop();
+  });
+  let comparison: Awaited<ReturnType<typeof compareRun>> | undefined;
+  if (flags.prometheus && !aborter.signal.aborted) await new Promise((r) => setTimeout(r, LAST_SCRAPE_WAIT_MS));
   if (mock && flags.prometheus && !aborter.signal.aborted) {
-    await new Promise((r) => setTimeout(r, LAST_SCRAPE_WAIT_MS));
-    const comparison = await compareRun({
+    comparison = await compareRun({
       scenario,
       prometheusUrl: flags.prometheus,
       testStartedAt: result.testStartedAt,
@@ -121,6 +135,34 @@ async function main(argv: string[]): Promise<number> {
     });
     writeFileSync(join(reportDir, 'plan-vs-measured.json'), JSON.stringify(comparison, null, 2));
     console.log('skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison));
+  }
+  if (flags.prometheus && !aborter.signal.aborted) {
+    const range = { from: result.testStartedAt, to: Date.now() };
+    const record: RunRecord = {
+      runId,
+      scenario: scenario.name,
+      flags: { scenario: positionals[0], ...flags, plan: wantPlan === true, description: scenario.description },
+      range,
+      rateInterval: rateIntervalFor(range.from, range.to, COMPOSE_SCRAPE_SECONDS),
+      k6ExitCode: result.exitCode,
+      k6: result.summary,
+      planVsMeasured: comparison,
+    };
+    writeRunRecord(reportDir, record);
+    const { path } = await writeReport({
+      prometheusUrl: flags.prometheus,
+      ...range,
+      reportDir,
+      runId,
+      rateInterval: record.rateInterval,
+      probeSamples: probe?.samples,
+      parameters: record.flags,
+      k6: result.summary,
+      planVsMeasured: comparison,
+    });
+    console.log(`report: ${path}`);
+  } else if (!aborter.signal.aborted) {
+    console.log(`[loadtest] no report: it needs --prometheus (k6's summary is in ${reportDir})`);
   }
   if (result.exitCode === THRESHOLDS_FAILED) console.log('[loadtest] thresholds failed (k6 exit 99)');
   return result.exitCode;

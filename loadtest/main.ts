@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { limiterMetrics, MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
+import { RunProgress } from './k6/progress.ts';
 import { type K6Summary, runK6 } from './k6/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
@@ -148,8 +149,10 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   let testStartedAt = startedAt;
   try {
     if (findTool('k6')) {
-      const onLine = (line: string) => console.log(`[k6] ${line}`);
-      const r = await runK6({ scenario, target: agentUrls.join(','), reportDir, runId, prometheusUrl, mockUrl, onLine, signal });
+      const progress = new RunProgress({ scenario, prometheusUrl });
+      await progress.start();
+      const onLine = (line: string) => progress.log(`[k6] ${line}`);
+      const r = await runK6({ scenario, target: agentUrls.join(','), reportDir, runId, prometheusUrl, mockUrl, onLine, onProgress: (p) => progress.update(p), signal }).finally(() => progress.stop());
       summary = r.summary;
       exitCode = r.exitCode;
       testStartedAt = r.testStartedAt;

@@ -1,13 +1,15 @@
 // Runs the k6 entry script on one (validated, scaled) scenario against a running agent
 // service: writes the scenario next to the report, applies the scenario's mock-provider
-// settings through the mock's admin API, streams k6's progress lines, and reads back the
-// JSON summary k6's handleSummary wrote.
+// settings through the mock's admin API, writes k6's output to k6.log as it comes (its
+// per-second progress lines go there and to onProgress, its other lines to onLine too), and
+// reads back the JSON summary k6's handleSummary wrote.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScenarioFile } from '../scenario/types.ts';
 import { getMockConfig, putMockConfig } from '../stack/mock-admin.ts';
+import { type K6Progress, parseK6Progress } from './progress.ts';
 import { K6_ENV, requireTool } from '../stack/tools.ts';
 import { isDisplayOnly } from './summary-text.ts';
 
@@ -29,7 +31,10 @@ export interface K6RunOptions {
   prometheusUrl?: string;
   /** Mock provider base URL; needed when the scenario sets mock config or a timeline. */
   mockUrl?: string;
+  /** k6's lines other than its banner, run header and progress: the summary, warnings, errors. */
   onLine?: (line: string) => void;
+  /** k6's per-second `running (…)` lines, parsed. */
+  onProgress?: (progress: K6Progress) => void;
   signal?: AbortSignal;
   /** More k6 outputs (`-o` values), e.g. `json=/abs/points.json` for per-tag samples. */
   outputs?: string[];
@@ -96,9 +101,16 @@ export function condenseSummary(data: any): K6Summary {
   };
 }
 
-// k6's banner and per-scenario progress bars are noise in a log; keep the rest.
+// k6's banner, run header (execution, script, output, scenarios) and per-scenario progress
+// bars stay in k6.log; the rest goes to onLine.
 function isNoise(line: string): boolean {
-  return /^\s*$/.test(line) || /[‾/\\]{2}|Grafana|^\s*\/\s/.test(line) || /^\S+\s+[✓✗•↓]?\s*\[\s*\d+%\s*\]/.test(line);
+  return (
+    /^\s*$/.test(line) ||
+    /[‾/\\]{2}|Grafana|^\s*\/\s/.test(line) ||
+    /^\S+\s+[✓✗•↓]?\s*\[\s*\d+%\s*\]/.test(line) ||
+    /^\s*(execution|script|output|scenarios): /.test(line) ||
+    /^\s+\* \S+: /.test(line)
+  );
 }
 
 export async function runK6(opts: K6RunOptions): Promise<K6Result> {
@@ -136,14 +148,16 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
   };
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   if (opts.signal?.aborted) onAbort();
-  const log: string[] = [];
+  const log = createWriteStream(join(opts.reportDir, 'k6.log'));
   let partial = '';
   const feed = (chunk: Buffer) => {
+    log.write(chunk);
     const lines = (partial + chunk.toString()).split('\n');
     partial = lines.pop() ?? '';
     for (const line of lines) {
-      log.push(line);
-      if (!isNoise(line)) opts.onLine?.(line);
+      const progress = parseK6Progress(line);
+      if (progress) opts.onProgress?.(progress);
+      else if (!isNoise(line)) opts.onLine?.(line);
     }
   };
   child.stdout.on('data', feed);
@@ -155,7 +169,7 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
   opts.signal?.removeEventListener('abort', onAbort);
   if (killTimer) clearTimeout(killTimer);
   const endedAt = Date.now();
-  writeFileSync(join(opts.reportDir, 'k6.log'), log.join('\n'));
+  await new Promise((resolve) => log.end(resolve));
   if (restore && opts.mockUrl) await putMockConfig(opts.mockUrl, { ...(restore as object), timeline: [] }).catch(() => {});
 
   let summary: K6Summary | undefined;

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { readRunRecord, type RunRecord } from './run-record.ts';
 import { SCREENSHOTS_DIR, takeScreenshots } from './screenshots.ts';
-import { stepSecondsFor } from './collect.ts';
+import { rateIntervalFor } from './collect.ts';
 import { writeReport } from './write.ts';
 
 export const USAGE = `usage: quotascope report [flags]
@@ -85,7 +85,7 @@ export async function runReport(o: ReportOptions, now = Date.now()): Promise<{ p
   const to = o.to ? (parseTime(o.to, now) as number) : (record?.range.to ?? now);
   if (to <= from) throw new Error(`--to: must be after --from (${new Date(from).toISOString()})`);
   if (to - from > MAX_RANGE_MS) throw new Error('--from: the range may span at most 31 days');
-  const rateInterval = o['rate-interval'] ?? record?.rateInterval ?? `${4 * Math.max(stepSecondsFor(from, to), o['scrape-interval'])}s`;
+  const rateInterval = o['rate-interval'] ?? record?.rateInterval ?? rateIntervalFor(from, to, o['scrape-interval']);
   const runId = record?.runId ?? o['run-id'] ?? `${new Date(from).toISOString().replace(/[:.]/g, '-')}-report`;
   const reportDir = o['run-dir'] ? resolve(o['run-dir']) : resolve(o['report-dir'], runId);
   const { path, data } = await writeReport({

@@ -79,6 +79,11 @@ export function stepSecondsFor(start: number, end: number): number {
   return Math.max(1, Math.round((end - start) / 1000 / 300));
 }
 
+/** $__rate_interval as Grafana derives it: four times the larger of the query step and the scrape interval. */
+export function rateIntervalFor(start: number, end: number, scrapeIntervalSeconds: number): string {
+  return `${4 * Math.max(stepSecondsFor(start, end), scrapeIntervalSeconds)}s`;
+}
+
 const thresholdLine = (t: ThresholdSpec): ChartLine => ({ label: t.color === 'red' ? 'alert line' : 'warning line', value: t.value, color: t.color });
 
 /** Heatmap buckets in bound order (`+Inf` last), as Grafana's heatmap format sorts them. */
