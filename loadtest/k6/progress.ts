@@ -8,7 +8,7 @@ import { queryScalar } from '../measure/prometheus-client.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 
-/** What one of k6's `running (1m02.5s), 03/65 VUs, 11 complete and 0 interrupted iterations` lines says. */
+/** What one of k6's `running (1m02.5s), 03/65 VUs, 11 complete and 0 interrupted iterations` lines says (`(10.9s)` under a minute). */
 export interface K6Progress {
   elapsedSeconds: number;
   vus: number;
@@ -16,13 +16,13 @@ export interface K6Progress {
   interrupted: number;
 }
 
-const RUNNING = /^running \((?:(\d+)h)?(\d+)m([\d.]+)s\), (\d+)\/\d+ VUs, (\d+) complete and (\d+) interrupted iterations/;
+const RUNNING = /^running \((?:(\d+)h)?(?:(\d+)m)?([\d.]+)s\), (\d+)\/\d+ VUs, (\d+) complete and (\d+) interrupted iterations/;
 
 export function parseK6Progress(line: string): K6Progress | undefined {
   const m = RUNNING.exec(line.trim());
   if (!m) return undefined;
   return {
-    elapsedSeconds: Number(m[1] ?? 0) * 3600 + Number(m[2]) * 60 + Number(m[3]),
+    elapsedSeconds: Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3]),
     vus: Number(m[4]),
     complete: Number(m[5]),
     interrupted: Number(m[6]),

@@ -199,6 +199,7 @@
 
   for (const chart of data.charts) {
     const section = document.querySelector(`section.chart[data-chart-id="${CSS.escape(chart.id)}"]`);
+    if (!section) continue; // not on the page: Prometheus was down or had no data
     const plot = section.querySelector('.plot');
     const width = Math.max(320, plot.clientWidth || 560);
     const hasData = chart.series.some((s) => s.points.length > 0);
