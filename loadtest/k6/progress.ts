@@ -34,19 +34,28 @@ export function plannedSeconds(scenario: ScenarioFile): number {
   return Math.max(0, ...scenario.arrivals.flatMap((a) => arrivalSpans(a).map(([, to]) => to)));
 }
 
-/** What the scenario is doing `t` seconds in: the arrival whose span covers it, else waiting or draining. */
+function arrivalName(a: ScenarioFile['arrivals'][number]): string {
+  if (a.kind === 'burst') return `burst of ${a.users}`;
+  if (a.kind === 'constant') return `steady ${a.perMinute}/min`;
+  return a.kind;
+}
+
+/** What the scenario is doing `t` seconds in: the arrival sending then, the one it is past, or draining. */
 export function phaseAt(scenario: ScenarioFile, t: number): string {
   const BURST_WIDTH = 1; // a burst starts its users in an instant; name it for a second
+  let past: string | undefined;
+  let pastStart = Number.NEGATIVE_INFINITY;
   for (const a of scenario.arrivals) {
     for (const [from, to] of arrivalSpans(a)) {
-      if (t >= from && t <= Math.max(to, from + (a.kind === 'burst' ? BURST_WIDTH : 0))) {
-        if (a.kind === 'burst') return `burst of ${a.users}`;
-        if (a.kind === 'constant') return `steady ${a.perMinute}/min`;
-        return a.kind;
+      if (t >= from && t <= Math.max(to, from + (a.kind === 'burst' ? BURST_WIDTH : 0))) return arrivalName(a);
+      if (to < t && from > pastStart) {
+        past = arrivalName(a);
+        pastStart = from;
       }
     }
   }
-  return t > plannedSeconds(scenario) ? 'draining' : 'waiting';
+  if (t > plannedSeconds(scenario)) return 'draining';
+  return past ? `after ${past}` : 'waiting';
 }
 
 const clock = (s: number): string => {

@@ -1,12 +1,14 @@
 // `npm start` end to end, as a user runs it: `node loadtest/main.ts` as a child process with a
 // short, scaled-down run (real mock provider, agent service with 2 replicas, Prometheus, k6).
-// Asserts the exit code, the printed summary, reports/<run-id>/summary.json and that no
-// process it started (nor any port it served) survives it; also after a SIGTERM mid-run.
+// Asserts the exit code, the printed summary and progress, reports/<run-id>/ (summary.json,
+// index.html, k6.log) and that no process it started (nor any port it served) survives it;
+// also after a SIGTERM mid-run.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { acquireSecondsBuckets } from '../../instrumentation/metrics/definitions.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'qs-npm-start-'));
@@ -55,6 +57,15 @@ async function refused(url: string): Promise<boolean> {
   } catch {
     return true;
   }
+}
+
+/** True once a run folder under `reports` has a k6.log with a progress line. */
+function k6Running(reports: string): boolean {
+  if (!existsSync(reports)) return false;
+  return readdirSync(reports).some((id) => {
+    const log = join(reports, id, 'k6.log');
+    return existsSync(log) && /running \(/.test(readFileSync(log, 'utf8'));
+  });
 }
 
 interface Run {
@@ -108,10 +119,12 @@ describe('npm start (loadtest/main.ts)', () => {
     const reports = join(dir, 'ok');
     const run = await npmStart([...FLAGS, '--report-dir', reports]);
     expect(run.code, run.out).toBe(0);
-    for (const line of ['user requests:', 'model calls:', '429s:', 'acquire time:', 'limiter timeouts:', 'alerts fired:', 'plan vs measured', 'report:']) {
+    for (const line of ['user requests:', 'model calls:', '429s:', 'acquire time:', 'limiter timeouts:', 'alerts fired:', 'plan vs measured']) {
       expect(run.out).toContain(line);
     }
-    expect(run.out).toMatch(/\[k6\] /); // progress lines
+    // Progress: a plain line (not a terminal) with the figures; k6's per-second lines only in k6.log.
+    expect(run.out).toMatch(/^\[run\] .* · \d+ requests · acquire p95 .* · 429s \d+ · timeouts \d+$/m);
+    expect(run.out).not.toMatch(/running \([\dm.]+s\)/);
 
     const [runId] = readdirSync(reports);
     const summary = JSON.parse(readFileSync(join(reports, runId, 'summary.json'), 'utf8'));
@@ -130,19 +143,23 @@ describe('npm start (loadtest/main.ts)', () => {
     expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
     expect(summary.planVsMeasured.rows[0].planned).toBe(60);
     expect(summary.processes.map((p: { name: string }) => p.name)).toEqual(['mock-provider', 'agent', 'prometheus']);
-    for (const f of ['run.svg', 'scenario.json', 'k6-summary.json', 'agent.log', 'mock-provider.log', 'prometheus.log']) {
+    for (const f of ['index.html', 'scenario.json', 'k6-summary.json', 'k6.log', 'agent.log', 'mock-provider.log', 'prometheus.log']) {
       expect(existsSync(join(reports, runId, f)), f).toBe(true);
     }
-    expect(readFileSync(join(reports, runId, 'run.svg'), 'utf8')).toContain('Calls in flight');
+    expect(readFileSync(join(reports, runId, 'k6.log'), 'utf8')).toMatch(/running \([\dm.]+s\)/);
+    expect(readFileSync(join(reports, runId, 'index.html'), 'utf8')).toContain('Calls in flight');
+    // npm start ends by printing the report's path; no acquire quantile reads above maxWait's last bucket.
+    expect(run.out.trim().split('\n').at(-1)).toBe(`report: ${join(reports, runId, 'index.html')}`);
+    expect(summary.stack.acquireSeconds.p99).toBeLessThanOrEqual(acquireSecondsBuckets(summary.stack.maxWaitSeconds).at(-1) as number);
     for (const p of summary.processes) expect(run.pids).toContain(p.pid);
     await expectNothingLeft(run);
   }, 150_000);
 
   it('SIGTERM mid-run stops k6 and every child, and exits 130', async () => {
     let signalled = false;
-    const run = await npmStart([...FLAGS, '--duration', '60', '--report-dir', join(dir, 'term')], (child, out) => {
-      // Once k6 is running (its first progress line), stop the run the way a supervisor would.
-      if (!signalled && out().includes('[k6] ')) {
+    const run = await npmStart([...FLAGS, '--duration', '60', '--report-dir', join(dir, 'term')], (child) => {
+      // Once k6 is running (it logs to k6.log), stop the run the way a supervisor would.
+      if (!signalled && k6Running(join(dir, 'term'))) {
         signalled = true;
         child.kill('SIGTERM');
       }
