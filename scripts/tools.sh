@@ -2,7 +2,8 @@
 # Makes the real tools quotascope drives available and prints their versions:
 #   k6 (built with `go install` at a pinned release), prometheus, promtool,
 #   alertmanager and redis-server (Debian packages), docker-compose (compose validation),
-#   helm (`go install` at a pinned release; renders and lints deploy/helm/quotascope).
+#   helm (`go install` at a pinned release; renders and lints deploy/helm/quotascope),
+#   chromium (Debian's, headless: the report's screenshots and its browser test).
 # Does nothing for a tool that is already there. Fails with one line naming the tool and
 # the command that installs it when it cannot be had.
 set -euo pipefail
@@ -20,6 +21,7 @@ command -v promtool >/dev/null || apt_packages+=(prometheus)
 command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null || apt_packages+=(prometheus-alertmanager)
 command -v redis-server >/dev/null || apt_packages+=(redis-server)
 command -v docker-compose >/dev/null || apt_packages+=(docker-compose)
+command -v chromium >/dev/null || apt_packages+=(chromium)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "[tools] apt-get install ${apt_packages[*]}…"
@@ -64,3 +66,4 @@ echo "prometheus:   $(prometheus --version 2>&1 | head -1)"
 echo "promtool:     $(promtool --version 2>&1 | head -1)"
 echo "alertmanager: $("$alertmanager_bin" --version 2>&1 | head -1)"
 echo "redis-server: $(redis-server --version | head -1)"
+echo "chromium:     $(chromium --version 2>/dev/null | head -1)"
