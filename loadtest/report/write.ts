@@ -51,7 +51,7 @@ export async function reportData(input: ReportInput): Promise<ReportData> {
     alertRules = await alertRuleCount(input.prometheusUrl);
   } catch (error) {
     const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
-    const message = `${input.prometheusUrl} did not answer (${cause}). Start it, or pass the Prometheus that scraped the run with --prometheus; the charts and alerts need it, the tables above come from the run itself.`;
+    const message = `${input.prometheusUrl} did not answer (${cause}). Start it, or pass the Prometheus that scraped the run with --prometheus; the charts and alerts need it; the tables below come from the run folder, when one was given.`;
     return { ...base, problem: { kind: 'down', message } };
   }
   const compared = input.planVsMeasured && 'rows' in input.planVsMeasured ? input.planVsMeasured : undefined;
