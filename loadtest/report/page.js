@@ -71,10 +71,11 @@
       const row = body.insertRow();
       const name = row.insertCell();
       const swatch = document.createElement('span');
-      swatch.className = 'swatch';
-      swatch.style.background = colors[i];
+      swatch.className = s.reference ? 'swatch dashed' : 'swatch';
+      if (s.reference) swatch.style.borderColor = colors[i];
+      else swatch.style.background = colors[i];
       name.append(swatch, s.label);
-      for (const c of data.legendCalcs) row.insertCell().textContent = format(calc(columns[i + 1], c), chart.unit);
+      for (const c of data.legendCalcs) row.insertCell().textContent = format(calc(columns[i + 1], c), s.unit ?? chart.unit);
     });
     for (const line of chart.lines) {
       const row = body.insertRow();
@@ -115,12 +116,19 @@
     };
   }
 
-  function yRange(chart, columns) {
-    const values = columns.slice(1).flat().filter((v) => v !== null);
-    const dataMax = values.length ? Math.max(...values) : 0;
-    const dataMin = values.length ? Math.min(...values) : 0;
-    // Lines far above the data would flatten it: the scale takes them only within 1.5 x the data.
-    const onScale = chart.lines.map((l) => l.value).filter((v) => dataMax === 0 || v <= dataMax * 1.5);
+  /** The y range of one axis: the data, plus the reference lines within 1.5 x the data (farther ones would flatten it). */
+  function yRange(chart, columns, onAxis) {
+    const data = [];
+    const refs = chart.lines.map((l) => l.value);
+    chart.series.forEach((s, i) => {
+      if (!onAxis(s)) return;
+      const values = columns[i + 1].filter((v) => v !== null);
+      if (s.reference) refs.push(...values);
+      else data.push(...values);
+    });
+    const dataMax = data.length ? Math.max(...data) : 0;
+    const dataMin = data.length ? Math.min(...data) : 0;
+    const onScale = refs.filter((v) => dataMax === 0 || v <= dataMax * 1.5);
     const hi = chart.max ?? Math.max(dataMax, ...onScale, 0) * 1.05;
     const lo = chart.min ?? Math.min(dataMin, 0);
     return [lo, hi > lo ? hi : lo + 1];
@@ -128,20 +136,42 @@
 
   function timeseries(chart, target, width) {
     const columns = align(chart.series);
-    const colors = chart.series.map((_, i) => COLORS[i % COLORS.length]);
-    const range = yRange(chart, columns);
+    const colors = chart.series.map((s, i) => (s.reference ? LINE_COLORS[s.reference] : COLORS[i % COLORS.length]));
+    // A series in another unit than the panel's goes on a right-hand axis in that unit.
+    const rightUnit = chart.series.find((s) => s.unit && s.unit !== chart.unit)?.unit;
+    const isRight = (s) => rightUnit !== undefined && s.unit === rightUnit;
+    const left = yRange(chart, columns, (s) => !isRight(s));
+    const scales = { x: { time: true, range: [data.range.from / 1000, data.range.to / 1000] }, y: { range: () => left } };
+    const axes = [{}, { size: 70, values: (_u, splits) => splits.map((v) => format(v, chart.unit)) }];
+    if (rightUnit) {
+      const right = yRange({ ...chart, lines: [], min: 0, max: undefined }, columns, isRight);
+      scales.y2 = { range: () => right };
+      axes.push({ scale: 'y2', side: 1, size: 70, grid: { show: false }, values: (_u, splits) => splits.map((v) => format(v, rightUnit)) });
+    }
     const opts = {
       width,
       height: 220,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true, range: [data.range.from / 1000, data.range.to / 1000] }, y: { range: () => range } },
-      axes: [{}, { size: 70, values: (_u, splits) => splits.map((v) => format(v, chart.unit)) }],
-      series: [{}, ...chart.series.map((s, i) => ({ label: s.label, stroke: colors[i], width: 1.5, fill: `${colors[i]}1A`, spanGaps: false }))],
+      scales,
+      axes,
+      series: [
+        {},
+        ...chart.series.map((s, i) => ({
+          label: s.label,
+          scale: isRight(s) ? 'y2' : 'y',
+          stroke: colors[i],
+          width: 1.5,
+          dash: s.reference ? [6, 4] : undefined,
+          fill: s.reference ? undefined : `${colors[i]}1A`,
+          spanGaps: false,
+        })),
+      ],
       hooks: { draw: [overlays(chart)] },
     };
     new uPlot(opts, columns, target);
-    return { points: columns.slice(1).flat().filter((v) => v !== null).length, legend: legendTable(chart, columns, colors) };
+    const points = columns.slice(1).flat().filter((v) => v !== null).length;
+    return { points, legend: legendTable(chart, columns, colors) };
   }
 
   /** Bucket counts per step from the cumulative `le` series, drawn as cells (Grafana's heatmap of a histogram). */
