@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { WORKED_EXAMPLE } from '../agent/worked-example.ts';
-import { grafana } from '../dashboards/index.ts';
+import { defaultConfig, durationSeconds } from '../dashboards/config.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { RunProgress } from './k6/progress.ts';
 import { runK6, THRESHOLDS_FAILED } from './k6/runner.ts';
@@ -57,7 +57,7 @@ const flagsSchema = z.object({
 });
 
 /** The compose Prometheus' scrape interval, seconds (what Grafana's datasource is told). */
-const COMPOSE_SCRAPE_SECONDS = Number.parseFloat(grafana.scrapeInterval);
+const COMPOSE_SCRAPE_SECONDS = durationSeconds(defaultConfig.datasource.scrapeInterval) ?? 5;
 /** Seconds to wait after k6 so Prometheus scrapes the agent once more. */
 const LAST_SCRAPE_WAIT_MS = (COMPOSE_SCRAPE_SECONDS + 1) * 1000;
 

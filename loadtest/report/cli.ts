@@ -4,6 +4,7 @@
 import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { durationSeconds } from '../../dashboards/config.ts';
 import { readRunRecord, type RunRecord } from './run-record.ts';
 import { SCREENSHOTS_DIR, takeScreenshots } from './screenshots.ts';
 import { rateIntervalFor } from './collect.ts';
@@ -25,13 +26,14 @@ export const USAGE = `usage: quotascope report [flags]
   --screenshots        also write screenshots/*.png (the page and each chart) with headless chromium`;
 
 const MAX_RANGE_MS = 31 * 24 * 3600_000;
-const duration = /^(\d+)(ms|s|m|h|d)$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 };
 
-/** A time flag as epoch ms: ISO 8601, epoch seconds, `now` or `now-<n><unit>`. */
+/** A time flag as epoch ms: ISO 8601, epoch seconds, `now` or `now-<Prometheus duration>`. */
 export function parseTime(text: string, now: number): number | undefined {
-  const relative = /^now(?:-(\d+)(ms|s|m|h|d))?$/.exec(text);
-  if (relative) return now - (relative[1] ? Number(relative[1]) * UNIT_MS[relative[2]] : 0);
+  const relative = /^now(?:-(.+))?$/.exec(text);
+  if (relative) {
+    const seconds = relative[1] === undefined ? 0 : durationSeconds(relative[1]);
+    return seconds === undefined ? undefined : now - seconds * 1000;
+  }
   if (/^\d{9,11}(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
   if (!/^\d{4}-\d{2}-\d{2}/.test(text)) return undefined;
   const t = Date.parse(text);
@@ -52,7 +54,10 @@ export const reportOptionsSchema = z
     'run-dir': z.string().min(1).optional(),
     'report-dir': z.string().min(1).default('reports'),
     'run-id': z.string().regex(/^[\w.-]{1,120}$/, 'letters, digits, . _ - only (it names a folder)').optional(),
-    'rate-interval': z.string().regex(duration, 'must be a duration like 20s or 1m').optional(),
+    'rate-interval': z
+      .string()
+      .refine((d) => (durationSeconds(d) ?? 0) >= 1, 'must be a duration like 20s or 1m')
+      .optional(),
     'scrape-interval': z.coerce.number().positive().max(3600).default(5),
     title: z.string().min(1).max(200).optional(),
     screenshots: z.boolean().default(false),

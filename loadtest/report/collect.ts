@@ -1,6 +1,7 @@
 // What the run report shows, read from Prometheus: every panel of the generated dashboards
 // (the same specs: expressions, titles, units, legends, thresholds) over the run's range,
 // and the alerts that were pending or firing in it, from the ALERTS series.
+import { durationSeconds } from '../../dashboards/config.ts';
 import { dashboards, instantiate, type PanelKind, panelsOf, type ThresholdSpec } from '../../dashboards/index.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import type { ProbeSample } from '../measure/gauge-probe.ts';
@@ -10,6 +11,10 @@ export interface ChartSeries {
   label: string;
   /** [epoch ms, value]. */
   points: [number, number][];
+  /** A threshold read from a metric (e.g. each limiter's maxWait): drawn dashed in this color. */
+  reference?: ThresholdSpec['color'];
+  /** A unit other than the chart's: drawn on a right-hand axis. */
+  unit?: string;
 }
 
 /** A reference line drawn across a chart: a panel threshold, or a planned value. */
@@ -116,7 +121,9 @@ export async function collectCharts(prometheusUrl: string, start: number, end: n
           const result = await queryRange(prometheusUrl, instantiate(target.expr, { rateInterval }), start, end, step);
           // A gauge's scraped values can alias with periodic arrivals: say that it is scraped.
           const scraped = chart.id === CALLS_IN_FLIGHT_PANEL && target.expr.includes(limiterMetrics.permitsInUse.name) ? ', scraped' : '';
-          for (const r of result) chart.series.push({ label: `${legendOf(target.legend, r.metric).trim() || panel.title}${scraped}`, points: r.points });
+          for (const r of result) {
+            chart.series.push({ label: `${legendOf(target.legend, r.metric).trim() || panel.title}${scraped}`, points: r.points, reference: target.reference, unit: target.unit });
+          }
         } catch (error) {
           chart.error = (error as Error).message;
         }
@@ -124,7 +131,7 @@ export async function collectCharts(prometheusUrl: string, start: number, end: n
       if (panel.kind === 'heatmap') chart.series.sort(byBound);
       if (chart.id === CALLS_IN_FLIGHT_PANEL) {
         if (extras.probeSamples?.length) {
-          const windowMs = Number.parseFloat(rateInterval) * (rateInterval.endsWith('m') ? 60_000 : 1000);
+          const windowMs = (durationSeconds(rateInterval) ?? 0) * 1000;
           chart.series.push({ label: 'permits in use, sampled at random times', points: trailingMean(extras.probeSamples, start, end, step * 1000, windowMs) });
         }
         if (extras.plannedInFlight !== undefined) chart.lines.push({ label: 'planned', value: extras.plannedInFlight, color: 'grey' });

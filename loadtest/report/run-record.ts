@@ -3,6 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { durationSeconds } from '../../dashboards/config.ts';
 import type { K6Summary } from '../k6/runner.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
 import type { StackTotals } from './summary.ts';
@@ -30,7 +31,7 @@ const recordSchema = z.looseObject({
   scenario: z.string(),
   flags: z.record(z.string(), z.unknown()),
   range: z.object({ from: z.number().nonnegative(), to: z.number().nonnegative() }),
-  rateInterval: z.string().regex(/^\d+(ms|s|m)$/),
+  rateInterval: z.string().refine((d) => durationSeconds(d) !== undefined, 'must be a Prometheus duration'),
   k6: z.looseObject({ requests: z.number(), durationMs: z.looseObject({}), permitWaitMs: z.looseObject({}), thresholds: z.array(z.unknown()) }).optional(),
   stack: z.looseObject({ acquireSeconds: z.looseObject({}), alertsFired: z.array(z.string()) }).optional(),
   planVsMeasured: z.union([z.looseObject({ skipped: z.string() }), z.looseObject({ rows: z.array(z.unknown()), window: z.looseObject({}) })]).optional(),

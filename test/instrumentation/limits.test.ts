@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { AimdLimit, RateLimitedLlm, replicaShare } from '../../instrumentation/index.ts';
-import { acquireSecondsBuckets, limiterMetrics, MAX_WAIT_SECONDS_LIMIT } from '../../instrumentation/metrics/definitions.ts';
+import { acquireSecondsBuckets, limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { FakeLlm, fakeRequest as request, textResponse } from '../../instrumentation/testing.ts';
 import { consume } from './helpers.ts';
 
@@ -99,20 +99,7 @@ describe('RateLimitedLlm options', () => {
   });
 });
 
-describe('acquire-time buckets follow maxWait', () => {
-  it('property: the bounds rise, include maxWait and end one small step above it', () => {
-    fc.assert(
-      fc.property(fc.double({ min: 0.001, max: MAX_WAIT_SECONDS_LIMIT, noNaN: true }), (maxWait) => {
-        const bounds = acquireSecondsBuckets(maxWait);
-        for (let i = 1; i < bounds.length; i++) expect(bounds[i]).toBeGreaterThan(bounds[i - 1]);
-        expect(bounds).toContain(maxWait);
-        const last = bounds[bounds.length - 1];
-        expect(last).toBeGreaterThan(maxWait);
-        expect(last).toBeLessThanOrEqual(maxWait * 1.05 * (1 + 1e-5)); // rounded to 6 digits
-      }),
-    );
-  });
-
+describe('the wrapper\'s acquire-time buckets follow its maxWait', () => {
   it('a wrapper exports its maxWait as a gauge and its acquire histogram ends just above it', async () => {
     const registry = new Registry();
     const model = new RateLimitedLlm({ delegate: new FakeLlm(async function* () { yield textResponse('ok'); }), name: 'short-wait', maxConcurrent: 1, maxWaitMs: 300, registry });
