@@ -11,7 +11,7 @@ export const SCREENSHOTS_DIR = 'screenshots';
 /** A file name from a chart id (`quotascope-limiter/acquire-quantiles` → `quotascope-limiter--acquire-quantiles`). */
 const fileName = (id: string): string => id.replace(/[^a-z0-9-]+/gi, '--');
 
-/** Screenshots of `htmlPath` into `outDir`: report.png (full page), overview.png (first screen) and one PNG per chart; returns their paths. */
+/** Screenshots of `htmlPath` into `outDir`: report.png (full page), overview.png (first screen), alerts.png (the alerts timeline) and one PNG per chart; returns their paths. */
 export async function takeScreenshots(htmlPath: string, outDir: string): Promise<string[]> {
   mkdirSync(outDir, { recursive: true });
   const browser = await launchChromium();
@@ -20,9 +20,10 @@ export async function takeScreenshots(htmlPath: string, outDir: string): Promise
     await page.route('**/*', (route) => (/^(file|data):/.test(route.request().url()) ? route.continue() : route.abort()));
     await page.goto(pathToFileURL(htmlPath).href);
     await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
-    const paths = [join(outDir, 'report.png'), join(outDir, 'overview.png')];
+    const paths = [join(outDir, 'report.png'), join(outDir, 'overview.png'), join(outDir, 'alerts.png')];
     await page.screenshot({ path: paths[0], fullPage: true });
-    await page.screenshot({ path: paths[1] }); // the first screen: parameters, summary, plan, alerts
+    await page.screenshot({ path: paths[1] }); // the first screen: parameters, summary, plan vs measured
+    await page.locator('#alerts').screenshot({ path: paths[2] });
     for (const chart of await page.locator('section.chart').all()) {
       const id = await chart.getAttribute('data-chart-id');
       if (!id) continue;
