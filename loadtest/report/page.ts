@@ -1,6 +1,6 @@
 // The run report as one self-contained HTML page: uPlot's script and styles, the browser
-// side (page.js) and the report data are inlined, so the file opens anywhere with no
-// network. The server side renders the tables and the alerts timeline; page.js draws the
+// side (page-script.js) and the report data are inlined, so the file opens anywhere with no
+// network. The server side renders the tables and the alerts timeline; page-script.js draws the
 // charts from the same data.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -33,7 +33,8 @@ export interface ReportData {
 
 const require = createRequire(import.meta.url);
 const asset = (path: string): string => readFileSync(require.resolve(path), 'utf8');
-const PAGE_SCRIPT = new URL('./page.js', import.meta.url);
+/** The page's browser side (plain JS, inlined as it is). */
+const PAGE_SCRIPT = new URL('./page-script.js', import.meta.url);
 
 const esc = (s: unknown): string => String(s).replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 /** Text safe inside a <script> or <style> element. */
