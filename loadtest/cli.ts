@@ -147,6 +147,7 @@ async function main(argv: string[]): Promise<number> {
       k6ExitCode: result.exitCode,
       k6: result.summary,
       planVsMeasured: comparison,
+      probeSamples: probe?.samples,
     };
     writeRunRecord(reportDir, record);
     const { path } = await writeReport({

@@ -197,6 +197,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     stack: totals,
     planVsMeasured: comparison,
     processes: group.children.map(({ name, child }) => ({ name, pid: child.pid })),
+    probeSamples: probe.samples,
   };
   const { path: reportPath } = await writeReport({
     prometheusUrl,
@@ -205,7 +206,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     reportDir,
     runId,
     rateInterval: RATE_INTERVAL,
-    probeSamples: probe.samples,
+    probeSamples: record.probeSamples,
     parameters: { scenario: scenario.name, ...record.flags },
     totals,
     k6: summary,

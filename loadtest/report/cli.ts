@@ -105,6 +105,7 @@ export async function runReport(o: ReportOptions, now = Date.now()): Promise<{ p
     totals: record?.stack,
     k6: record?.k6,
     planVsMeasured: record?.planVsMeasured,
+    probeSamples: record?.probeSamples,
   });
   const screenshots = o.screenshots ? await takeScreenshots(path, resolve(reportDir, SCREENSHOTS_DIR)) : [];
   return { path, screenshots, problem: data.problem?.message };

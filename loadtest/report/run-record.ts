@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { durationSeconds } from '../../dashboards/config.ts';
 import type { K6Summary } from '../k6/runner.ts';
+import type { ProbeSample } from '../measure/gauge-probe.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
 import type { StackTotals } from './summary.ts';
 
@@ -23,6 +24,8 @@ export interface RunRecord {
   k6?: K6Summary;
   stack?: StackTotals;
   planVsMeasured?: PlanVsMeasured | { skipped: string };
+  /** Random-time samples of the permits in use (GaugeProbe), for the calls-in-flight panel. */
+  probeSamples?: readonly ProbeSample[];
   [more: string]: unknown;
 }
 
@@ -34,6 +37,7 @@ const recordSchema = z.looseObject({
   rateInterval: z.string().refine((d) => durationSeconds(d) !== undefined, 'must be a Prometheus duration'),
   k6: z.looseObject({ requests: z.number(), durationMs: z.looseObject({}), permitWaitMs: z.looseObject({}), thresholds: z.array(z.unknown()) }).optional(),
   stack: z.looseObject({ acquireSeconds: z.looseObject({}), alertsFired: z.array(z.string()) }).optional(),
+  probeSamples: z.array(z.object({ at: z.number(), value: z.number() })).max(1_000_000).optional(),
   planVsMeasured: z.union([z.looseObject({ skipped: z.string() }), z.looseObject({ rows: z.array(z.unknown()), window: z.looseObject({}) })]).optional(),
 });
 
