@@ -59,8 +59,10 @@ type Flags = z.output<typeof flagsSchema>;
 
 const OUTPUT_TOKENS = EX.outputTokensPerCall;
 const BUDGET_FRACTION = EX.budgetFraction;
-/** The panels' $__rate_interval: four of this run's 2 s scrape intervals. */
-const RATE_INTERVAL = '8s';
+/** This run's Prometheus scrape interval, seconds. */
+const SCRAPE_SECONDS = 2;
+/** The panels' $__rate_interval: four scrape intervals. */
+const RATE_INTERVAL = `${4 * SCRAPE_SECONDS}s`;
 /** Share of a call's time the mock spends streaming output after the first token. */
 const STREAMING_SHARE = 0.9;
 
@@ -134,7 +136,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   const prometheusUrl = await startPrometheus(group, {
     jobs: { [AGENT_JOB]: agentUrls.map((u) => u.replace('http://', '')), [MOCK_JOB]: [`127.0.0.1:${mockPort}`] },
     dataDir: join(reportDir, 'prometheus'),
-    scrapeIntervalSeconds: 2,
+    scrapeIntervalSeconds: SCRAPE_SECONDS,
   });
   await waitForFirstScrape(prometheusUrl, agentUrls.length + 1);
   console.log(`[main] prometheus on ${prometheusUrl}`);
