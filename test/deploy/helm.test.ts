@@ -17,6 +17,7 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { parseCliConfig } from '../../agent/config.ts';
+import { parseServeArgs } from '../../agent/serve/options.ts';
 import { jobs } from '../../dashboards/config.ts';
 import { sidecarDashboardLabel } from '../../dashboards/render/kubernetes.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
@@ -142,11 +143,37 @@ describe('helm template: default values', () => {
     expect(offParsed !== 'help' && offParsed.service.batchMaxPermits).toBe('off');
   });
 
-  it('serves your own agent module in mode serve', async () => {
+  it('serves your own agent module in mode serve, with arguments serve accepts', async () => {
     const objects = await renderChart([], ['agent.mode=serve', 'agent.agentModule=/app/my-agent.ts#rootAgent']);
     const agent = container(byName(objects, 'Deployment', 'qs-quotascope-agent'));
-    expect(agent.args.slice(0, 2)).toEqual(['serve', '--agent=/app/my-agent.ts#rootAgent']);
-    expect(agent.args.some((a) => a.startsWith('--tool-delay-ms'))).toBe(false);
+    expect(agent.args[0]).toBe('serve');
+    const parsed = parseServeArgs(agent.args.slice(1), {});
+    if (parsed === 'help') throw new Error('unexpected --help');
+    expect(parsed).toMatchObject({ agent: '/app/my-agent.ts#rootAgent', host: '0.0.0.0', port: 8080, quotaSharing: 'static', permits: 10 });
+  });
+
+  it('passes every optional limiter value as a flag serve accepts in mode serve', async () => {
+    const objects = await renderChart(
+      [],
+      [
+        'agent.mode=serve',
+        'agent.agentModule=/app/my-agent.ts',
+        'limiter.quotaSharing=central',
+        'limiter.estimatedTokensPerCall=6000',
+        'limiter.maxWaiting=50',
+        'limiter.batchMaxPermits=4',
+        'limiter.budgetWindow=bucket',
+        'agent.streaming=true',
+      ],
+    );
+    const agent = container(byName(objects, 'Deployment', 'qs-quotascope-agent'));
+    const env = Object.fromEntries((agent.env ?? []).map((e) => [e.name, e.value ?? '']));
+    const parsed = parseServeArgs(agent.args.slice(1), env);
+    if (parsed === 'help') throw new Error('unexpected --help');
+    expect(parsed).toMatchObject({ quotaSharing: 'central', estimatedTokensPerCall: 6000, maxWaiting: 50, batchMaxPermits: 4, budgetWindow: 'bucket', streaming: true });
+    const adaptive = await renderChart([], ['agent.mode=serve', 'agent.agentModule=/app/my-agent.ts', 'limiter.quotaSharing=adaptive', 'limiter.adaptiveMaxPermits=30', 'limiter.adaptiveLatencyMs=15000']);
+    const adaptiveParsed = parseServeArgs(container(byName(adaptive, 'Deployment', 'qs-quotascope-agent')).args.slice(1), {});
+    expect(adaptiveParsed !== 'help' && adaptiveParsed).toMatchObject({ quotaSharing: 'adaptive', adaptiveMaxPermits: 30, adaptiveLatencyMs: 15_000 });
   });
 });
 
