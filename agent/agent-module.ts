@@ -5,7 +5,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { isRunnableRoot, type RunnableRoot } from '@google/adk';
+import type { RunnableRoot } from '@google/adk';
+import { isRunnableRoot } from './adk-brands.ts';
 
 export const DEFAULT_AGENT_EXPORT = 'rootAgent';
 

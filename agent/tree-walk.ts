@@ -1,11 +1,10 @@
 // The shape of an ADK agent tree, read from the live objects: sub-agents of the classic
 // agents, the inner agent of every AgentTool an LlmAgent carries, and the nodes and edges
 // of a Workflow graph. `serve` walks it to wrap every model; the planner counts model calls
-// on it. Classes are recognised by ADK's own brand checks (Symbol.for), so an agent built
-// with another copy of @google/adk is recognised too.
+// on it. Classes are recognised by their ADK brands (adk-brands.ts), so an agent built with
+// another copy of @google/adk is recognised too.
+import type { BaseAgent, BaseNode, LlmAgent, RunnableRoot } from '@google/adk';
 import {
-  type BaseAgent,
-  type BaseNode,
   isAgentTool,
   isBaseAgent,
   isLlmAgent,
@@ -14,9 +13,7 @@ import {
   isRunnableRoot,
   isSequentialAgent,
   isWorkflow,
-  type LlmAgent,
-  type RunnableRoot,
-} from '@google/adk';
+} from './adk-brands.ts';
 
 /** An edge of a Workflow graph, by node name; `route` is set when the edge is taken only on that route. */
 export interface WorkflowEdge {

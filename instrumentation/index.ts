@@ -21,6 +21,6 @@ export { type QuotaShare, replicaShare } from './limits/replica-share.ts';
 export { CALL_OUTCOMES, limiterMetrics, type MetricDefinition } from './metrics/definitions.ts';
 export { createLimiterMetrics } from './metrics/limiter-metrics.ts';
 export type { CallOutcome, CallReport } from './call-observers.ts';
-export { type LimiterSnapshot, RateLimitedLlm, type RateLimitedLlmOptions } from './rate-limited-llm.ts';
+export { isRateLimitedLlm, type LimiterSnapshot, RateLimitedLlm, type RateLimitedLlmOptions } from './rate-limited-llm.ts';
 export { FairSemaphore, type FairSemaphoreOptions } from './semaphore.ts';
 export { TokenBudget, type TokenBudgetOptions } from './token-budget.ts';

@@ -178,7 +178,16 @@ class ConsumerReturned extends Error {
   }
 }
 
+/** The brand of a RateLimitedLlm, so one from another copy of this module is recognised too. */
+const RATE_LIMITED_LLM_BRAND = Symbol.for('quotascope.rateLimitedLlm');
+
+/** True for a RateLimitedLlm from any copy of this module. */
+export function isRateLimitedLlm(value: unknown): value is RateLimitedLlm {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[RATE_LIMITED_LLM_BRAND] === true;
+}
+
 export class RateLimitedLlm extends BaseLlm {
+  readonly [RATE_LIMITED_LLM_BRAND] = true;
   readonly name: string;
   readonly delegate: BaseLlm;
   readonly semaphore: FairSemaphore;

@@ -1,11 +1,13 @@
 // Gives every LlmAgent of a user's tree a rate-limited model: one shared RateLimitedLlm per
 // model name (each model name has its own provider quota), around ADK's Gemini pointed at
 // the chosen provider. A model given as a name or as an ADK Gemini is replaced; one the user
-// already wrapped (a RateLimitedLlm), or any other BaseLlm, is left as it is. An agent
+// already wrapped (a RateLimitedLlm), or any other BaseLlm, is left as it is. Both are
+// recognised by brand, so models built with the user's own copy of @google/adk count too. An agent
 // without a model inherits its parent LlmAgent's at run time, so it needs nothing.
-import { Gemini, type LlmAgent } from '@google/adk';
+import type { LlmAgent } from '@google/adk';
 import type { Registry } from 'prom-client';
-import { RateLimitedLlm } from '../../instrumentation/index.ts';
+import { isRateLimitedLlm } from '../../instrumentation/index.ts';
+import { isGemini } from '../adk-brands.ts';
 import type { LimiterOptions } from '../config.ts';
 import { createLimiter, type Limiter } from '../limiter.ts';
 import { ProviderGemini } from '../provider-model.ts';
@@ -33,8 +35,8 @@ export interface WrappedModels {
 /** The model name of a model that gets wrapped, or undefined for one that stays. */
 function wrappableModelName(model: LlmAgent['model']): string | undefined {
   if (typeof model === 'string') return model === '' ? undefined : model;
-  if (model instanceof RateLimitedLlm) return undefined;
-  if (model instanceof Gemini) return model.model;
+  if (isRateLimitedLlm(model)) return undefined;
+  if (isGemini(model)) return model.model;
   return undefined;
 }
 
@@ -84,7 +86,7 @@ export async function wrapModels(
       return { agent: agent.name, action: 'wrapped', model: name, limiter: limiter.model.name };
     }
     if (agent.model === undefined || agent.model === '') return { agent: agent.name, action: 'inherits' };
-    return { agent: agent.name, action: 'kept', reason: agent.model instanceof RateLimitedLlm ? 'already rate-limited' : 'custom model' };
+    return { agent: agent.name, action: 'kept', reason: isRateLimitedLlm(agent.model) ? 'already rate-limited' : 'custom model' };
   });
   return {
     limiters,
