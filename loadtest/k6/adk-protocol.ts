@@ -1,10 +1,11 @@
 // One user request to an ADK API server, from inside k6: create a session, then POST /run
 // (or /run_sse when the scenario streams) with the user message, and read the events into
 // the same metrics the native protocol feeds, plus the model calls and tokens per request.
-import http from 'k6/http';
+// Then DELETE the session, so a long run does not fill the server's session store.
+import http, { type Params } from 'k6/http';
 import { Counter } from 'k6/metrics';
 import { readRunResponse, UNKNOWN_AUTHOR } from './adk-events.ts';
-import { adkRoutes, runBody } from './adk-request.ts';
+import { adkRoutes, runBody, sessionUrl } from './adk-request.ts';
 import type { AdkTarget } from '../scenario/types.ts';
 
 /** The metrics both protocols feed (created once, in run.ts). */
@@ -65,4 +66,12 @@ export function adkUserRequest(r: AdkRequest): void {
   for (const a of reading.authors) metrics.branchOutcomes.add(1, { ...tags, author: a.author, outcome: a.outcome });
   if (reading.failure) metrics.branchOutcomes.add(1, { ...tags, author: UNKNOWN_AUTHOR, outcome: reading.failure.outcome });
   metrics.missingBranches.add(reading.failure !== undefined || reading.missing.length > 0, tags);
+
+  // Housekeeping, not part of the request: a null responseCallback keeps it out of
+  // http_req_failed, so a server without the route (404, 405) fails nothing.
+  http.del(sessionUrl(routes, sessionId), null, {
+    timeout: r.timeout,
+    tags: requestTags(routes.deleteSessionName),
+    responseCallback: null as unknown as Params['responseCallback'], // k6 takes null; its types do not say so
+  });
 }

@@ -10,6 +10,8 @@ export interface AdkRoutes {
   /** URL-free names for k6's `name` tag (one series per route, not per user). */
   sessionsName: string;
   runName: string;
+  /** The `name` tag of `DELETE {sessions}/{id}`, sent when the request is done with its session. */
+  deleteSessionName: string;
   sse: boolean;
 }
 
@@ -23,8 +25,14 @@ export function adkRoutes(target: string, adk: AdkTarget, userId: string): AdkRo
     run: `${base}${route}`,
     sessionsName: `POST ${adk.basePath ?? ''}/apps/${adk.app}/users/:user/sessions`,
     runName: `POST ${adk.basePath ?? ''}${route}`,
+    deleteSessionName: `DELETE ${adk.basePath ?? ''}/apps/${adk.app}/users/:user/sessions/:session`,
     sse,
   };
+}
+
+/** The URL of one session, under the routes' sessions URL (GET reads it, DELETE removes it). */
+export function sessionUrl(routes: Pick<AdkRoutes, 'sessions'>, sessionId: string): string {
+  return `${routes.sessions}/${encodeURIComponent(sessionId)}`;
 }
 
 /** The user message: the scenario's template with the document in place of `{document}`. */

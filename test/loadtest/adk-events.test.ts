@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { normaliseEvent, parseSse, readEvents, readJsonRun, readRunResponse, readSseRun, timestampMs, UNKNOWN_AUTHOR } from '../../loadtest/k6/adk-events.ts';
-import { adkRoutes, messageText, runBody } from '../../loadtest/k6/adk-request.ts';
+import { adkRoutes, messageText, runBody, sessionUrl } from '../../loadtest/k6/adk-request.ts';
 
 const fixture = (name: string) => readFileSync(join(import.meta.dirname, '..', 'fixtures', 'adk-events', name), 'utf8');
 const TREE = ['intake', 'analyst_1', 'analyst_2', 'analyst_3', 'critic', 'decision'];
@@ -204,8 +204,10 @@ describe('what the load test sends', () => {
       run: 'http://127.0.0.1:9/api/run_sse',
       sessionsName: 'POST /api/apps/my_app/users/:user/sessions',
       runName: 'POST /api/run_sse',
+      deleteSessionName: 'DELETE /api/apps/my_app/users/:user/sessions/:session',
       sse: true,
     });
+    expect(sessionUrl(r, 's/1')).toBe('http://127.0.0.1:9/api/apps/my_app/users/vu%201/sessions/s%2F1');
     expect(adkRoutes('http://h', { app: 'a' }, 'u').run).toBe('http://h/run');
   });
 

@@ -1,9 +1,12 @@
 // k6 with protocol adk against ADK's own API server: `adk api_server` from
 // @google/adk-devtools serves the suite's own test tree (test/fixtures/adk-apps), its
 // Gemini client sent to the mock provider by GOOGLE_GEMINI_BASE_URL alone. The mock's
-// /metrics counts the calls; the server's session store holds the events it produced.
+// /metrics counts the calls; the server's session store holds the events it produced, read
+// by a proxy just before k6 deletes each session.
 // Then the same scenario against `quotascope serve` on the same tree.
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,19 +66,59 @@ interface StoredEvent {
   partial?: boolean;
 }
 
+interface DeleteRecord {
+  user: string;
+  /** The session as the server stored it, read just before the DELETE reached it. */
+  events: StoredEvent[];
+}
+
+/**
+ * A pass-through proxy in front of adk api_server that, on each DELETE of a session, reads
+ * that session from the server first: the server's own record of every request, kept after
+ * k6 removes it. With `answerDelete`, it answers the DELETEs itself (a server without the route).
+ */
+async function startRecordingProxy(upstream: string, answerDelete?: number) {
+  const deletes: DeleteRecord[] = [];
+  const server = createServer(async (req, res) => {
+    const url = req.url ?? '/';
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const session = req.method === 'DELETE' ? /^\/apps\/[^/]+\/users\/([^/]+)\/sessions\/[^/]+$/.exec(url) : null;
+    if (session) {
+      const stored = await fetch(`${upstream}${url}`);
+      deletes.push({ user: decodeURIComponent(session[1]), events: stored.ok ? ((await stored.json()) as { events: StoredEvent[] }).events : [] });
+      if (answerDelete !== undefined) {
+        res.writeHead(answerDelete).end();
+        return;
+      }
+    }
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
+    const answer = await fetch(`${upstream}${url}`, { method: req.method, headers, body: chunks.length > 0 ? Buffer.concat(chunks) : undefined });
+    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/octet-stream' });
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, deletes, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** Sessions the server still holds for a user. */
+async function storedSessions(userId: string, server = adkUrl): Promise<number> {
+  const list = (await (await fetch(`${server}/apps/${APP}/users/${userId}/sessions`)).json()) as { sessions?: unknown[] } | unknown[];
+  return (Array.isArray(list) ? list : (list.sessions ?? [])).length;
+}
+
 /**
  * The same tally from the server's own session store, by a rule of this test's own: per
  * session, each agent's outcome is its last error's kind (429 → rate_limited) or else ok.
  */
-async function serverOutcomes(userId: string): Promise<{ outcomes: Record<string, Record<string, number>>; sessions: number; events429: number }> {
-  const list = (await (await fetch(`${adkUrl}/apps/${APP}/users/${userId}/sessions`)).json()) as { sessions?: { id: string }[] } | { id: string }[];
-  const sessions = Array.isArray(list) ? list : (list.sessions ?? []);
+function serverOutcomes(deletes: readonly DeleteRecord[], userId: string): { outcomes: Record<string, Record<string, number>>; sessions: number; events429: number } {
+  const sessions = deletes.filter((d) => d.user === userId);
   const outcomes: Record<string, Record<string, number>> = {};
   let events429 = 0;
-  for (const { id } of sessions) {
-    const session = (await (await fetch(`${adkUrl}/apps/${APP}/users/${userId}/sessions/${id}`)).json()) as { events: StoredEvent[] };
+  for (const { events } of sessions) {
     const per = new Map<string, string>();
-    for (const e of session.events) {
+    for (const e of events) {
       if (!e.author || e.author === 'user' || e.partial) continue;
       if (e.errorCode === '429') events429++;
       if (e.errorCode !== undefined) per.set(e.author, e.errorCode === '429' ? 'rate_limited' : 'error');
@@ -126,7 +169,8 @@ describe('k6 --protocol adk against adk api_server (ADK JS)', () => {
   it('calls at the mock = requests x 7; one ok per author per request, as the events say', async () => {
     const before = await mockCalls();
     const points = join(dir, 'clean-points.json');
-    const r = await runK6({ scenario: scenario('adk-clean', 'clean-user', 4), target: adkUrl, reportDir: join(dir, 'clean'), runId: 'adk-clean', outputs: [`json=${points}`] });
+    const proxy = await startRecordingProxy(adkUrl);
+    const r = await runK6({ scenario: scenario('adk-clean', 'clean-user', 4), target: proxy.url, reportDir: join(dir, 'clean'), runId: 'adk-clean', outputs: [`json=${points}`] }).finally(proxy.close);
     expect(r.exitCode).toBe(0);
     expect(r.summary?.requests).toBe(4);
     expect(r.summary?.failedRate).toBe(0);
@@ -135,16 +179,22 @@ describe('k6 --protocol adk against adk api_server (ADK JS)', () => {
     expect(delta(await mockCalls(), before)).toEqual({ '200': 4 * CALLS_PER_MESSAGE });
     const expected = Object.fromEntries(AUTHORS.map((a) => [a, { ok: 4 }]));
     expect(k6Outcomes(points)).toEqual(expected);
-    const server = await serverOutcomes('clean-user');
-    expect(server.sessions).toBe(4);
+    const server = serverOutcomes(proxy.deletes, 'clean-user');
+    expect(server.sessions).toBe(4); // one DELETE per request
     expect(server.outcomes).toEqual(expected);
+    expect(await storedSessions('clean-user')).toBe(0);
   }, 120_000);
 
   it('/run_sse with streaming: the same counts, partial chunks not counted as calls', async () => {
     const before = await mockCalls();
     const points = join(dir, 'sse-points.json');
-    const r = await runK6({ scenario: scenario('adk-sse', 'sse-user', 2, true), target: adkUrl, reportDir: join(dir, 'sse'), runId: 'adk-sse', outputs: [`json=${points}`] });
+    // A server without the DELETE route: its 405s count in no metric.
+    const proxy = await startRecordingProxy(adkUrl, 405);
+    const r = await runK6({ scenario: scenario('adk-sse', 'sse-user', 2, true), target: proxy.url, reportDir: join(dir, 'sse'), runId: 'adk-sse', outputs: [`json=${points}`] }).finally(proxy.close);
     expect(r.exitCode).toBe(0);
+    expect(proxy.deletes).toHaveLength(2);
+    expect(r.summary?.failedRate).toBe(0);
+    expect(r.summary?.missingBranchesRate).toBe(0);
     expect(r.summary?.modelCalls).toBe(2 * CALLS_PER_MESSAGE);
     expect(total(delta(await mockCalls(), before))).toBe(2 * CALLS_PER_MESSAGE);
     expect(k6Outcomes(points)).toEqual(Object.fromEntries(AUTHORS.map((a) => [a, { ok: 2 }])));
@@ -160,7 +210,8 @@ describe('k6 --protocol adk against adk api_server (ADK JS)', () => {
       const users = 8;
       const before = await mockCalls();
       const points = join(dir, 'fault-points.json');
-      const r = await runK6({ scenario: scenario('adk-faults', 'fault-user', users), target: adkUrl, reportDir: join(dir, 'faults'), runId: 'adk-faults', outputs: [`json=${points}`] });
+      const proxy = await startRecordingProxy(adkUrl);
+      const r = await runK6({ scenario: scenario('adk-faults', 'fault-user', users), target: proxy.url, reportDir: join(dir, 'faults'), runId: 'adk-faults', outputs: [`json=${points}`] }).finally(proxy.close);
       expect(r.exitCode).toBe(0); // no thresholds in this scenario
       const calls = delta(await mockCalls(), before);
       // A failed branch does not stop its siblings or the next steps: every call is still made once.
@@ -168,8 +219,9 @@ describe('k6 --protocol adk against adk api_server (ADK JS)', () => {
       expect(calls['429']).toBeGreaterThan(0);
       expect(calls['500']).toBeGreaterThan(0);
       expect(r.summary?.modelCalls).toBe(calls['200']); // only answers count as calls
-      const server = await serverOutcomes('fault-user');
+      const server = serverOutcomes(proxy.deletes, 'fault-user');
       expect(server.sessions).toBe(users);
+      expect(await storedSessions('fault-user')).toBe(0);
       expect(server.events429).toBe(calls['429']);
       const seen = k6Outcomes(points);
       expect(seen).toEqual(server.outcomes);
@@ -242,5 +294,6 @@ describe('the same scenario against quotascope serve (the tree rate-limited in-p
     expect(r.summary?.modelCalls).toBe(4 * CALLS_PER_MESSAGE);
     expect(delta(await mockCalls(), before)).toEqual({ '200': 4 * CALLS_PER_MESSAGE });
     expect(k6Outcomes(points)).toEqual(Object.fromEntries(AUTHORS.map((a) => [a, { ok: 4 }])));
+    expect(await storedSessions('serve-user', served.url)).toBe(0);
   }, 120_000);
 });
