@@ -1,4 +1,4 @@
-// The limiter metrics of DESIGN.md as prom-client instruments on a caller's registry.
+// The limiter metrics defined in ./definitions.ts as prom-client instruments on a caller's registry.
 // One LimiterMetrics per registry: several wrappers (one per model and quota) share it and
 // are told apart by the `limiter` label. Gauges are read at scrape time from each
 // wrapper's snapshot, and the busiest counters are tallied as plain numbers on the hot path

@@ -112,7 +112,7 @@ describe('TokenBudget', () => {
     expect(budget.waiting).toBe(0);
   });
 
-  // The pure bucket (rollingWindow: false, issue 3): the 2x burst bound. The rolling-minute
+  // The pure bucket (rollingWindow: false): the 2x burst bound. The rolling-minute
   // guard's tighter bound is in token-budget-window.test.ts.
   it('property (rollingWindow: false): over any 60 s window, admitted tokens <= capacity + refill + tokens given back', async () => {
     await fc.assert(
