@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/index.ts';
-import { sampleValue } from './stack.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 /** A start port with `count` consecutive free ports after it (probed, then released). */
 async function freePortRun(count: number): Promise<number> {
@@ -61,7 +61,7 @@ describe('agent CLI', () => {
       const health = (await (await fetch(`http://127.0.0.1:${p}/healthz`)).json()) as { limiter: { permitsLimit: number } };
       expect(health.limiter.permitsLimit).toBe(3);
       const text = await (await fetch(`http://127.0.0.1:${p}/metrics`)).text();
-      expect(sampleValue(text, limiterMetrics.budgetCapacity.name, { limiter: 'gemini' })).toBe(450_000);
+      expect(sumOfMetric(text, limiterMetrics.budgetCapacity.name, { limiter: 'gemini' })).toBe(450_000);
     }
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');

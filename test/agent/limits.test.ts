@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BRANCH_OUTCOMES } from '../../agent/outcomes.ts';
 import { limiterMetrics } from '../../instrumentation/index.ts';
-import { fastMock, metricsText, type Stack, sampleValue, startStack } from './stack.ts';
+import { fastMock, metricsText, type Stack, startStack } from './stack.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 describe('10 simultaneous review requests, 10 permits', () => {
   let stack: Stack;
@@ -44,12 +45,12 @@ describe('10 simultaneous review requests, 10 permits', () => {
     expect(Math.max(...responses.map((r) => r.body.permitWaitMs))).toBeGreaterThan(50);
 
     const text = await metricsText(stack.agent.url);
-    expect(sampleValue(text, limiterMetrics.permitsInUse.name, { limiter: 'gemini' })).toBe(0);
-    expect(sampleValue(text, limiterMetrics.waitingCalls.name, { limiter: 'gemini' })).toBe(0);
+    expect(sumOfMetric(text, limiterMetrics.permitsInUse.name, { limiter: 'gemini' })).toBe(0);
+    expect(sumOfMetric(text, limiterMetrics.waitingCalls.name, { limiter: 'gemini' })).toBe(0);
     expect(stack.agent.limiter.snapshot().permitsInUse).toBe(0);
     const mockText = await metricsText(stack.mock.url);
-    expect(sampleValue(mockText, 'mock_provider_in_flight_requests')).toBe(0);
-    expect(sampleValue(mockText, 'mock_provider_requests_total', { status: '200' })).toBe(50);
+    expect(sumOfMetric(mockText, 'mock_provider_in_flight_requests')).toBe(0);
+    expect(sumOfMetric(mockText, 'mock_provider_requests_total', { status: '200' })).toBe(50);
   });
 });
 
@@ -88,11 +89,11 @@ describe('tight quota and short maxWait', () => {
     expect(ok).toBeGreaterThan(0);
 
     const text = await metricsText(stack.agent.url);
-    expect(sampleValue(text, 'agent_branch_outcomes_total', { tree: 'review', outcome: 'timeout' })).toBe(timeouts);
-    expect(sampleValue(text, 'agent_requests_total', { tree: 'review', status: '200' })).toBe(4);
-    expect(sampleValue(text, 'agent_branch_outcomes_total', { tree: 'review', outcome: 'rate_limited' }) || 0).toBe(rateLimited);
-    expect(sampleValue(text, limiterMetrics.timeouts.name, { limiter: 'gemini' })).toBeGreaterThanOrEqual(timeouts);
-    expect(sampleValue(text, limiterMetrics.calls.name, { outcome: 'timeout' })).toBe(timeouts);
+    expect(sumOfMetric(text, 'agent_branch_outcomes_total', { tree: 'review', outcome: 'timeout' })).toBe(timeouts);
+    expect(sumOfMetric(text, 'agent_requests_total', { tree: 'review', status: '200' })).toBe(4);
+    expect(sumOfMetric(text, 'agent_branch_outcomes_total', { tree: 'review', outcome: 'rate_limited' })).toBe(rateLimited);
+    expect(sumOfMetric(text, limiterMetrics.timeouts.name, { limiter: 'gemini' })).toBeGreaterThanOrEqual(timeouts);
+    expect(sumOfMetric(text, limiterMetrics.calls.name, { outcome: 'timeout' })).toBe(timeouts);
     expect(stack.agent.limiter.snapshot().permitsInUse).toBe(0);
   });
 });
@@ -122,7 +123,7 @@ describe('--max-waiting: a cap on queued calls', () => {
     }
     expect(refused).toBeGreaterThan(0);
     const text = await metricsText(stack.agent.url);
-    expect(sampleValue(text, limiterMetrics.timeouts.name, { limiter: 'gemini', reason: 'queue_full' })).toBe(refused);
+    expect(sumOfMetric(text, limiterMetrics.timeouts.name, { limiter: 'gemini', reason: 'queue_full' })).toBe(refused);
     expect(stack.agent.limiter.snapshot()).toMatchObject({ permitsInUse: 0, waiting: 0 });
   });
 });

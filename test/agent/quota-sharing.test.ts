@@ -8,7 +8,8 @@ import { type AgentService, startAgentService } from '../../agent/service.ts';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { type RedisServer, startRedisServer } from '../instrumentation/redis-server.ts';
-import { fastMock, metricsText, type RunResponse, sampleValue } from './stack.ts';
+import { fastMock, metricsText, type RunResponse } from './stack.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 const TPM = 6_000; // the fleet's budget: 100 tokens/s, scaled down
 const PER_SECOND = TPM / 60;
@@ -61,10 +62,10 @@ async function twoReplicas(quotaSharing: 'static' | 'central', key: string) {
     );
     const seconds = (performance.now() - start) / 1000;
     const mockText = await metricsText(mock.url);
-    const mockTokens = sampleValue(mockText, 'mock_provider_tokens_total');
+    const mockTokens = sumOfMetric(mockText, 'mock_provider_tokens_total');
     const texts = await Promise.all(replicas.map((agent) => metricsText(agent.url)));
-    const actualByReplica = texts.map((t) => sampleValue(t, limiterMetrics.tokensActual.name, { limiter: key }));
-    const timeouts = texts.reduce((sum, t) => sum + (sampleValue(t, limiterMetrics.timeouts.name, { limiter: key }) || 0), 0);
+    const actualByReplica = texts.map((t) => sumOfMetric(t, limiterMetrics.tokensActual.name, { limiter: key }));
+    const timeouts = texts.reduce((sum, t) => sum + sumOfMetric(t, limiterMetrics.timeouts.name, { limiter: key }), 0);
     const health = (await (await fetch(`${replicas[0].url}/healthz`)).json()) as { limiter: Record<string, unknown> };
     return { responses, mockTokens, actualByReplica, timeouts, health, bound: TPM + PER_SECOND * seconds };
   } finally {
@@ -116,9 +117,9 @@ describe('quotaSharing adaptive', () => {
     try {
       await Promise.all([run(adaptive, 'doc a'), run(fixed, 'doc b')]);
       const text = await metricsText(adaptive.url);
-      expect(sampleValue(text, limiterMetrics.rateLimited.name, { limiter: 'gemini' })).toBeGreaterThan(0);
+      expect(sumOfMetric(text, limiterMetrics.rateLimited.name, { limiter: 'gemini' })).toBeGreaterThan(0);
       expect(adaptive.limiter.snapshot().permitsLimit).toBeLessThan(10);
-      expect(sampleValue(text, limiterMetrics.permitsLimit.name, { limiter: 'gemini' })).toBe(adaptive.limiter.snapshot().permitsLimit);
+      expect(sumOfMetric(text, limiterMetrics.permitsLimit.name, { limiter: 'gemini' })).toBe(adaptive.limiter.snapshot().permitsLimit);
       expect(fixed.limiter.snapshot().permitsLimit).toBe(10);
     } finally {
       await adaptive.close();

@@ -7,7 +7,8 @@ import { main } from '../../agent/serve/main.ts';
 import { type ServedAgent, startServe } from '../../agent/serve/server.ts';
 import { planAgent } from '../../loadtest/planner/agent-plan.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
-import { fastMock, metricsText, sampleValue } from './stack.ts';
+import { fastMock, metricsText } from './stack.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/agents/${name}`, import.meta.url));
 const LOOP_TOOLS = fixture('loop_tools.ts');
@@ -19,8 +20,7 @@ async function plannedCalls(spec: string): Promise<number> {
 }
 
 async function mockCalls(mock: MockProvider): Promise<number> {
-  const value = sampleValue(await metricsText(mock.url), 'mock_provider_requests_total');
-  return Number.isNaN(value) ? 0 : value;
+  return sumOfMetric(await metricsText(mock.url), 'mock_provider_requests_total');
 }
 
 async function post(url: string, body: unknown): Promise<Response> {
@@ -92,15 +92,15 @@ describe('serve --agent on a tree with a loop, an AgentTool and uneven parallel 
 
     const metrics = await metricsText(served.url);
     for (const agent of [...OUTER_AGENTS, 'explainer']) {
-      expect(sampleValue(metrics, 'llm_limiter_calls_total', { agent, outcome: 'ok' }), agent).toBeGreaterThan(0);
+      expect(sumOfMetric(metrics, 'llm_limiter_calls_total', { agent, outcome: 'ok' }), agent).toBeGreaterThan(0);
     }
     // The loop ran the critic twice per request, each time calling the explainer once.
-    expect(sampleValue(metrics, 'llm_limiter_calls_total', { agent: 'critic' })).toBe(4 * requests);
-    expect(sampleValue(metrics, 'llm_limiter_calls_total', { agent: 'explainer' })).toBe(2 * requests);
-    expect(sampleValue(metrics, 'llm_limiter_calls_total', { limiter: 'gemini-2_5-pro' })).toBe(requests);
-    expect(sampleValue(metrics, 'llm_limiter_permits_in_use')).toBe(0);
-    expect(sampleValue(metrics, 'agent_requests_total', { tree: 'loop_tools', status: '200' })).toBe(requests);
-    expect(sampleValue(metrics, 'agent_branch_outcomes_total', { tree: 'loop_tools', branch: 'critic', outcome: 'ok' })).toBe(requests);
+    expect(sumOfMetric(metrics, 'llm_limiter_calls_total', { agent: 'critic' })).toBe(4 * requests);
+    expect(sumOfMetric(metrics, 'llm_limiter_calls_total', { agent: 'explainer' })).toBe(2 * requests);
+    expect(sumOfMetric(metrics, 'llm_limiter_calls_total', { limiter: 'gemini-2_5-pro' })).toBe(requests);
+    expect(sumOfMetric(metrics, 'llm_limiter_permits_in_use')).toBe(0);
+    expect(sumOfMetric(metrics, 'agent_requests_total', { tree: 'loop_tools', status: '200' })).toBe(requests);
+    expect(sumOfMetric(metrics, 'agent_branch_outcomes_total', { tree: 'loop_tools', branch: 'critic', outcome: 'ok' })).toBe(requests);
   });
 
   it("ADK's protocol: sessions, /run and /run_sse round trip", async () => {
@@ -148,7 +148,7 @@ describe('serve --agent on a tree with a loop, an AgentTool and uneven parallel 
     expect(list.sessions.map((s) => s.id).sort()).toEqual([session.id, 'my_session'].sort());
     expect((await fetch(`${base}/apps/loop_tools/users/user_1/sessions/my_session`, { method: 'DELETE' })).status).toBe(204);
     expect((await fetch(`${base}/apps/loop_tools/users/user_1/sessions/my_session`)).status).toBe(404);
-    expect(sampleValue(await metricsText(base), 'llm_limiter_permits_in_use')).toBe(0);
+    expect(sumOfMetric(await metricsText(base), 'llm_limiter_permits_in_use')).toBe(0);
   });
 
   it('answers 404 for a missing app or session and 400 naming the bad field, before any model call', async () => {
@@ -189,7 +189,7 @@ describe('serve --agent on a Workflow', () => {
       expect(body.modelCalls).toBe(planned);
       expect(body.branches.every((b) => b.outcome === 'ok')).toBe(true);
       expect(await mockCalls(mock)).toBe(planned);
-      expect(sampleValue(await metricsText(served.url), 'llm_limiter_calls_total', { limiter: 'gemini', agent: 'right_check' })).toBe(1);
+      expect(sumOfMetric(await metricsText(served.url), 'llm_limiter_calls_total', { limiter: 'gemini', agent: 'right_check' })).toBe(1);
     } finally {
       await served.close();
       await mock.close();
@@ -255,7 +255,7 @@ describe('serve: a run that throws', () => {
       expect(sseFrames(await sse.text()).at(-1)).toEqual({ error: expect.stringContaining('model exploded') });
       const native = await post(`${base}/v1/agents/throwing_model/run`, { document: 'go' });
       expect(native.status).toBe(500);
-      expect(sampleValue(await metricsText(base), 'agent_requests_total', { tree: 'throwing_model', status: '500' })).toBe(3);
+      expect(sumOfMetric(await metricsText(base), 'agent_requests_total', { tree: 'throwing_model', status: '500' })).toBe(3);
     } finally {
       await served.close();
     }

@@ -4,7 +4,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { getOn, openSocket, untilClosed } from '../raw-socket.ts';
-import { fastMock, type Stack, sampleValue, startStack } from './stack.ts';
+import { fastMock, type Stack, startStack } from './stack.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 let stack: Stack | undefined;
 afterEach(async () => {
@@ -64,7 +65,7 @@ describe('agent service server limits', () => {
     expect(body.branches.every((b) => b.outcome !== 'ok')).toBe(true);
     expect(agent.limiter.snapshot()).toMatchObject({ permitsInUse: 0, waiting: 0 });
     await waitFor(() => probe.inFlight === 0);
-    const requests = sampleValue(await agent.registry.metrics(), 'agent_requests_total', { tree: 'review', status: '503' });
+    const requests = sumOfMetric(await agent.registry.metrics(), 'agent_requests_total', { tree: 'review', status: '503' });
     expect(requests).toBe(1);
   });
 

@@ -9,7 +9,8 @@ import { limiterMetrics } from '../../instrumentation/index.ts';
 import { MAX_BODY_BYTES } from '../../agent/request-schema.ts';
 import { fetchAgentShapes } from '../../loadtest/measure/agent-shapes.ts';
 import { openSocket } from '../raw-socket.ts';
-import { fastMock, metricsText, type Stack, sampleValue, startStack } from './stack.ts';
+import { fastMock, metricsText, type Stack, startStack } from './stack.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 async function post(url: string, body: string, contentType = 'application/json') {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body });
@@ -58,14 +59,13 @@ describe('bad requests', () => {
     expect(good.status).toBe(200);
     expect((await fetch(`${stack.agent.url}/healthz`)).status).toBe(200);
     const text = await metricsText(stack.agent.url);
-    expect(sampleValue(text, 'agent_requests_total', { status: '400' })).toBeGreaterThanOrEqual(6);
-    expect(sampleValue(text, 'agent_requests_total', { tree: 'unknown', status: '404' })).toBe(1);
+    expect(sumOfMetric(text, 'agent_requests_total', { status: '400' })).toBeGreaterThanOrEqual(6);
+    expect(sumOfMetric(text, 'agent_requests_total', { tree: 'unknown', status: '404' })).toBe(1);
   });
 
   it('requests the body parser rejects are counted in agent_requests_total with their status', async () => {
     const count = async (labels: Record<string, string>) => {
-      const value = sampleValue(await metricsText(stack.agent.url), 'agent_requests_total', labels);
-      return Number.isNaN(value) ? 0 : value;
+      return sumOfMetric(await metricsText(stack.agent.url), 'agent_requests_total', labels);
     };
     const cases: { path: string; body: string; contentType?: string; tree: string; status: number; message: RegExp }[] = [
       { path: 'review', body: '{"document": ', tree: 'review', status: 400, message: /malformed JSON/ },
@@ -86,8 +86,7 @@ describe('bad requests', () => {
 
   it('a client that leaves mid-body counts as 499, not as a 400 it never saw', async () => {
     const count = async (status: string) => {
-      const value = sampleValue(await metricsText(stack.agent.url), 'agent_requests_total', { tree: 'review', status });
-      return Number.isNaN(value) ? 0 : value;
+      return sumOfMetric(await metricsText(stack.agent.url), 'agent_requests_total', { tree: 'review', status });
     };
     const [gone, bad] = [await count('499'), await count('400')];
     const socket = await openSocket(stack.agent.port);
@@ -130,10 +129,10 @@ describe('client disconnect', () => {
     let text = '';
     for (let i = 0; i < 50; i++) {
       text = await metricsText(stack.agent.url);
-      if (sampleValue(text, 'agent_requests_total', { status: '499' }) === 1) break;
+      if (sumOfMetric(text, 'agent_requests_total', { status: '499' }) === 1) break;
       await new Promise((r) => setTimeout(r, 20));
     }
-    expect(sampleValue(text, 'agent_requests_total', { tree: 'review', status: '499' })).toBe(1);
+    expect(sumOfMetric(text, 'agent_requests_total', { tree: 'review', status: '499' })).toBe(1);
   });
 });
 
@@ -172,8 +171,8 @@ describe('a non-Error thrown out of runAsync', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(stack.agent.limiter.snapshot().permitsInUse).toBe(0);
     const text = await metricsText(stack.agent.url);
-    expect(sampleValue(text, limiterMetrics.permitsInUse.name, { limiter: 'gemini' })).toBe(0);
-    expect(sampleValue(text, 'agent_requests_total', { tree: 'review', status: '500' })).toBe(1);
+    expect(sumOfMetric(text, limiterMetrics.permitsInUse.name, { limiter: 'gemini' })).toBe(0);
+    expect(sumOfMetric(text, 'agent_requests_total', { tree: 'review', status: '500' })).toBe(1);
     // And the service still serves.
     expect((await stack.run('wide', { document: 'y', branches: 2, width: 2 })).status).toBe(200);
   });

@@ -8,7 +8,6 @@ import type { BaseLlm } from '@google/adk';
 import type { AgentServiceOptionsInput } from '../../agent/config.ts';
 import { type AgentService, startAgentService } from '../../agent/service.ts';
 import { type MockConfigInput, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
-import { samplesOf } from '../../loadtest/measure/prometheus-text.ts';
 
 export interface ProbedCall {
   path: string;
@@ -171,12 +170,6 @@ export async function startStack(
       await mock.close();
     },
   };
-}
-
-/** Reads one sample from Prometheus text: the sum of `name`'s samples whose labels include `labels` (NaN: none). */
-export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  const samples = samplesOf(text, name, labels);
-  return samples.length ? samples.reduce((sum, s) => sum + s.value, 0) : Number.NaN;
 }
 
 export async function metricsText(url: string): Promise<string> {

@@ -10,7 +10,8 @@
 // still completes: the permit is held for the model call only, not while tools run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/index.ts';
-import { fastMock, metricsText, ProviderProbe, type Stack, sampleValue, startStack } from './stack.ts';
+import { fastMock, metricsText, ProviderProbe, type Stack, startStack } from './stack.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 const CALL_MS = 300;
 
@@ -55,21 +56,21 @@ describe('review tree', () => {
   it('limiter token counters match the mock usage; agent metrics count the request', async () => {
     const agentText = await metricsText(stack.agent.url);
     const mockText = await metricsText(stack.mock.url);
-    const input = sampleValue(mockText, 'mock_provider_tokens_total', { type: 'input' });
-    const output = sampleValue(mockText, 'mock_provider_tokens_total', { type: 'output' });
-    const actual = sampleValue(agentText, limiterMetrics.tokensActual.name, { limiter: 'gemini' });
-    const reserved = sampleValue(agentText, limiterMetrics.tokensReserved.name, { limiter: 'gemini' });
+    const input = sumOfMetric(mockText, 'mock_provider_tokens_total', { type: 'input' });
+    const output = sumOfMetric(mockText, 'mock_provider_tokens_total', { type: 'output' });
+    const actual = sumOfMetric(agentText, limiterMetrics.tokensActual.name, { limiter: 'gemini' });
+    const reserved = sumOfMetric(agentText, limiterMetrics.tokensReserved.name, { limiter: 'gemini' });
     expect(input).toBeGreaterThan(0);
     // The provider's reported totals are what the limiter settles against, token for token.
     expect(actual).toBe(input + output);
     // The reservation counts the input by the same rule as the mock, plus an output estimate.
     expect(reserved).toBeGreaterThanOrEqual(input);
-    expect(sampleValue(agentText, limiterMetrics.calls.name, { outcome: 'ok' })).toBe(10);
-    expect(sampleValue(agentText, limiterMetrics.tokensActual.name, { agent: 'synthesizer' })).toBeGreaterThan(0);
-    expect(sampleValue(agentText, 'agent_requests_total', { tree: 'review', status: '200' })).toBe(1);
-    expect(sampleValue(agentText, 'agent_branch_outcomes_total', { tree: 'review', branch: 'security', outcome: 'ok' })).toBe(1);
-    expect(sampleValue(agentText, 'agent_model_calls_per_request_sum', { tree: 'review' })).toBe(5);
-    expect(sampleValue(agentText, limiterMetrics.permitsInUse.name, { limiter: 'gemini' })).toBe(0);
+    expect(sumOfMetric(agentText, limiterMetrics.calls.name, { outcome: 'ok' })).toBe(10);
+    expect(sumOfMetric(agentText, limiterMetrics.tokensActual.name, { agent: 'synthesizer' })).toBeGreaterThan(0);
+    expect(sumOfMetric(agentText, 'agent_requests_total', { tree: 'review', status: '200' })).toBe(1);
+    expect(sumOfMetric(agentText, 'agent_branch_outcomes_total', { tree: 'review', branch: 'security', outcome: 'ok' })).toBe(1);
+    expect(sumOfMetric(agentText, 'agent_model_calls_per_request_sum', { tree: 'review' })).toBe(5);
+    expect(sumOfMetric(agentText, limiterMetrics.permitsInUse.name, { limiter: 'gemini' })).toBe(0);
   });
 });
 
@@ -139,7 +140,7 @@ describe('review tree, streaming', () => {
     expect(body.text.length).toBeGreaterThan(0);
     const mockText = await metricsText(stack.mock.url);
     const mockTokens =
-      sampleValue(mockText, 'mock_provider_tokens_total', { type: 'input' }) + sampleValue(mockText, 'mock_provider_tokens_total', { type: 'output' });
+      sumOfMetric(mockText, 'mock_provider_tokens_total', { type: 'input' }) + sumOfMetric(mockText, 'mock_provider_tokens_total', { type: 'output' });
     expect(body.tokens.actual).toBe(mockTokens);
   });
 });

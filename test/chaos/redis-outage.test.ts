@@ -14,8 +14,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ERROR_CODES, limiterMetrics } from '../../instrumentation/index.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
-import { fastMock, metricsText, type RunResponse, sampleValue } from '../agent/stack.ts';
+import { fastMock, metricsText, type RunResponse } from '../agent/stack.ts';
 import { type RedisServer, startRedisServer } from '../instrumentation/redis-server.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 /** Forwards TCP to a target; stall() holds every byte both ways (connections stay open), resume() delivers them. */
 class StallingProxy {
@@ -158,8 +159,7 @@ async function run(url: string, document: string): Promise<{ status: number; bod
 }
 
 async function unavailableCount(url: string, limiter: string, handling: 'local_share' | 'refused'): Promise<number> {
-  const value = sampleValue(await metricsText(url), limiterMetrics.budgetCentralUnavailable.name, { limiter, handling });
-  return Number.isNaN(value) ? 0 : value;
+  return sumOfMetric(await metricsText(url), limiterMetrics.budgetCentralUnavailable.name, { limiter, handling });
 }
 
 const CASES = (['killed', 'stopped', 'partition'] as const).flatMap((fault) =>

@@ -15,6 +15,7 @@ import { jobs } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { plan, reviewAgentExample } from '../../loadtest/planner/index.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
+import { samplesOf } from '../../loadtest/measure/prometheus-text.ts';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
@@ -234,11 +235,9 @@ describe('the services as compose configures them', () => {
       const agentUrl = await startService(services['agent-1'].command ?? [], agentEnv, repo, started);
       expect((await fetch(`${agentUrl}/healthz`)).ok).toBe(true);
       const metrics = await (await fetch(`${agentUrl}/metrics`)).text();
-      const capacity = new RegExp(`^${limiterMetrics.budgetCapacity.name}\\{[^}]*limiter="gemini"[^}]*\\} (\\S+)$`, 'm').exec(
-        metrics,
-      );
-      expect(capacity, 'budget capacity gauge').not.toBeNull();
-      expect(Number(capacity?.[1])).toBeCloseTo(plan(reviewAgentExample).perReplica.tokensPerMinute, -1);
+      const capacity = samplesOf(metrics, limiterMetrics.budgetCapacity.name, { limiter: 'gemini' });
+      expect(capacity, 'budget capacity gauge').toHaveLength(1);
+      expect(capacity[0].value).toBeCloseTo(plan(reviewAgentExample).perReplica.tokensPerMinute, -1);
     } finally {
       await stopAll(started);
     }

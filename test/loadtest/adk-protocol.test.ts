@@ -20,6 +20,7 @@ import { requireTool } from '../../loadtest/stack/tools.ts';
 import { startMockProvider } from '../../mock-provider/index.ts';
 import { CALLS_PER_MESSAGE } from '../fixtures/adk-apps/fanout_review/agent.ts';
 import { instant } from '../mock-provider/helpers.ts';
+import { samplesOf } from '../../loadtest/measure/prometheus-text.ts';
 
 const APPS_DIR = join(import.meta.dirname, '..', 'fixtures', 'adk-apps');
 const APP = 'fanout_review';
@@ -36,10 +37,7 @@ let adkUrl: string;
 async function mockCalls(): Promise<Record<string, number>> {
   const text = await (await fetch(`${mock.url}/metrics`)).text();
   const out: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    const m = /^mock_provider_requests_total\{.*status="(\d+)".*\} (\d+)/.exec(line);
-    if (m) out[m[1]] = (out[m[1]] ?? 0) + Number(m[2]);
-  }
+  for (const { labels, value } of samplesOf(text, 'mock_provider_requests_total')) out[labels.status] = (out[labels.status] ?? 0) + value;
   return out;
 }
 const total = (calls: Record<string, number>) => Object.values(calls).reduce((a, b) => a + b, 0);

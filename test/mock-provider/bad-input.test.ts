@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { generate, instant, json } from './helpers.ts';
+import { samplesOf, sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 let provider: MockProvider;
 const ADMIN_TOKEN = 'test-admin-token-123';
@@ -222,12 +223,14 @@ describe('bad input', () => {
 
   it('counts client errors in the request metric', async () => {
     const text = await (await fetch(`${provider.url}/metrics`)).text();
-    expect(text).toContain('mock_provider_requests_total{api="gemini",model="unknown",status="404"} 1');
-    expect(text).toContain('mock_provider_requests_total{api="gemini",model="gemini-2.5-flash",status="415"} 1');
+    const requests = (labels: Record<string, string>) => samplesOf(text, 'mock_provider_requests_total', labels).map((s) => s.value);
+    expect(requests({ api: 'gemini', model: 'unknown', status: '404' })).toEqual([1]);
+    expect(requests({ api: 'gemini', model: 'gemini-2.5-flash', status: '415' })).toEqual([1]);
   });
 });
 
 describe('a client that leaves mid-body', () => {
+  const incomplete = (text: string, api: string) => sumOfMetric(text, 'mock_provider_incomplete_requests_total', { api });
   /** Sends headers announcing 10,000 bytes, about 100 of them, then closes the connection. */
   async function leaveMidBody(method: string, path: string, headers: string): Promise<void> {
     const socket = connect(provider.port, '127.0.0.1');
@@ -247,11 +250,11 @@ describe('a client that leaves mid-body', () => {
       let text = '';
       for (let i = 0; i < 100; i++) {
         text = await (await fetch(`${provider.url}/metrics`)).text();
-        if (text.includes('mock_provider_incomplete_requests_total{api="openai"} 1')) break;
+        if (incomplete(text, 'openai') === 1) break;
         await sleep(10);
       }
-      expect(text).toContain('mock_provider_incomplete_requests_total{api="gemini"} 1');
-      expect(text).toContain('mock_provider_incomplete_requests_total{api="openai"} 1');
+      expect(incomplete(text, 'gemini')).toBe(1);
+      expect(incomplete(text, 'openai')).toBe(1);
       const lines = logged.mock.calls.map((args) => args.map(String).join(' '));
       expect(lines.filter((line) => /unexpected error/.test(line))).toEqual([]);
       expect(lines.filter((line) => /left before sending the whole request body/.test(line))).toHaveLength(3);

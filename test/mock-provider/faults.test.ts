@@ -4,7 +4,7 @@ import { ApiError, GoogleGenAI } from '@google/genai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MockConfigPatch, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { generate, instant } from './helpers.ts';
-import { samplesOf } from '../../loadtest/measure/prometheus-text.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 let providers: MockProvider[] = [];
 afterEach(async () => {
@@ -41,14 +41,6 @@ async function run(url: string, count: number, stream = false): Promise<string[]
   return outcomes;
 }
 
-/** The value of one series written `name{label="value",...}` (0 when absent). */
-function metricValue(text: string, series: string): number {
-  const [, name, labelText = ''] = series.match(/^([^{]+)(?:\{(.*)\})?$/) ?? [];
-  const labels = Object.fromEntries([...labelText.matchAll(/(\w+)="([^"]*)"/g)].map(([, k, v]) => [k, v]));
-  const found = samplesOf(text, name, labels).find((s) => Object.keys(s.labels).length === Object.keys(labels).length);
-  return found?.value ?? 0;
-}
-
 /** |observed - n p| within 4.5 standard deviations of a binomial: fails by chance ~1 in 150,000. */
 function expectBinomial(observed: number, n: number, p: number): void {
   const sd = Math.sqrt(n * p * (1 - p));
@@ -66,10 +58,10 @@ describe('fault injection', () => {
     expectBinomial(count('dropped'), n, probabilities.connectionResetProbability + probabilities.stallProbability);
     expect(count('200') + count('500') + count('503') + count('dropped')).toBe(n);
     const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metricValue(metrics, 'mock_provider_faults_total{fault="http_500"}')).toBe(count('500'));
-    expect(metricValue(metrics, 'mock_provider_faults_total{fault="http_503"}')).toBe(count('503'));
-    const resets = metricValue(metrics, 'mock_provider_faults_total{fault="connection_reset"}');
-    const stalls = metricValue(metrics, 'mock_provider_faults_total{fault="stall"}');
+    expect(sumOfMetric(metrics, 'mock_provider_faults_total', { fault: 'http_500' })).toBe(count('500'));
+    expect(sumOfMetric(metrics, 'mock_provider_faults_total', { fault: 'http_503' })).toBe(count('503'));
+    const resets = sumOfMetric(metrics, 'mock_provider_faults_total', { fault: 'connection_reset' });
+    const stalls = sumOfMetric(metrics, 'mock_provider_faults_total', { fault: 'stall' });
     expect(resets + stalls).toBe(count('dropped'));
     expectBinomial(resets, n, probabilities.connectionResetProbability);
     expectBinomial(stalls, n, probabilities.stallProbability);
@@ -91,7 +83,7 @@ describe('fault injection', () => {
     const throttled = outcomes.filter((o) => o === '429').length;
     expectBinomial(throttled, n, 0.2);
     const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metricValue(metrics, 'mock_provider_rate_limited_total{api="gemini",reason="random"}')).toBe(throttled);
+    expect(sumOfMetric(metrics, 'mock_provider_rate_limited_total', { api: 'gemini', reason: 'random' })).toBe(throttled);
   });
 
   it('a stream error arrives after N chunks and the genai client throws', async () => {
@@ -110,7 +102,7 @@ describe('fault injection', () => {
     expect(error).toBeInstanceOf(ApiError);
     expect((error as ApiError).status).toBe(500);
     const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metricValue(metrics, 'mock_provider_faults_total{fault="stream_error"}')).toBe(1);
+    expect(sumOfMetric(metrics, 'mock_provider_faults_total', { fault: 'stream_error' })).toBe(1);
   });
 
   it('a stalled stream sends its first chunk, then nothing until the stall ends the connection', async () => {
@@ -139,7 +131,7 @@ describe('fault injection', () => {
     expect((await generate(url, 'timed')).status).toBe(200);
     expect(performance.now() - started).toBeGreaterThanOrEqual(150 + 50 * 2 - 5);
     const metrics = await (await fetch(`${url}/metrics`)).text();
-    expect(metricValue(metrics, 'mock_provider_time_to_first_token_seconds_bucket{le="0.1",api="gemini"}')).toBe(0);
-    expect(metricValue(metrics, 'mock_provider_time_to_first_token_seconds_bucket{le="0.25",api="gemini"}')).toBe(1);
+    expect(sumOfMetric(metrics, 'mock_provider_time_to_first_token_seconds_bucket', { le: '0.1', api: 'gemini' })).toBe(0);
+    expect(sumOfMetric(metrics, 'mock_provider_time_to_first_token_seconds_bucket', { le: '0.25', api: 'gemini' })).toBe(1);
   });
 });

@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MockConfigPatch, type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { FakeClock, type GoogleErrorBody, generate, instant, json } from './helpers.ts';
+import { samplesOf } from '../../loadtest/measure/prometheus-text.ts';
 
 let provider: MockProvider | undefined;
 afterEach(async () => {
@@ -184,14 +185,15 @@ describe('timeline and admin', () => {
     const { url } = await start({ requestsPerMinute: 3, tokensPerMinute: 10_000 }, clock);
     for (let i = 0; i < 4; i++) await generate(url, 'x'.repeat(40));
     const text = await (await fetch(`${url}/metrics`)).text();
-    expect(text).toContain('mock_provider_quota_used{quota="requests_per_minute"} 3');
-    expect(text).toContain('mock_provider_quota_limit{quota="requests_per_minute"} 3');
-    expect(text).toContain('mock_provider_quota_used{quota="tokens_per_minute"} 30');
-    expect(text).toContain('mock_provider_rate_limited_total{api="gemini",reason="requests_per_minute"} 1');
-    expect(text).toContain('mock_provider_requests_total{api="gemini",model="gemini-2.5-flash",status="200"} 3');
-    expect(text).toContain('mock_provider_requests_total{api="gemini",model="gemini-2.5-flash",status="429"} 1');
-    expect(text).toContain('mock_provider_tokens_total{type="input"} 30');
-    expect(text).toContain('mock_provider_tokens_total{type="output"} 60');
-    expect(text).not.toContain('mock_provider_quota_limit{quota="requests_per_day"}');
+    const values = (name: string, labels: Record<string, string>) => samplesOf(text, name, labels).map((s) => s.value);
+    expect(values('mock_provider_quota_used', { quota: 'requests_per_minute' })).toEqual([3]);
+    expect(values('mock_provider_quota_limit', { quota: 'requests_per_minute' })).toEqual([3]);
+    expect(values('mock_provider_quota_used', { quota: 'tokens_per_minute' })).toEqual([30]);
+    expect(values('mock_provider_rate_limited_total', { api: 'gemini', reason: 'requests_per_minute' })).toEqual([1]);
+    expect(values('mock_provider_requests_total', { api: 'gemini', model: 'gemini-2.5-flash', status: '200' })).toEqual([3]);
+    expect(values('mock_provider_requests_total', { api: 'gemini', model: 'gemini-2.5-flash', status: '429' })).toEqual([1]);
+    expect(values('mock_provider_tokens_total', { type: 'input' })).toEqual([30]);
+    expect(values('mock_provider_tokens_total', { type: 'output' })).toEqual([60]);
+    expect(values('mock_provider_quota_limit', { quota: 'requests_per_day' })).toEqual([]);
   });
 });
