@@ -81,6 +81,7 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
             unit: 'short',
             kind: 'timeseries',
             min: 0,
+            callsInFlight: true,
             targets: [
               { expr: sumOf(m.permitsInUse, l), legend: 'measured (permits in use)' },
               { expr: sumRate(m.permitSeconds, l, ri), legend: 'permits held (measured)' },

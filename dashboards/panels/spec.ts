@@ -43,6 +43,11 @@ export interface PanelSpec {
    * The live query test still requires its queries to evaluate without error.
    */
   readonly quietRunEmpty?: string;
+  /**
+   * The panel of calls in flight: the run report adds the run's planned calls in flight and
+   * the random-time permit samples to it, and marks its scraped gauge as scraped.
+   */
+  readonly callsInFlight?: true;
 }
 
 export interface RowSpec {

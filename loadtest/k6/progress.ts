@@ -5,7 +5,7 @@
 // go to k6.log only.
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { queryScalar } from '../measure/prometheus-client.ts';
-import { arrivalSpans } from '../scenario/arrivals.ts';
+import { arrivalLabel, arrivalSpans } from '../scenario/arrivals.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 
 /** What one of k6's `running (1m02.5s), 03/65 VUs, 11 complete and 0 interrupted iterations` lines says (`(10.9s)` under a minute). */
@@ -34,22 +34,16 @@ export function plannedSeconds(scenario: ScenarioFile): number {
   return Math.max(0, ...scenario.arrivals.flatMap((a) => arrivalSpans(a).map(([, to]) => to)));
 }
 
-function arrivalName(a: ScenarioFile['arrivals'][number]): string {
-  if (a.kind === 'burst') return `burst of ${a.users}`;
-  if (a.kind === 'constant') return `steady ${a.perMinute}/min`;
-  return a.kind;
-}
-
 /** What the scenario is doing `t` seconds in: the arrival sending then, the one it is past, or draining. */
 export function phaseAt(scenario: ScenarioFile, t: number): string {
-  const BURST_WIDTH = 1; // a burst starts its users in an instant; name it for a second
+  const INSTANT_WIDTH = 1; // a span of one instant (a burst's) is named for a second
   let past: string | undefined;
   let pastStart = Number.NEGATIVE_INFINITY;
   for (const a of scenario.arrivals) {
     for (const [from, to] of arrivalSpans(a)) {
-      if (t >= from && t <= Math.max(to, from + (a.kind === 'burst' ? BURST_WIDTH : 0))) return arrivalName(a);
+      if (t >= from && t <= Math.max(to, from + (to === from ? INSTANT_WIDTH : 0))) return arrivalLabel(a);
       if (to < t && from > pastStart) {
-        past = arrivalName(a);
+        past = arrivalLabel(a);
         pastStart = from;
       }
     }

@@ -14,6 +14,7 @@
 //   by up to one sample gap: nothing at load-test sample sizes). A threshold passes only when
 //   the whole interval passes; an interval that straddles the limit fails as unproven.
 import { z } from 'zod';
+import { k6 as k6Metrics } from '../../dashboards/metrics.ts';
 import { query, queryScalar, type Sample } from '../measure/prometheus-client.ts';
 
 /** A k6 threshold that cannot be evaluated from Prometheus (the message names it). */
@@ -46,7 +47,7 @@ const TIME_TRENDS = new Set([
  * run.ts adds qs_missing_branches once per request with qs_request_duration's tags.
  */
 const RATE_WEIGHTS: Record<string, string> = {
-  http_req_failed: 'k6_http_reqs_total',
+  http_req_failed: k6Metrics.httpReqs,
   qs_missing_branches: 'k6_qs_request_duration_count',
 };
 

@@ -61,9 +61,6 @@ export interface ChartExtras {
   probeSamples?: readonly ProbeSample[];
 }
 
-/** The panel that shows calls in flight, where the run's planned value and probe samples go. */
-const CALLS_IN_FLIGHT_PANEL = 'quotascope-limiter/littles-law';
-
 /** A Grafana legend format (`{{instance}} in use`) filled from a series' labels. */
 export function legendOf(format: string, labels: Record<string, string>): string {
   return format.replace(/\{\{\s*(\w+)\s*\}\}/g, (_m, name: string) => labels[name] ?? '');
@@ -120,7 +117,7 @@ export async function collectCharts(prometheusUrl: string, start: number, end: n
         try {
           const result = await queryRange(prometheusUrl, instantiate(target.expr, { rateInterval }), start, end, step);
           // A gauge's scraped values can alias with periodic arrivals: say that it is scraped.
-          const scraped = chart.id === CALLS_IN_FLIGHT_PANEL && target.expr.includes(limiterMetrics.permitsInUse.name) ? ', scraped' : '';
+          const scraped = panel.callsInFlight && target.expr.includes(limiterMetrics.permitsInUse.name) ? ', scraped' : '';
           for (const r of result) {
             chart.series.push({ label: `${legendOf(target.legend, r.metric).trim() || panel.title}${scraped}`, points: r.points, reference: target.reference, unit: target.unit });
           }
@@ -129,7 +126,7 @@ export async function collectCharts(prometheusUrl: string, start: number, end: n
         }
       }
       if (panel.kind === 'heatmap') chart.series.sort(byBound);
-      if (chart.id === CALLS_IN_FLIGHT_PANEL) {
+      if (panel.callsInFlight) {
         if (extras.probeSamples?.length) {
           const windowMs = (durationSeconds(rateInterval) ?? 0) * 1000;
           chart.series.push({ label: 'permits in use, sampled at random times', points: trailingMean(extras.probeSamples, start, end, step * 1000, windowMs) });

@@ -1,5 +1,5 @@
 // The arrival kinds of a scenario file (burst, constant, ramping, trace), each described
-// once: the time spans its requests start in, every request's send time, how it scales,
+// once: its label, the time spans its requests start in, every request's send time, how it scales,
 // and the k6 scenarios it becomes. Every consumer (scenario scaling, the k6 options, the
 // Node driver, the steady-state check) goes through here. Pure (no Node or k6 imports),
 // so the k6 script uses it too.
@@ -31,6 +31,8 @@ export interface K6Context {
 }
 
 interface ArrivalKind<A extends Arrival> {
+  /** A short name for people (the run's progress line): `burst of 40`, `steady 120/min`. */
+  label(a: A): string;
   /** [from, to] in seconds of the times its requests start at (a burst: single instants). */
   spans(a: A): [number, number][];
   /** Every request it sends, in its own order. */
@@ -48,6 +50,7 @@ const traceEnd = (a: ArrivalOf<'trace'>): number => (a.start ?? 0) + Math.max(0,
 
 const kinds: { [K in Kind]: ArrivalKind<ArrivalOf<K>> } = {
   burst: {
+    label: (a) => `burst of ${a.users}`,
     spans: (a) => burstTimes(a).map((t) => [t, t]),
     sends: (a) => burstTimes(a).flatMap((at) => Array.from({ length: a.users }, () => ({ at }))),
     scale: (a, s) => ({ ...a, at: s.time(a.at), users: s.users(a.users), repeat: a.repeat && { ...a.repeat, every: s.time(a.repeat.every) } }),
@@ -55,6 +58,7 @@ const kinds: { [K in Kind]: ArrivalKind<ArrivalOf<K>> } = {
       burstTimes(a).map((at) => ({ ...base, executor: 'per-vu-iterations', startTime: ms(at), vus: a.users, iterations: 1, maxDuration: ms(requestTimeoutS + 5) })),
   },
   constant: {
+    label: (a) => `steady ${a.perMinute}/min`,
     spans: (a) => [[a.start, a.start + a.duration]],
     sends: (a) => {
       const out: Send[] = [];
@@ -78,6 +82,7 @@ const kinds: { [K in Kind]: ArrivalKind<ArrivalOf<K>> } = {
     },
   },
   ramping: {
+    label: () => 'ramping',
     spans: (a) => [[a.start, a.start + stagesSeconds(a.stages)]],
     sends: (a) => {
       // Integrate the linear rate: one arrival each time the cumulative count passes an integer.
@@ -122,6 +127,7 @@ const kinds: { [K in Kind]: ArrivalKind<ArrivalOf<K>> } = {
     },
   },
   trace: {
+    label: () => 'trace',
     spans: (a) => [[a.start ?? 0, traceEnd(a)]],
     sends: (a) => (a.records ?? []).map((record) => ({ at: (a.start ?? 0) + record.at, record })),
     scale: (a, s) => ({ ...a, start: a.start === undefined ? undefined : s.time(a.start), records: a.records?.map((r) => ({ ...r, at: s.time(r.at) })) }),
@@ -149,6 +155,8 @@ const kinds: { [K in Kind]: ArrivalKind<ArrivalOf<K>> } = {
 // The table is keyed by kind, so each entry fits the arrival it is looked up for.
 const kindOf = (a: Arrival): ArrivalKind<Arrival> => kinds[a.kind] as unknown as ArrivalKind<Arrival>;
 
+/** A short name of the arrival for people. */
+export const arrivalLabel = (a: Arrival): string => kindOf(a).label(a);
 /** The [from, to] spans, in seconds, that an arrival's requests start in. */
 export const arrivalSpans = (a: Arrival): [number, number][] => kindOf(a).spans(a);
 /** Every request an arrival sends. */

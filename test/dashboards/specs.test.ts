@@ -255,3 +255,11 @@ describe('recording rules and runbooks', () => {
     for (const alert of buildAlerts(defaultConfig)) expect(readme, alert.name).toContain(`### ${alert.name}\n`);
   });
 });
+
+describe('the calls-in-flight panel', () => {
+  it('is one panel, flagged in its spec, and it draws the permits-in-use gauge the report marks as scraped', () => {
+    const flagged = buildDashboards(defaultConfig).flatMap((d) => panelsOf(d).filter((p) => p.callsInFlight).map((p) => ({ uid: d.uid, panel: p })));
+    expect(flagged.map((f) => `${f.uid}/${f.panel.key}`)).toEqual(['quotascope-limiter/littles-law']);
+    expect(flagged[0].panel.targets.some((t) => t.expr.includes(limiterMetrics.permitsInUse.name))).toBe(true);
+  });
+});

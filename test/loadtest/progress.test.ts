@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseK6Progress, phaseAt, plannedSeconds, progressLine, RunProgress } from '../../loadtest/k6/progress.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
+import { arrivalLabel } from '../../loadtest/scenario/arrivals.ts';
 
 const scenario: ScenarioFile = {
   name: 'main',
@@ -39,6 +40,13 @@ describe('progress', () => {
     expect(phaseAt(scenario, 10)).toBe('after burst of 10');
     expect(phaseAt(scenario, 100)).toBe('steady 40/min');
     expect(phaseAt(scenario, 330)).toBe('draining');
+  });
+
+  it('every arrival kind has a label', () => {
+    expect(arrivalLabel({ kind: 'burst', at: 0, users: 3 })).toBe('burst of 3');
+    expect(arrivalLabel({ kind: 'constant', start: 0, duration: 60, perMinute: 12 })).toBe('steady 12/min');
+    expect(arrivalLabel({ kind: 'ramping', start: 0, startPerMinute: 0, stages: [{ duration: 10, targetPerMinute: 6 }] })).toBe('ramping');
+    expect(arrivalLabel({ kind: 'trace', file: 'trace.jsonl' })).toBe('trace');
   });
 
   it('the line: phase, elapsed of planned, requests, acquire p95, 429s, timeouts', () => {
