@@ -1,15 +1,16 @@
-// The native run endpoint, POST /v1/agents/{name}/run, shared by the agent service (the
-// sample trees) and `serve` (a user's tree): it runs the tree for one document in a fresh
+// The native run endpoint, POST /v1/agents/{name}/run (and its listing, GET /v1/agents),
+// mounted by mountNativeRun in the agent service (the sample trees) and `serve` (a user's tree): it runs the tree for one document in a fresh
 // session and answers with the text plus what the run cost: branch outcomes per author,
 // model calls, tokens and the longest permit wait.
 import { type Event, isFinalResponse, type Runner, StreamingMode, stringifyContent } from '@google/adk';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, sinceArrival } from './access-log.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { type BranchResult, collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
-import { describeIssues, type RunRequest, runRequestSchema } from './request-schema.ts';
+import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
 import { type CallReportLike, type RequestUsage, summarizeUsage, withCallReports } from './run-context.ts';
+import type { PublishedAgent } from './tree-shapes.ts';
 
 const tracer = trace.getTracer('quotascope-agent');
 
@@ -229,4 +230,18 @@ export function nativeRunHandler(host: NativeRunHost): RequestHandler {
       host.runs.delete(run);
     }
   };
+}
+
+/** What GET /v1/agents lists: the names served and each one's published model-call count. */
+export interface NativeAgentList {
+  readonly trees: readonly string[];
+  readonly agents: readonly PublishedAgent[];
+}
+
+/** The native routes on `app`: GET /v1/agents and POST /v1/agents/{name}/run. */
+export function mountNativeRun(app: Express, list: NativeAgentList, host: NativeRunHost): void {
+  app.get('/v1/agents', (_req, res) => {
+    res.json(list);
+  });
+  app.post('/v1/agents/:name/run', stampArrival, express.json({ limit: MAX_BODY_BYTES, strict: true }), nativeRunHandler(host));
 }

@@ -9,9 +9,9 @@ import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts'
 import { BATCH_LANE, createLimiter, type Limiter } from './limiter.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from './http-server.ts';
 import { createAgentMetrics } from './metrics.ts';
-import { nativeRunHandler, stampArrival } from './native-run.ts';
+import { mountNativeRun } from './native-run.ts';
 import { ProviderGemini } from './provider-model.ts';
-import { MAX_BODY_BYTES, type RunRequest } from './request-schema.ts';
+import type { RunRequest } from './request-schema.ts';
 import { currentTrafficClass, recordCallReport } from './run-context.ts';
 import { publishedAgents, TREE_NAMES, type TreeName } from './tree-shapes.ts';
 import { type BuiltTree, buildTree, SYNTHESIZER } from './trees.ts';
@@ -105,34 +105,25 @@ export async function startAgentService(
     res.type(registry.contentType).send(await registry.metrics());
   });
 
-  app.get('/v1/agents', (_req, res) => {
-    res.json({ trees: TREE_NAMES, agents: publishedAgents() });
+  mountNativeRun(app, { trees: TREE_NAMES, agents: publishedAgents() }, {
+    metrics,
+    accessLog,
+    streaming: config.streaming,
+    inFlight,
+    runs,
+    unknown: (name) => (isTreeName(name) ? undefined : `unknown tree "${name}"; known trees: ${TREE_NAMES.join(', ')}`),
+    resolve: (name, request) => {
+      const { tree, runner } = runnerFor(name as TreeName, request);
+      return {
+        runner,
+        appName: APP_NAME,
+        branches: tree.branches,
+        maxLlmCalls: tree.maxLlmCalls,
+        finalAuthor: SYNTHESIZER,
+        logFields: name === 'wide' ? { width: request.width, branches: request.branches } : {},
+      };
+    },
   });
-
-  app.post(
-    '/v1/agents/:name/run',
-    stampArrival,
-    express.json({ limit: MAX_BODY_BYTES, strict: true }),
-    nativeRunHandler({
-      metrics,
-      accessLog,
-      streaming: config.streaming,
-      inFlight,
-      runs,
-      unknown: (name) => (isTreeName(name) ? undefined : `unknown tree "${name}"; known trees: ${TREE_NAMES.join(', ')}`),
-      resolve: (name, request) => {
-        const { tree, runner } = runnerFor(name as TreeName, request);
-        return {
-          runner,
-          appName: APP_NAME,
-          branches: tree.branches,
-          maxLlmCalls: tree.maxLlmCalls,
-          finalAuthor: SYNTHESIZER,
-          logFields: name === 'wide' ? { width: request.width, branches: request.branches } : {},
-        };
-      },
-    }),
-  );
 
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not found: the API is POST /v1/agents/{tree}/run, GET /healthz, GET /metrics' });

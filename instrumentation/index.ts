@@ -14,6 +14,7 @@ export {
   MAX_WAITING_LIMIT,
 } from './defaults.ts';
 export { ERROR_CODES, RateLimitExhausted, RateLimitTimeout } from './errors.ts';
+export { redactUrl } from './redact-url.ts';
 export { type TokenEstimator, UsageEstimator } from './estimator.ts';
 export type { AdaptiveLimit } from './limits/adaptive-limit.ts';
 export { AimdLimit, type AimdOptions } from './limits/aimd.ts';

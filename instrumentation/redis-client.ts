@@ -5,7 +5,10 @@
 // notices it from its own command deadline and calls reconnect(), which drops the client
 // and connects a new one in the background, each attempt bounded by connectTimeoutMs.
 import { createClient } from 'redis';
+import { redactUrl } from './redact-url.ts';
 import type { RedisScriptClient } from './redis-token-budget.ts';
+
+export { redactUrl };
 
 export interface BudgetRedisOptions {
   /** Give up a connection attempt (at start, and each reconnect) after this long (default 2,000 ms). */
@@ -141,16 +144,4 @@ export async function connectBudgetRedis(url: string, options: BudgetRedisOption
     throw new Error(`cannot connect to Redis at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
   }
   return new BudgetRedisClient(url, client, { connectTimeoutMs, closeTimeoutMs: options.closeTimeoutMs ?? 500, onError: options.onError });
-}
-
-/** The URL without user and password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.username = '';
-    parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return '(invalid URL)';
-  }
 }

@@ -10,8 +10,7 @@ import { type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
 import { AgentConfigError, formatIssues } from '../config.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-server.ts';
 import { createAgentMetrics } from '../metrics.ts';
-import { nativeRunHandler, stampArrival } from '../native-run.ts';
-import { MAX_BODY_BYTES } from '../request-schema.ts';
+import { mountNativeRun } from '../native-run.ts';
 import { countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount } from '../tree-count.ts';
 import type { PublishedAgent } from '../tree-shapes.ts';
 import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../tree-walk.ts';
@@ -122,23 +121,15 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
 
   app.use(adkProtocolRouter({ appName, runner, metrics, branches, inFlight, runs }));
 
-  app.get('/v1/agents', (_req, res) => {
-    res.json({ trees: [appName], agents: [published] });
+  mountNativeRun(app, { trees: [appName], agents: [published] }, {
+    metrics,
+    accessLog: ownAccessLog,
+    streaming: options.streaming,
+    inFlight,
+    runs,
+    unknown: (name) => (name === appName ? undefined : `unknown app "${name}"; this server serves "${appName}"`),
+    resolve: () => ({ runner, appName, branches }),
   });
-  app.post(
-    '/v1/agents/:name/run',
-    stampArrival,
-    express.json({ limit: MAX_BODY_BYTES, strict: true }),
-    nativeRunHandler({
-      metrics,
-      accessLog: ownAccessLog,
-      streaming: options.streaming,
-      inFlight,
-      runs,
-      unknown: (name) => (name === appName ? undefined : `unknown app "${name}"; this server serves "${appName}"`),
-      resolve: () => ({ runner, appName, branches }),
-    }),
-  );
 
   app.use((_req: Request, res: Response) => {
     res.status(404).json({

@@ -1,0 +1,24 @@
+// redactUrl: the URL for messages, without its user and password.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { redactUrl } from '../../instrumentation/index.ts';
+import { redactUrl as fromRedis } from '../../instrumentation/redis.ts';
+
+describe('redactUrl', () => {
+  it('drops user and password, keeps host, port, path and query', () => {
+    expect(redactUrl('redis://admin:s3cret@redis.internal:6380/2?x=1')).toBe('redis://redis.internal:6380/2?x=1');
+    expect(redactUrl('redis://:s3cret@127.0.0.1:6379')).toBe('redis://127.0.0.1:6379');
+    expect(redactUrl('not a url')).toBe('(invalid URL)');
+    expect(fromRedis).toBe(redactUrl);
+  });
+
+  it('property: no password survives', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9]{8,20}$/), fc.stringMatching(/^[a-z]{1,10}$/), (password, user) => {
+        const out = redactUrl(`redis://${user}:${password}@host-${user}.example:6379/0`);
+        expect(out).not.toContain(password);
+        expect(out).toBe(`redis://host-${user}.example:6379/0`);
+      }),
+    );
+  });
+});
