@@ -3,7 +3,8 @@
 // Kubernetes or Prometheus Operator schema (the JSON schemas that kubernetes-models and
 // @kubernetes-models/prometheus-operator generate from the Kubernetes OpenAPI spec and the
 // operator's CRDs); the agent and mock-provider arguments parsed by their own CLIs; the
-// PrometheusRule against rules.yml and through promtool; values.schema.json's bounds.
+// PrometheusRule against rules.yml and through promtool; values.schema.json's bounds, and
+// that they are the agent's own (agent/config.ts's zod schema, read as JSON Schema).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,8 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { parseCliConfig } from '../../agent/config.ts';
+import { z } from 'zod';
+import { agentServiceFields, parseCliConfig } from '../../agent/config.ts';
 import { parseServeArgs } from '../../agent/serve/options.ts';
 import { jobs } from '../../dashboards/config.ts';
 import { sidecarDashboardLabel } from '../../dashboards/render/kubernetes.ts';
@@ -274,6 +276,70 @@ describe('values are validated', () => {
     expect(objects.some((o) => o.metadata.name === 'qs-quotascope-redis')).toBe(false);
     const env = container(byName(objects, 'Deployment', 'qs-quotascope-agent')).env ?? [];
     expect(env.find((e) => e.name === 'REDIS_URL')?.valueFrom).toEqual({ secretKeyRef: { name: 'my-redis', key: 'url' } });
+  });
+});
+
+describe("values.schema.json's bounds are the agent's", () => {
+  interface JsonSchema {
+    type?: string | string[];
+    properties?: Record<string, JsonSchema>;
+    oneOf?: JsonSchema[];
+    anyOf?: JsonSchema[];
+    enum?: unknown[];
+    const?: unknown;
+    pattern?: string;
+    minimum?: number;
+    maximum?: number;
+    exclusiveMinimum?: number;
+    exclusiveMaximum?: number;
+  }
+  const chart = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')) as JsonSchema;
+  const agentSchema = z.toJSONSchema(agentServiceFields, { io: 'input' }) as JsonSchema;
+  const agentField = (key: string) => {
+    const field = agentSchema.properties?.[key];
+    if (!field) throw new Error(`agent/config.ts has no field ${key}`);
+    return field;
+  };
+  const isNumeric = (node: JsonSchema) => [node.type].flat().some((t) => t === 'integer' || t === 'number');
+  /** The numeric branch of a value: the node itself, or its one numeric oneOf/anyOf branch. */
+  const numericPart = (node: JsonSchema): JsonSchema | undefined => (isNumeric(node) ? node : [...(node.oneOf ?? []), ...(node.anyOf ?? [])].find(isNumeric));
+  const bounds = (node: JsonSchema | undefined) => ({
+    type: [node?.type].flat().find((t) => t === 'integer' || t === 'number'),
+    minimum: node?.minimum,
+    maximum: node?.maximum,
+    exclusiveMinimum: node?.exclusiveMinimum,
+    exclusiveMaximum: node?.exclusiveMaximum,
+  });
+  const limiterValues = Object.entries(chart.properties?.limiter.properties ?? {});
+  /** Chart value → the agent option it becomes (limiter.name is --limiter-name). */
+  const pairs: [string, JsonSchema, string][] = [
+    ...limiterValues.map(([key, node]): [string, JsonSchema, string] => [`limiter.${key}`, node, key === 'name' ? 'limiterName' : key]),
+    ['agent.toolDelayMs', chart.properties?.agent.properties?.toolDelayMs as JsonSchema, 'toolDelayMs'],
+    ['agent.provider.httpTimeoutMs', chart.properties?.agent.properties?.provider.properties?.httpTimeoutMs as JsonSchema, 'httpTimeoutMs'],
+  ];
+
+  it('covers every limiter value', () => {
+    expect(limiterValues.length).toBeGreaterThan(10);
+    for (const [, , key] of pairs) expect(() => agentField(key)).not.toThrow();
+  });
+
+  it.each(pairs.filter(([, node]) => numericPart(node) !== undefined).map(([path, node, key]) => ({ path, node, key })))(
+    '$path: the same type, minimum and maximum as the agent option $key',
+    ({ node, key }) => {
+      const agentPart = numericPart(agentField(key));
+      expect(agentPart, `${key} is numeric in agent/config.ts`).toBeDefined();
+      expect(bounds(numericPart(node))).toEqual(bounds(agentPart));
+    },
+  );
+
+  it('enumerations and the limiter name pattern are the agent\'s', () => {
+    for (const [path, node, key] of pairs) {
+      const field = agentField(key);
+      if (node.enum) expect(node.enum, path).toEqual(field.enum);
+      if (node.pattern) expect(node.pattern, path).toBe(field.pattern);
+      const constants = (node.oneOf ?? []).flatMap((b) => (b.const === undefined ? [] : [b.const]));
+      if (constants.length) expect(constants, path).toEqual((field.anyOf ?? field.oneOf ?? []).flatMap((b) => (b.const === undefined ? [] : [b.const])));
+    }
   });
 });
 
