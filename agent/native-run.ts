@@ -1,7 +1,8 @@
-// The native run endpoint, POST /v1/agents/{name}/run (and its listing, GET /v1/agents),
-// mounted by mountNativeRun in the agent service (the sample trees) and `serve` (a user's tree): it runs the tree for one document in a fresh
-// session and answers with the text plus what the run cost: branch outcomes per author,
-// model calls, tokens and the longest permit wait.
+// The native run endpoint, POST /v1/agents/{name}/run, and its listing, GET /v1/agents,
+// which mountNativeRun puts on the agent service (the sample trees) and on `serve` (a user's
+// tree). A run runs the tree for one document in a fresh session and answers with the text
+// plus what the run cost: branch outcomes per author, model calls, tokens and the longest
+// permit wait.
 import { type Event, isFinalResponse, type Runner, StreamingMode, stringifyContent } from '@google/adk';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
