@@ -1,9 +1,11 @@
 // The token-budget contract RateLimitedLlm depends on. Two implementations: TokenBudget (one
 // process, in memory) and RedisTokenBudget (one bucket in Redis shared by every replica).
-// Both: capacity = tokens per minute, continuous refill, FIFO reservations within the
-// process, a request larger than the capacity fails at once, reconcile may go negative.
+// Both: capacity = tokens per window (a minute unless windowMs is set) in the counted tokens,
+// continuous refill, FIFO reservations within the process, a request larger than the
+// capacity fails at once, reconcile may go negative.
 // Every admission hands back a ticket; reconcile settles that ticket, so a budget that keeps
 // per-admission state (TokenBudget's rolling-minute guard) corrects the right entry.
+import type { CountedTokens } from './counted-tokens.ts';
 
 /**
  * One admission: the tokens it took. A budget may keep more in its own tickets; a ticket it
@@ -28,13 +30,17 @@ export interface ReserveOptions {
 }
 
 export interface Budget {
-  /** Bucket capacity in tokens (one minute of tokensPerMinute). */
+  /** Bucket capacity in tokens (one window of tokensPerMinute). */
   readonly capacity: number;
+  /** The tokens this budget counts (its unit); the wrapper reserves and reconciles in it. Unset: DEFAULT_COUNTED_TOKENS. */
+  readonly countedTokens?: CountedTokens;
+  /** The quota window, ms (a minute unless set). */
+  readonly windowMs?: number;
   /** Bucket level in tokens (negative while a debt is repaid). A shared budget reports its last known level. */
   readonly available: number;
   /** Reservations queued in this process. */
   readonly waiting: number;
-  /** Tokens counted in the last 60 s by a rolling-minute guard; undefined without one. */
+  /** Tokens counted in the last window by a rolling-window guard; undefined without one. */
   readonly windowTokens?: number;
   /** A shared budget: whether its store answers now (false while on a fallback); undefined for a local budget. */
   readonly central?: boolean;

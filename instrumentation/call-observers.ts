@@ -4,7 +4,10 @@
 // (with the details the observers need) and every observer reads that same event.
 import type { LlmRequest } from '@google/adk';
 import { type Context, context, type Span, trace } from '@opentelemetry/api';
+import type { Usage } from './counted-tokens.ts';
 import type { TimeoutReason } from './errors.ts';
+
+export type { Usage } from './counted-tokens.ts';
 import type { TokenEstimator } from './estimator.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
 import type { CALL_OUTCOMES } from './metrics/definitions.ts';
@@ -21,20 +24,14 @@ export interface CallReport {
   readonly outcome: CallOutcome;
   /** Time from the call to admission (or to giving up), ms. */
   readonly waitMs: number;
+  /** Tokens reserved, in the budget's counted tokens. */
   readonly reservedTokens: number;
-  /** Tokens counted against the budget: the reported total, or the estimate when none was reported. */
+  /** Tokens counted against the budget: the reported usage's counted tokens, or the estimate when none was reported. */
   readonly actualTokens: number;
   /** Delegate calls made (0 when never admitted). */
   readonly attempts: number;
   /** Whole call time from the first pull to the end, ms. */
   readonly durationMs: number;
-}
-
-/** Token usage the provider reported for a call. */
-export interface Usage {
-  readonly total: number;
-  readonly input?: number;
-  readonly output?: number;
 }
 
 /** What the observers read about a finished call beyond its report. */
@@ -199,7 +196,7 @@ export class CallWatch {
     const { metrics: m, estimator, telemetry } = this.#observers.options;
     const { usage } = details;
     this.#series.tokensActual.add(report.actualTokens);
-    if (usage) estimator.observe?.(this.#request, this.#agent, usage.total);
+    if (usage) estimator.observe?.(this.#request, this.#agent, report.actualTokens);
     m.observe(m.callDuration, this.#series.labels, details.callMs / 1000, this.#exemplar);
     telemetry.recordCall(
       this.#model,

@@ -1,6 +1,7 @@
 // The wrapper's defaults, in one place: RateLimitedLlm, its retry policy and the CLIs that
 // expose these settings all read them from here.
 import type { BackoffOptions } from './backoff.ts';
+import type { CountedTokenKind } from './counted-tokens.ts';
 
 /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms. */
 export const DEFAULT_MAX_WAIT_MS = 20_000;
@@ -21,3 +22,11 @@ export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 500, capMs: 30_000 };
 export const DEFAULT_RETRY_RATIO = 0.1;
 export const DEFAULT_RETRY_WINDOW_MS = 60_000;
 export const DEFAULT_MIN_RETRIES = 10;
+
+/** Tokens a budget counts: input, as Gemini's tokens-per-minute quota does. */
+export const DEFAULT_COUNTED_TOKENS: CountedTokenKind = 'input';
+
+/** The quota window a budget counts in (a provider's per-minute quota), ms, and its bounds. */
+export const DEFAULT_WINDOW_MS = 60_000;
+export const MIN_WINDOW_MS = 1_000;
+export const MAX_WINDOW_MS = 3_600_000;

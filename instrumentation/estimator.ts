@@ -7,10 +7,14 @@
 // "characters" are JavaScript string length (UTF-16 code units). Non-text parts (inline
 // data, function calls) count 0.
 //
-// The built-in estimator adds an output estimate learned per agent: a high quantile of
-// what each agent's recent calls used beyond their counted input, over a sliding window,
-// starting from a configured value and capped by the budget's capacity.
+// The built-in estimator adds what each agent's recent calls counted beyond that rule's
+// input, learned per agent: a high quantile over a sliding window, capped by the budget's
+// capacity. Counting total tokens, that is the output (starting from a configured value);
+// counting input (Gemini's TPM), it is the provider's promptTokenCount beyond the rule
+// (starting from 0), so the reservation is the request's input and output is never reserved.
 import type { LlmRequest } from '@google/adk';
+import { type CountedTokens, countsOutput } from './counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS } from './defaults.ts';
 
 interface PartLike {
   text?: unknown;
@@ -41,12 +45,14 @@ export function estimateInputTokens(request: Pick<LlmRequest, 'contents' | 'conf
 /** What the wrapper asks before reserving, and tells after the provider reported usage. */
 export interface TokenEstimator {
   estimate(request: LlmRequest, agent: string): number;
-  /** actualTokens: the provider's reported total for the call. */
+  /** actualTokens: the provider's reported usage for the call, in the budget's counted tokens. */
   observe?(request: LlmRequest, agent: string, actualTokens: number): void;
 }
 
 export interface UsageEstimatorOptions {
-  /** Output tokens assumed for an agent before any usage was seen (default 1000). */
+  /** The budget's counted tokens (default DEFAULT_COUNTED_TOKENS): input-only reserves no output. */
+  readonly countedTokens?: CountedTokens;
+  /** Output tokens assumed for an agent before any usage was seen, when output counts (default 1000). */
   readonly initialOutputTokens?: number;
   /** Quantile of recent output usage to reserve (default 0.95). */
   readonly quantile?: number;
@@ -56,8 +62,9 @@ export interface UsageEstimatorOptions {
   readonly maxTokens?: number;
 }
 
-/** Input by the counting rule + a learned per-agent quantile of the rest of the usage. */
+/** Input by the counting rule + a learned per-agent quantile of the rest of the counted usage. */
 export class UsageEstimator implements TokenEstimator {
+  readonly countedTokens: CountedTokens;
   readonly initialOutputTokens: number;
   readonly quantile: number;
   readonly window: number;
@@ -66,7 +73,8 @@ export class UsageEstimator implements TokenEstimator {
   readonly #inputOf = new WeakMap<object, number>();
 
   constructor(options: UsageEstimatorOptions = {}) {
-    this.initialOutputTokens = options.initialOutputTokens ?? 1000;
+    this.countedTokens = options.countedTokens ?? DEFAULT_COUNTED_TOKENS;
+    this.initialOutputTokens = countsOutput(this.countedTokens) ? (options.initialOutputTokens ?? 1000) : 0;
     this.quantile = options.quantile ?? 0.95;
     this.window = options.window ?? 100;
     this.maxTokens = options.maxTokens ?? Number.POSITIVE_INFINITY;
@@ -75,7 +83,7 @@ export class UsageEstimator implements TokenEstimator {
     if (!(this.initialOutputTokens >= 0)) throw new RangeError('initialOutputTokens must be >= 0');
   }
 
-  /** The learned output estimate for an agent (the configured start until usage is seen). */
+  /** The learned estimate beyond the rule's input for an agent (the configured start until usage is seen). */
   outputEstimate(agent: string): number {
     const samples = this.#samples.get(agent);
     if (!samples || samples.length === 0) return this.initialOutputTokens;

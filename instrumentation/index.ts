@@ -3,7 +3,9 @@
 // helpers in ./testing.ts; everything else is internal.
 
 export { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions } from './budget.ts';
+export { COUNTED_TOKEN_KINDS, type CountedTokenKind, type CountedTokens, type Usage } from './counted-tokens.ts';
 export {
+  DEFAULT_COUNTED_TOKENS,
   DEFAULT_BACKOFF,
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_MAX_CALL_MS,
@@ -11,6 +13,9 @@ export {
   DEFAULT_MIN_RETRIES,
   DEFAULT_RETRY_RATIO,
   DEFAULT_RETRY_WINDOW_MS,
+  DEFAULT_WINDOW_MS,
+  MAX_WINDOW_MS,
+  MIN_WINDOW_MS,
   MAX_WAITING_LIMIT,
 } from './defaults.ts';
 export { ERROR_CODES, RateLimitExhausted, RateLimitTimeout } from './errors.ts';

@@ -21,7 +21,8 @@ import { type Admission, AdmissionControl } from './admission.ts';
 import type { Budget } from './budget.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
-import { DEFAULT_MAX_CALL_MS, MAX_WAITING_LIMIT } from './defaults.ts';
+import { type CountedTokens, countedTokensSchema, countTokens } from './counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS, MAX_WAITING_LIMIT } from './defaults.ts';
 import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
@@ -45,7 +46,12 @@ export interface RateLimitedLlmOptions extends TelemetryOptions, RetrySettings {
   readonly semaphore?: FairSemaphore;
   /** Tokens-per-minute budget (TokenBudget, or RedisTokenBudget shared by replicas); without one only concurrency is limited. */
   readonly budget?: Budget;
-  /** Tokens to reserve per call: a number, a function of the request, or an estimator. Default: UsageEstimator. */
+  /**
+   * Which tokens a call is charged (the budget's unit): 'input' (Gemini's TPM), 'total', or a
+   * function of usage. Default: the budget's countedTokens, else DEFAULT_COUNTED_TOKENS.
+   */
+  readonly countedTokens?: CountedTokens;
+  /** Tokens to reserve per call, in counted tokens: a number, a function of the request, or an estimator. Default: UsageEstimator. */
   readonly estimatedTokens?: number | ((request: LlmRequest) => number) | TokenEstimator;
   /**
    * Most calls waiting for a permit or budget at once (`snapshot().waiting`); a call that
@@ -84,6 +90,7 @@ const optionsSchema = z.looseObject({
   name: z.string().min(1),
   maxConcurrent: z.number().int().min(1).optional(),
   estimatedTokens: z.union([z.number().finite().nonnegative(), z.function(), z.object({ estimate: z.function() })]).optional(),
+  countedTokens: countedTokensSchema.optional(),
   maxWaitMs: z.number().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).optional(),
   maxAttempts: z.number().int().min(1).optional(),
   maxCallMs: z.number().finite().positive().optional(),
@@ -100,6 +107,11 @@ function validateOptions(options: RateLimitedLlmOptions): void {
   }
   if (!options.semaphore && options.maxConcurrent === undefined) {
     throw new TypeError('RateLimitedLlm options: maxConcurrent: give maxConcurrent or a shared semaphore');
+  }
+  const own = options.countedTokens;
+  const budgets = options.budget?.countedTokens;
+  if (own !== undefined && budgets !== undefined && own !== budgets) {
+    throw new TypeError(`RateLimitedLlm options: countedTokens: ${String(own)} differs from the budget's (${String(budgets)}); set it on the budget`);
   }
 }
 
@@ -192,6 +204,8 @@ export class RateLimitedLlm extends BaseLlm {
   readonly delegate: BaseLlm;
   readonly semaphore: FairSemaphore;
   readonly budget: Budget | undefined;
+  /** The tokens a call is charged, reserved and reconciled in (the budget's unit). */
+  readonly countedTokens: CountedTokens;
   readonly estimator: TokenEstimator;
   readonly metrics: LimiterMetrics;
   readonly maxWaitMs: number;
@@ -215,7 +229,8 @@ export class RateLimitedLlm extends BaseLlm {
     this.semaphore =
       options.semaphore ?? new FairSemaphore(options.maxConcurrent as number, { clock: this.#clock });
     this.budget = options.budget;
-    this.estimator = toEstimator(options.estimatedTokens, options.budget);
+    this.countedTokens = options.countedTokens ?? options.budget?.countedTokens ?? DEFAULT_COUNTED_TOKENS;
+    this.estimator = toEstimator(options.estimatedTokens, options.budget, this.countedTokens);
     this.#retry = new RetryPolicy({ ...options, clock: this.#clock });
     this.maxWaitMs = this.#retry.maxWaitMs;
     this.maxAttempts = this.#retry.maxAttempts;
@@ -419,7 +434,7 @@ export class RateLimitedLlm extends BaseLlm {
     state.permit?.release();
     const usage = state.finalUsage ?? state.lastPartialUsage;
     const reserved = admitted ? admission.reserved : 0;
-    const actual = usage?.total ?? reserved;
+    const actual = this.#counted(usage) ?? reserved;
     if (admitted && admission.ticket) this.budget?.reconcile(admission.ticket, actual);
     const { outcome, error, attempts, rateLimited } = result;
     const report: CallReport = {
@@ -436,6 +451,15 @@ export class RateLimitedLlm extends BaseLlm {
     state.ended = true;
     if (outcome === 'ok') channel.end();
     else channel.fail(error);
+  }
+
+  /** The call's counted tokens; a throwing countedTokens function counts as unreported (the estimate stands). */
+  #counted(usage: Usage | undefined): number | undefined {
+    try {
+      return countTokens(this.countedTokens, usage);
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -512,8 +536,12 @@ function followCallerAbort(callerSignal: AbortSignal, state: CallState): () => v
   return () => callerSignal.removeEventListener('abort', onAbort);
 }
 
-function toEstimator(option: RateLimitedLlmOptions['estimatedTokens'], budget: Budget | undefined): TokenEstimator {
+function toEstimator(
+  option: RateLimitedLlmOptions['estimatedTokens'],
+  budget: Budget | undefined,
+  countedTokens: CountedTokens,
+): TokenEstimator {
   if (typeof option === 'number') return { estimate: () => option };
   if (typeof option === 'function') return { estimate: (request) => option(request) };
-  return option ?? new UsageEstimator({ maxTokens: budget?.capacity });
+  return option ?? new UsageEstimator({ maxTokens: budget?.capacity, countedTokens });
 }

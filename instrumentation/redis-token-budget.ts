@@ -32,8 +32,10 @@ import { z } from 'zod';
 import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions } from './budget.ts';
 import { type Clock, realClock, type TimerHandle, unrefTimer, withDeadline } from './clock.ts';
 import { BudgetRequestTooLarge, CentralBudgetUnavailable } from './errors.ts';
+import type { CountedTokens } from './counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS } from './defaults.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
-import { TokenBudget } from './token-budget.ts';
+import { checkBudgetOptions, TokenBudget } from './token-budget.ts';
 import { type Waiter, WaiterQueue } from './waiter-queue.ts';
 
 /** KEYS[1] = the bucket (a hash: level, at). ARGV = capacity, tokens per ms, op, amount.
@@ -99,8 +101,12 @@ export const DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS = 1_000;
 export interface RedisTokenBudgetOptions {
   /** A connected client (see connectBudgetRedis); the caller owns and closes it. */
   readonly client: RedisScriptClient;
-  /** Capacity of the SHARED bucket: the fleet's tokens per minute. */
+  /** Capacity of the SHARED bucket: the fleet's tokens per window (per minute unless windowMs is set). */
   readonly tokensPerMinute: number;
+  /** Which tokens the bucket counts (default 'input', as Gemini's TPM); see TokenBudgetOptions. */
+  readonly countedTokens?: CountedTokens;
+  /** The quota window, ms (default 60,000): capacity and refill per window. */
+  readonly windowMs?: number;
   /** The limiter name: the `limiter` metric label and the default key suffix. */
   readonly name: string;
   /** Redis key of the bucket (default `quotascope:budget:<name>`). Replicas sharing a quota use the same key. */
@@ -152,6 +158,8 @@ const optionsSchema = z.looseObject({
 export class RedisTokenBudget implements Budget {
   readonly tokensPerMinute: number;
   readonly capacity: number;
+  readonly countedTokens: CountedTokens;
+  readonly windowMs: number;
   readonly key: string;
   readonly centralOutage: CentralOutagePolicy;
   readonly #perMs: number;
@@ -179,9 +187,7 @@ export class RedisTokenBudget implements Budget {
 
   constructor(options: RedisTokenBudgetOptions) {
     const { tokensPerMinute } = options;
-    if (!Number.isFinite(tokensPerMinute) || tokensPerMinute <= 0) {
-      throw new RangeError(`tokensPerMinute must be a positive number, got ${tokensPerMinute}`);
-    }
+    checkBudgetOptions(tokensPerMinute, options);
     if (!options.name) throw new TypeError('RedisTokenBudget options: name: required (the limiter name)');
     const parsed = optionsSchema.safeParse(options);
     if (!parsed.success) {
@@ -195,14 +201,16 @@ export class RedisTokenBudget implements Budget {
     this.centralOutage = centralOutage;
     this.tokensPerMinute = tokensPerMinute;
     this.capacity = tokensPerMinute;
-    this.#perMs = tokensPerMinute / 60_000;
+    this.countedTokens = options.countedTokens ?? DEFAULT_COUNTED_TOKENS;
+    this.windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
+    this.#perMs = tokensPerMinute / this.windowMs;
     this.#client = options.client;
     this.#name = options.name;
     this.key = options.key ?? `${DEFAULT_KEY_PREFIX}${options.name}`;
     this.#clock = options.clock ?? realClock;
     this.#local =
       centralOutage === 'fail-open' && options.localShareTokensPerMinute !== undefined
-        ? new TokenBudget(options.localShareTokensPerMinute, { clock: this.#clock })
+        ? new TokenBudget(options.localShareTokensPerMinute, { clock: this.#clock, countedTokens: this.countedTokens, windowMs: this.windowMs })
         : undefined;
     this.#retryRedisAfterMs = options.retryRedisAfterMs ?? 1_000;
     this.#maxPollMs = options.maxPollMs ?? 1_000;

@@ -1,4 +1,5 @@
-// The tokens admitted over the last minute, for TokenBudget's rolling-minute guard.
+// The tokens admitted over the last window (a minute unless told otherwise), for
+// TokenBudget's rolling-window guard.
 //
 // Provider quotas are counted per minute window. A token bucket of one minute's capacity that
 // starts full admits up to capacity + refill (2 × the rate) in one 60 s window while it
@@ -6,22 +7,25 @@
 // admitted and when, so the budget can refuse anything that would make a 60 s window hold
 // more than tokensPerMinute.
 //
-// Memory is bounded: admissions are summed per 100 ms slot in a ring of 601 slots. A slot is
-// counted until its END is a minute old (60.0 to 60.1 s after each admission in it, never
-// less), so no 60 s window is ever undercounted; the price is at most 100 ms of extra wait.
+// Memory is bounded: admissions are summed per slot of 1/600 of the window (100 ms of a
+// minute) in a ring of 601 slots. A slot is counted until its END is a window old (60.0 to
+// 60.1 s after each admission in it, never less), so no window is ever undercounted; the
+// price is at most one slot of extra wait.
 // A slot number is the admission's ticket: reconcile adjusts that slot, so the window counts
 // what the call really used (an underestimate's debt included) while the slot is live.
 
-const SLOT_MS = 100;
-const WINDOW_MS = 60_000;
+/** Slots per window. */
+const SLOTS_PER_WINDOW = 600;
 /** Slots live at once: an admission in slot s is counted while the current slot < s + SLOTS. */
-const SLOTS = WINDOW_MS / SLOT_MS + 1;
+const SLOTS = SLOTS_PER_WINDOW + 1;
 // Sums of floating-point adjustments; tolerate rounding noise.
 const EPSILON = 1e-6;
 
 export class RollingWindow {
-  /** The most a 60 s window may hold (tokensPerMinute). */
+  /** The most one window may hold. */
   readonly limit: number;
+  readonly windowMs: number;
+  readonly #slotMs: number;
   /** Absolute slot number held at each ring position (-Infinity = empty). */
   readonly #slotAt = new Float64Array(SLOTS).fill(Number.NEGATIVE_INFINITY);
   readonly #tokens = new Float64Array(SLOTS);
@@ -29,8 +33,10 @@ export class RollingWindow {
   /** Newest slot seen; every slot <= current - SLOTS has been subtracted from the sum. */
   #current = Number.NEGATIVE_INFINITY;
 
-  constructor(limit: number) {
+  constructor(limit: number, windowMs = 60_000) {
     this.limit = limit;
+    this.windowMs = windowMs;
+    this.#slotMs = windowMs / SLOTS_PER_WINDOW;
   }
 
   /** Tokens counted in the window ending now. */
@@ -90,15 +96,15 @@ export class RollingWindow {
       const pos = position(slot);
       if (this.#slotAt[pos] !== slot) continue;
       freed += this.#tokens[pos];
-      if (freed + EPSILON >= excess) return Math.max(1, Math.ceil((slot + SLOTS) * SLOT_MS - now));
+      if (freed + EPSILON >= excess) return Math.max(1, Math.ceil((slot + SLOTS) * this.#slotMs - now));
     }
     // Only reachable for tokens > limit, which callers refuse up front.
-    return WINDOW_MS + SLOT_MS;
+    return this.windowMs + this.#slotMs;
   }
 
   /** Move to the slot of `now`, subtracting the slots that left the window; returns it. */
   #advance(now: number): number {
-    const slot = Math.max(Math.floor(now / SLOT_MS), this.#current);
+    const slot = Math.max(Math.floor(now / this.#slotMs), this.#current);
     if (slot === this.#current) return slot;
     if (slot - this.#current >= SLOTS) {
       // Everything in the ring is at least a minute old.

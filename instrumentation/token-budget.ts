@@ -1,5 +1,6 @@
-// A token bucket in model tokens. It refills continuously at tokensPerMinute / 60,000 per
-// millisecond up to one minute's worth. Reservations wait in FIFO order (a large one is
+// A token bucket in model tokens (the counted tokens: input, or input + output; see
+// counted-tokens.ts). It refills continuously at tokensPerMinute / windowMs per millisecond
+// up to one window's worth (windowMs is a minute unless a provider counts in shorter windows). Reservations wait in FIFO order (a large one is
 // not starved by a stream of small ones) and are settled against the provider's reported
 // usage afterwards: an underestimate drives the level negative, so the debt is repaid
 // before new calls start.
@@ -13,6 +14,8 @@
 // quota refills continuously.
 import type { Budget, BudgetTicket, ReserveOptions } from './budget.ts';
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
+import { type CountedTokens, countedTokensSchema } from './counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WINDOW_MS, MIN_WINDOW_MS } from './defaults.ts';
 import { BudgetRequestTooLarge } from './errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { WaiterQueue } from './waiter-queue.ts';
@@ -29,6 +32,30 @@ export interface TokenBudgetOptions {
    * may admit up to 2 × tokensPerMinute in a minute while a full bucket drains.
    */
   rollingWindow?: boolean;
+  /**
+   * Which tokens the budget counts (its unit): 'input' (default, as Gemini's TPM), 'total',
+   * or a function of usage. The wrapper reserves and reconciles in this unit.
+   */
+  countedTokens?: CountedTokens;
+  /**
+   * The quota window, ms (default 60,000): the bucket holds and refills tokensPerMinute per
+   * window, and the rolling guard counts this window. Bounded to [1,000, 3,600,000].
+   */
+  windowMs?: number;
+}
+
+/** Checks the options every budget shares; throws a RangeError naming the field. */
+export function checkBudgetOptions(tokensPerMinute: number, options: { countedTokens?: unknown; windowMs?: number }): void {
+  if (!Number.isFinite(tokensPerMinute) || tokensPerMinute <= 0) {
+    throw new RangeError(`tokensPerMinute must be a positive number, got ${tokensPerMinute}`);
+  }
+  const windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
+  if (!Number.isInteger(windowMs) || windowMs < MIN_WINDOW_MS || windowMs > MAX_WINDOW_MS) {
+    throw new RangeError(`windowMs must be a whole number of ms in [${MIN_WINDOW_MS}, ${MAX_WINDOW_MS}], got ${windowMs}`);
+  }
+  if (options.countedTokens !== undefined && !countedTokensSchema.safeParse(options.countedTokens).success) {
+    throw new RangeError(`countedTokens must be 'input', 'total' or a function of usage, got ${JSON.stringify(options.countedTokens)}`);
+  }
 }
 
 /** A TokenBudget's admission: its tokens and the rolling-window slot they were counted in. */
@@ -48,8 +75,11 @@ class TokenTicket implements BudgetTicket {
 const EPSILON = 1e-6;
 
 export class TokenBudget implements Budget {
+  /** Tokens per window (per minute unless windowMs says otherwise). */
   readonly tokensPerMinute: number;
   readonly capacity: number;
+  readonly countedTokens: CountedTokens;
+  readonly windowMs: number;
   readonly #perMs: number;
   readonly #clock: Clock;
   readonly #window: RollingWindow | undefined;
@@ -59,16 +89,16 @@ export class TokenBudget implements Budget {
   #wakeTimer: TimerHandle | undefined;
 
   constructor(tokensPerMinute: number, options: TokenBudgetOptions = {}) {
-    if (!Number.isFinite(tokensPerMinute) || tokensPerMinute <= 0) {
-      throw new RangeError(`tokensPerMinute must be a positive number, got ${tokensPerMinute}`);
-    }
+    checkBudgetOptions(tokensPerMinute, options);
     this.tokensPerMinute = tokensPerMinute;
     this.capacity = tokensPerMinute;
-    this.#perMs = tokensPerMinute / 60_000;
+    this.countedTokens = options.countedTokens ?? DEFAULT_COUNTED_TOKENS;
+    this.windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
+    this.#perMs = tokensPerMinute / this.windowMs;
     this.#clock = options.clock ?? realClock;
     this.#level = Math.min(options.initialLevel ?? this.capacity, this.capacity);
     this.#refilledAt = this.#clock.now();
-    this.#window = options.rollingWindow === false ? undefined : new RollingWindow(tokensPerMinute);
+    this.#window = options.rollingWindow === false ? undefined : new RollingWindow(tokensPerMinute, this.windowMs);
     // The head may have left: the next waiter may fit now, or needs its own wake-up.
     this.#waiters = new WaiterQueue({ clock: this.#clock, what: 'token budget', onGiveUp: () => this.#admit() });
   }

@@ -50,7 +50,7 @@ async function run(agent: LlmAgent | SequentialAgent, text: string): Promise<Eve
 function wrapper(script: Script, maxConcurrent: number, extra: { maxWaitMs?: number } = {}) {
   const registry = new Registry();
   const delegate = new FakeLlm(script);
-  const budget = new TokenBudget(1_000_000);
+  const budget = new TokenBudget(1_000_000, { countedTokens: 'total' });
   const llm = new RateLimitedLlm({ delegate, name: 'gemini', maxConcurrent, budget, estimatedTokens: 1000, registry, ...extra });
   return { registry, delegate, budget, llm };
 }

@@ -200,8 +200,8 @@ describe('estimator', () => {
     expect(estimateInputTokens({ contents: [] })).toBe(0);
   });
 
-  it('learns a high quantile of output per agent, starting from the configured value, capped', () => {
-    const est = new UsageEstimator({ initialOutputTokens: 800, quantile: 0.9, window: 10, maxTokens: 2_000 });
+  it('counting total tokens: learns a high quantile of output per agent, starting from the configured value, capped', () => {
+    const est = new UsageEstimator({ countedTokens: 'total', initialOutputTokens: 800, quantile: 0.9, window: 10, maxTokens: 2_000 });
     const req = request('a', 'x'.repeat(400)); // 100 input tokens
     expect(est.estimate(req, 'a')).toBe(900);
     for (let i = 1; i <= 10; i++) est.observe(req, 'a', 100 + i * 10); // outputs 10..100

@@ -188,7 +188,7 @@ describe('RedisTokenBudget: one bucket shared by two replicas', () => {
     const wrappers = await Promise.all(
       [0, 1].map(async () => {
         const registry = new Registry();
-        const budget = new RedisTokenBudget({ client: await client(), name: 'test', key, tokensPerMinute: 6_000, registry });
+        const budget = new RedisTokenBudget({ client: await client(), name: 'test', key, tokensPerMinute: 6_000, countedTokens: 'total', registry });
         return new RateLimitedLlm({ delegate, name: 'test', maxConcurrent: 10, budget, estimatedTokens: 1_000, maxWaitMs: 300, registry });
       }),
     );

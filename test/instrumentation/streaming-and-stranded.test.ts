@@ -9,7 +9,7 @@ import { consume, delay, metricValue, until } from './helpers.ts';
 function harness(script: Script, maxCallMs = 60_000) {
   const registry = new Registry();
   const delegate = new FakeLlm(script);
-  const budget = new TokenBudget(60_000);
+  const budget = new TokenBudget(60_000, { countedTokens: 'total' });
   const reconcile = vi.spyOn(budget, 'reconcile');
   const reports: CallReport[] = [];
   const llm = new RateLimitedLlm({

@@ -33,7 +33,7 @@ describe('OpenTelemetry', () => {
         usageMetadata: { promptTokenCount: 70, candidatesTokenCount: 30, totalTokenCount: 100 },
       };
     });
-    const llm = new RateLimitedLlm({ delegate, name: 'otel', maxConcurrent: 1, estimatedTokens: 10, registry: new Registry(), meterProvider });
+    const llm = new RateLimitedLlm({ delegate, name: 'otel', maxConcurrent: 1, estimatedTokens: 10, countedTokens: 'total', registry: new Registry(), meterProvider });
     const tracer = trace.getTracer('test');
     await tracer.startActiveSpan('call_llm', async (parent) => {
       const first = consume(llm.generateContentAsync(request('reviewer_1')));

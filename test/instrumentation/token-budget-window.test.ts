@@ -267,7 +267,7 @@ describe('RateLimitedLlm with the rolling-minute guard', () => {
 
   it('settles each call in its own window entry and reports llm_limiter_budget_window_tokens', async () => {
     const registry = new Registry();
-    const budget = new TokenBudget(60_000);
+    const budget = new TokenBudget(60_000, { countedTokens: 'total' });
     const delegate = new FakeLlm(async function* () {
       yield textResponse('done', 40);
     });
@@ -283,7 +283,7 @@ describe('RateLimitedLlm with the rolling-minute guard', () => {
   it('a call that waited for the window gets its ticket too', async () => {
     const clock = new ManualClock();
     const registry = new Registry();
-    const budget = new TokenBudget(1_000, { clock });
+    const budget = new TokenBudget(1_000, { clock, countedTokens: 'total' });
     const delegate = new FakeLlm(async function* () {
       yield textResponse('done', 100);
     });
