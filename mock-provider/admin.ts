@@ -54,6 +54,17 @@ export function adminRouter(state: MockState, adminToken: string | undefined): R
       throw error;
     }
   });
+  // The oracle's per-window record: what the provider counted in each quota window.
+  router.get('/admin/quota/windows', (_req, res) => {
+    const config = state.config;
+    res.json({
+      windowMs: config.quotaWindowMs,
+      countedTokens: config.countedTokens,
+      tokensPerWindow: config.tokensPerMinute,
+      requestsPerWindow: config.requestsPerMinute,
+      windows: state.quota.windows(),
+    });
+  });
   router.post('/admin/reset', (_req, res) => {
     state.reset();
     res.json({ reset: true, config: state.config });

@@ -110,6 +110,7 @@ const SETTINGS: readonly Setting[] = [
   { flag: 'requests-per-day', help: "requests/day per API key, or 'off' (default off)", apply: field('requestsPerDay', (v) => integerOrOff('requests-per-day', v)) },
   { flag: 'max-concurrent', help: "concurrent requests per API key, or 'off' (default off)", apply: field('maxConcurrent', (v) => integerOrOff('max-concurrent', v)) },
   { flag: 'quota-window', help: 'fixed | sliding | bucket (default fixed)', apply: field('quotaWindow', (v) => v) },
+  { flag: 'quota-window-ms', help: 'length of the quota window, ms: the per-minute quotas count per window this long (default 60000)', apply: field('quotaWindowMs', (v) => integer('quota-window-ms', v)) },
   { flag: 'counted-tokens', help: 'tokens charged to tokens/min: input | input+output (default input)', apply: field('countedTokens', (v) => v) },
   {
     flag: 'throttle-probability',

@@ -113,6 +113,12 @@ export const mockConfigSchema = z.strictObject({
   maxConcurrent: z.number().int().positive().max(MAX_CONCURRENT).nullable().default(null),
   /** fixed: per-minute windows aligned to the clock; sliding: the last 60 s; bucket: refills limit/60 per second. */
   quotaWindow: z.enum(['fixed', 'sliding', 'bucket']).default('fixed'),
+  /**
+   * Length of the quota window, ms: requestsPerMinute and tokensPerMinute are counted per
+   * window of this length (a minute by default; some providers enforce per-minute limits over
+   * 1–10 s windows). A change forgets the usage recorded so far.
+   */
+  quotaWindowMs: z.number().int().min(1_000).max(3_600_000).default(60_000),
   /** Tokens charged against tokensPerMinute: input at admission, output (if counted) when the response ends. */
   countedTokens: z.enum(['input', 'input+output']).default('input'),
   /** Real Gemini sends no Retry-After header on 429; set true to add one (OpenAI always has it). */

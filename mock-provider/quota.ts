@@ -176,28 +176,90 @@ export interface RateStatus {
 /** How long a request refused for concurrency is told to wait (no real provider documents one). */
 export const CONCURRENT_RETRY_MS = 1000;
 
+/** One closed or current quota window: what it counted (the API key that counted most). */
+export interface WindowCount {
+  /** Window start, ms on the mock's clock (a multiple of the window length). */
+  readonly start: number;
+  readonly tokens: number;
+  readonly requests: number;
+}
+
+/** Windows remembered per key for GET /admin/quota/windows. */
+const WINDOWS_KEPT = 1_000;
+
+/**
+ * Tokens and requests counted per clock-aligned window, per key: the oracle's record of what
+ * each window of the quota held (for `fixed` windows, exactly what the quota counted).
+ */
+class WindowLog {
+  readonly #byKey = new Map<string, Map<number, { tokens: number; requests: number }>>();
+
+  record(key: string, now: number, windowMs: number, tokens: number, requests: number): void {
+    let windows = this.#byKey.get(key);
+    if (!windows) {
+      windows = new Map();
+      this.#byKey.set(key, windows);
+    }
+    const start = Math.floor(now / windowMs) * windowMs;
+    const entry = windows.get(start);
+    if (entry) {
+      entry.tokens += tokens;
+      entry.requests += requests;
+    } else {
+      windows.set(start, { tokens, requests });
+      if (windows.size > WINDOWS_KEPT) windows.delete(windows.keys().next().value as number);
+    }
+  }
+
+  /** Per window start (oldest first), the count of the key that counted the most tokens. */
+  windows(): WindowCount[] {
+    const peak = new Map<number, WindowCount>();
+    for (const windows of this.#byKey.values()) {
+      for (const [start, count] of windows) {
+        const best = peak.get(start);
+        if (!best || count.tokens > best.tokens) peak.set(start, { start, ...count });
+      }
+    }
+    return [...peak.values()].sort((a, b) => a.start - b.start);
+  }
+}
+
 export class QuotaBook {
   readonly #clock: Clock;
   #keys = new Map<string, KeyState>();
   #kind: MockConfig['quotaWindow'] = 'fixed';
+  #windowMs = MINUTE_MS;
+  #log = new WindowLog();
 
   constructor(clock: Clock) {
     this.#clock = clock;
   }
 
-  /** Forgets all usage (POST /admin/reset, or a change of window kind). */
-  reset(kind: MockConfig['quotaWindow']): void {
+  /** Forgets all usage (POST /admin/reset, or a change of window kind or length). */
+  reset(kind: MockConfig['quotaWindow'], windowMs = MINUTE_MS): void {
     this.#keys = new Map();
+    this.#log = new WindowLog();
     this.#kind = kind;
+    this.#windowMs = windowMs;
+  }
+
+  /** The window length in force, ms. */
+  get windowMs(): number {
+    return this.#windowMs;
+  }
+
+  /** What each clock-aligned window counted, oldest first (the last ones are kept). */
+  windows(): WindowCount[] {
+    return this.#log.windows();
   }
 
   #state(key: string, config: MockConfig): KeyState {
-    if (config.quotaWindow !== this.#kind) this.reset(config.quotaWindow);
+    if (config.quotaWindow !== this.#kind || config.quotaWindowMs !== this.#windowMs) this.reset(config.quotaWindow, config.quotaWindowMs);
     let state = this.#keys.get(key);
     if (!state) {
       state = {
-        requests: createWindow(this.#kind, MINUTE_MS),
-        tokens: createWindow(this.#kind, MINUTE_MS),
+        requests: createWindow(this.#kind, this.#windowMs),
+        tokens: createWindow(this.#kind, this.#windowMs),
         day: new FixedWindow(DAY_MS),
         inFlight: 0,
       };
@@ -228,6 +290,9 @@ export class QuotaBook {
     state.day.add(now, 1);
     state.requests.add(now, 1);
     state.tokens.add(now, inputTokens);
+    const log = this.#log;
+    const windowMs = this.#windowMs;
+    log.record(key, now, windowMs, inputTokens, 1);
     state.inFlight++;
     let finished = false;
     return {
@@ -237,7 +302,9 @@ export class QuotaBook {
         finished = true;
         state.inFlight--;
         if (config.countedTokens === 'input+output' && outputTokens > 0) {
-          state.tokens.add(this.#clock.now(), outputTokens);
+          const end = this.#clock.now();
+          state.tokens.add(end, outputTokens);
+          log.record(key, end, windowMs, outputTokens, 0);
         }
       },
     };
@@ -267,7 +334,7 @@ export class QuotaBook {
       requests_per_day: 0,
       concurrent: 0,
     };
-    if (config.quotaWindow !== this.#kind) return peak;
+    if (config.quotaWindow !== this.#kind || config.quotaWindowMs !== this.#windowMs) return peak;
     for (const state of this.#keys.values()) {
       peak.requests_per_minute = Math.max(peak.requests_per_minute, state.requests.used(now, config.requestsPerMinute));
       peak.tokens_per_minute = Math.max(peak.tokens_per_minute, state.tokens.used(now, config.tokensPerMinute));

@@ -20,7 +20,7 @@ export class MockState {
     this.clock = clock;
     this.#config = config;
     this.quota = new QuotaBook(clock);
-    this.quota.reset(config.quotaWindow);
+    this.quota.reset(config.quotaWindow, config.quotaWindowMs);
     this.random = createRandom(config.seed);
     this.metrics = createMockMetrics(() => this.#quotaFigures());
     this.#startTimeline();
@@ -49,7 +49,7 @@ export class MockState {
 
   /** Forgets quota usage and metric values, reseeds, and restarts the timeline from 0 s. */
   reset(): void {
-    this.quota.reset(this.#config.quotaWindow);
+    this.quota.reset(this.#config.quotaWindow, this.#config.quotaWindowMs);
     this.metrics.registry.resetMetrics();
     this.random = createRandom(this.#config.seed);
     this.#startTimeline();
