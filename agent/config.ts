@@ -4,7 +4,8 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { CENTRAL_OUTAGE_POLICIES } from '../instrumentation/budget.ts';
-import { MAX_WAITING_LIMIT } from '../instrumentation/defaults.ts';
+import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WAITING_LIMIT, MAX_WINDOW_MS, MIN_WINDOW_MS } from '../instrumentation/defaults.ts';
 import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
 import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from './worked-example.ts';
 
@@ -37,8 +38,12 @@ export const agentServiceFields = z.object({
   limiterName: z.string().regex(/^[a-z][a-z0-9_-]*$/).default('gemini'),
   /** Concurrent model calls per replica. */
   permits: z.int().min(1).max(10_000).default(WORKED_EXAMPLE.permits),
-  /** Token budget per minute for the WHOLE fleet; each replica gets replicaShare of it. */
+  /** Token budget per minute (per quota window) for the WHOLE fleet; each replica gets replicaShare of it. */
   tokensPerMinute: z.int().min(1).max(MAX_TOKENS_PER_MINUTE).default(WORKED_EXAMPLE_TOKENS_PER_MINUTE),
+  /** Which tokens the budget counts, as the provider's quota does: `input` (Gemini's TPM) or `total`. */
+  countedTokens: z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
+  /** The provider quota's window, ms: the budget holds and refills tokensPerMinute per window. */
+  quotaWindowMs: z.int().min(MIN_WINDOW_MS).max(MAX_WINDOW_MS).default(DEFAULT_WINDOW_MS),
   /** Share of tokensPerMinute this replica may spend (1/replicas when several share a quota). */
   replicaShare: z.number().gt(0).max(1).default(1),
   /**
@@ -46,7 +51,7 @@ export const agentServiceFields = z.object({
    * tokens (counted) plus a per-agent estimate of output learned from reported usage.
    */
   estimatedTokensPerCall: z.int().min(1).max(MAX_TOKENS_PER_CALL).optional(),
-  /** Output tokens assumed for an agent before any of its usage was seen. */
+  /** Output tokens assumed for an agent before any of its usage was seen (when countedTokens is total). */
   initialOutputTokens: z.int().min(0).max(MAX_TOKENS_PER_CALL).default(WORKED_EXAMPLE.outputTokensPerCall),
   /** Longest a call waits for a permit and budget before its branch times out. */
   maxWaitMs: z.int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(WORKED_EXAMPLE.maxWaitMs),
@@ -148,6 +153,8 @@ export const LIMITER_OPTION_KEYS = [
   'limiterName',
   'permits',
   'tokensPerMinute',
+  'countedTokens',
+  'quotaWindowMs',
   'replicaShare',
   'estimatedTokensPerCall',
   'initialOutputTokens',
@@ -183,6 +190,8 @@ export const OPTION_SOURCES = {
   limiterName: { flag: 'limiter-name', env: 'LIMITER_NAME' },
   permits: { flag: 'permits', env: 'LIMITER_PERMITS' },
   tokensPerMinute: { flag: 'tokens-per-minute', env: 'LIMITER_TOKENS_PER_MINUTE' },
+  countedTokens: { flag: 'counted-tokens', env: 'LIMITER_COUNTED_TOKENS' },
+  quotaWindowMs: { flag: 'quota-window-ms', env: 'LIMITER_QUOTA_WINDOW_MS' },
   replicaShare: { flag: 'replica-share', env: 'LIMITER_REPLICA_SHARE' },
   estimatedTokensPerCall: { flag: 'estimated-tokens-per-call', env: 'LIMITER_ESTIMATED_TOKENS_PER_CALL' },
   initialOutputTokens: { flag: 'initial-output-tokens', env: 'LIMITER_INITIAL_OUTPUT_TOKENS' },
@@ -210,6 +219,7 @@ const NUMERIC = new Set<string>([
   'port',
   'permits',
   'tokensPerMinute',
+  'quotaWindowMs',
   'replicaShare',
   'estimatedTokensPerCall',
   'initialOutputTokens',
@@ -289,10 +299,13 @@ export const CLI_USAGE = `usage: node agent/cli.ts [flags]
   --model NAME                   model name (AGENT_MODEL, default gemini-2.5-flash)
   --limiter-name NAME            limiter label (LIMITER_NAME, default gemini)
   --permits N                    concurrent model calls per replica (LIMITER_PERMITS, default ${WORKED_EXAMPLE.permits})
-  --tokens-per-minute N          fleet token budget (LIMITER_TOKENS_PER_MINUTE, default ${WORKED_EXAMPLE_TOKENS_PER_MINUTE})
+  --tokens-per-minute N          fleet token budget per quota window (LIMITER_TOKENS_PER_MINUTE, default ${WORKED_EXAMPLE_TOKENS_PER_MINUTE})
+  --counted-tokens input|total   tokens the budget counts, as the provider's quota does (LIMITER_COUNTED_TOKENS,
+                                 default input: Gemini's TPM counts input tokens)
+  --quota-window-ms N            the provider quota's window, ms (LIMITER_QUOTA_WINDOW_MS, default 60000)
   --replica-share F              share of the budget per replica (LIMITER_REPLICA_SHARE, default 1/replicas)
   --estimated-tokens-per-call N  fixed up-front reservation (LIMITER_ESTIMATED_TOKENS_PER_CALL; default: input + learned output)
-  --initial-output-tokens N      output assumed before usage is seen (LIMITER_INITIAL_OUTPUT_TOKENS, default ${WORKED_EXAMPLE.outputTokensPerCall})
+  --initial-output-tokens N      output assumed before usage is seen, counting total (LIMITER_INITIAL_OUTPUT_TOKENS, default ${WORKED_EXAMPLE.outputTokensPerCall})
   --max-wait-ms N                bounded wait for permit + budget (LIMITER_MAX_WAIT_MS, default ${WORKED_EXAMPLE.maxWaitMs})
   --http-timeout-ms N            provider HTTP timeout (PROVIDER_TIMEOUT_MS, default 120000)
   --tool-delay-ms N              the tools tree's slow tool (TOOL_DELAY_MS, default 1000)

@@ -77,6 +77,8 @@ export async function createLimiter(
       name: config.limiterName,
       tokensPerMinute: config.tokensPerMinute,
       centralOutage: config.centralOutage,
+      countedTokens: config.countedTokens,
+      windowMs: config.quotaWindowMs,
       localShareTokensPerMinute: staticShare,
       registry,
       onCentralChange: (central, error) =>
@@ -89,7 +91,11 @@ export async function createLimiter(
         ),
     });
   } else {
-    budget = new TokenBudget(staticShare, { rollingWindow: config.budgetWindow === 'rolling' });
+    budget = new TokenBudget(staticShare, {
+      rollingWindow: config.budgetWindow === 'rolling',
+      countedTokens: config.countedTokens,
+      windowMs: config.quotaWindowMs,
+    });
   }
   const adaptiveLimit =
     config.quotaSharing === 'adaptive'
@@ -112,7 +118,12 @@ export async function createLimiter(
     budget,
     // Capped by the static share: in central mode a call must also fit the fallback bucket.
     estimatedTokens:
-      config.estimatedTokensPerCall ?? new UsageEstimator({ initialOutputTokens: config.initialOutputTokens, maxTokens: Math.min(budget.capacity, staticShare) }),
+      config.estimatedTokensPerCall ??
+      new UsageEstimator({
+        countedTokens: config.countedTokens,
+        initialOutputTokens: config.initialOutputTokens,
+        maxTokens: Math.min(budget.capacity, staticShare),
+      }),
     maxWaitMs: config.maxWaitMs,
     maxWaiting: config.maxWaiting,
     registry,

@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
+import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
 import { limiterMetrics, MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
 import { RunProgress } from './k6/progress.ts';
@@ -19,6 +21,7 @@ import { writeReport } from './report/write.ts';
 import { loadScenario, ScenarioError } from './scenario/schema.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { putMockConfig } from './stack/mock-admin.ts';
+import { MOCK_COUNTED_TOKENS } from './stack/mock-parameters.ts';
 import { freePort, ProcessGroup, waitForHealthy } from './stack/processes.ts';
 import { AGENT_JOB, MOCK_JOB, startPrometheus, waitForFirstScrape } from './stack/prometheus.ts';
 import { findTool } from './stack/tools.ts';
@@ -36,6 +39,8 @@ const USAGE = `usage: npm start -- [flags]
   --quota-rpm N       provider requests per minute (default ${EX.quotaRequestsPerMinute})
   --call-seconds S    model call latency at the mock (default ${EX.callSeconds})
   --tokens N          input tokens per model call (default ${EX.inputTokensPerCall})
+  --counted-tokens K  which tokens the quota counts: input (Gemini's TPM, default) or total; the mock,
+                      the budget, the planner and the report all take it from here
   --permits N         permits per replica (default ${EX.permits})
   --max-wait-ms N     limiter maxWait (default ${EX.maxWaitMs})
   --report-dir DIR    where reports/<run-id> goes (default reports)`;
@@ -51,6 +56,7 @@ const flagsSchema = z.object({
   'quota-rpm': z.coerce.number().int().positive().default(EX.quotaRequestsPerMinute),
   'call-seconds': z.coerce.number().positive().max(600).default(EX.callSeconds),
   tokens: z.coerce.number().int().min(101).max(1_000_000).default(EX.inputTokensPerCall),
+  'counted-tokens': z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
   permits: z.coerce.number().int().positive().max(10_000).default(EX.permits),
   'max-wait-ms': z.coerce.number().int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(EX.maxWaitMs),
   'report-dir': z.string().min(1).default('reports'),
@@ -111,12 +117,13 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   const mockConfig = {
     requestsPerMinute: flags['quota-rpm'],
     tokensPerMinute: flags['quota-tpm'],
+    countedTokens: MOCK_COUNTED_TOKENS[flags['counted-tokens']],
     timeToFirstTokenMs: { kind: 'fixed', value: Math.round(flags['call-seconds'] * 100) },
     perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
     outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
   };
   await putMockConfig(mockUrl, mockConfig);
-  console.log(`[main] mock provider on ${mockUrl} (quota ${flags['quota-rpm']} req/min, ${flags['quota-tpm']} tokens/min, ~${flags['call-seconds']} s per call)`);
+  console.log(`[main] mock provider on ${mockUrl} (quota ${flags['quota-rpm']} req/min, ${flags['quota-tpm']} ${flags['counted-tokens']} tokens/min, ~${flags['call-seconds']} s per call)`);
 
   const agentPort = await freePort();
   group.start('agent', node, [
@@ -127,7 +134,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     '--permits', String(flags.permits),
     '--tokens-per-minute', String(Math.round(flags['quota-tpm'] * BUDGET_FRACTION)),
     '--max-wait-ms', String(flags['max-wait-ms']),
-    '--estimated-tokens-per-call', String(flags.tokens + OUTPUT_TOKENS),
+    '--counted-tokens', flags['counted-tokens'],
   ]);
   const agentUrls = Array.from({ length: flags.replicas }, (_, i) => `http://127.0.0.1:${agentPort + i}`);
   for (const url of agentUrls) await waitForHealthy('agent service', `${url}/healthz`, 60_000, () => group.assertRunning());
@@ -179,6 +186,7 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     agentUrl: agentUrls[0],
     stack: {
       outputTokensPerCall: OUTPUT_TOKENS,
+      countedTokens: flags['counted-tokens'],
       latencySeconds: flags['call-seconds'],
       quotaRequestsPerMinute: flags['quota-rpm'],
       quotaTokensPerMinute: flags['quota-tpm'],

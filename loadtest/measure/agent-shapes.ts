@@ -11,7 +11,9 @@ export type AgentShapes = Readonly<Record<string, TreeShape | null>>;
 export const BUILT_IN_SHAPES: AgentShapes = TREE_SHAPES;
 
 const count = z.number().int().min(0).max(10_000);
-const shapeSchema = z.object({ parallelBranches: count, callsPerBranch: count, sequentialSteps: count }).nullable();
+const shapeSchema = z
+  .object({ parallelBranches: count, callsPerBranch: count, sequentialSteps: count, branchOutputsPerStep: z.number().min(0).max(100).optional() })
+  .nullable();
 const agentsSchema = z.object({
   agents: z.array(z.object({ name: z.string().min(1), modelCallsPerRequest: count.nullable(), shape: shapeSchema })),
 });

@@ -49,6 +49,8 @@ export interface ComparisonRow {
 
 export interface PlanVsMeasured {
   binding: string;
+  /** Which tokens the plan, the budget and the quota counted. */
+  countedTokens: string;
   /** The latency the planner was given, s (compare with measured.callSeconds). */
   plannedCallSeconds: number;
   measuredCallSeconds: number | undefined;
@@ -85,6 +87,7 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   if (measured.permitsInUseProbed !== undefined) rows.push(row('permits in use', permitsHeld, measured.permitsInUseProbed));
   return {
     binding: p.binding.axis,
+    countedTokens: p.input.countedTokens,
     plannedCallSeconds: p.input.latencySeconds,
     measuredCallSeconds: measured.callSeconds,
     permitsInUseScraped: measured.permitsInUseScraped,
@@ -119,7 +122,7 @@ export function formatComparison(c: PlanVsMeasured): string {
   const seconds = Math.round((c.window.end - c.window.start) / 1000);
   const call = c.measuredCallSeconds === undefined ? '-' : `${c.measuredCallSeconds.toFixed(3)} s`;
   const lines = [
-    `plan vs measured (binding quota: ${c.binding}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
+    `plan vs measured (binding quota: ${c.binding}, ${c.countedTokens} tokens counted; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
     `  ${'quantity'.padEnd(20)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,
   ];
   for (const r of c.rows) {

@@ -1,6 +1,7 @@
 // Where a run's steady state is, and what the planner is told about it: shared by `npm start`
 // and `npm run loadtest -- <scenario> --plan`.
 import type { TreeShape } from '../../agent/tree-shapes.ts';
+import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { PlanInput } from '../planner/index.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
 import { resolveRequest } from '../scenario/request.ts';
@@ -61,6 +62,8 @@ export function steadyWindow(phase: SteadyPhase, callSeconds: number): { from: n
 
 export interface StackParameters {
   outputTokensPerCall: number;
+  /** Which tokens the quota and the budget count (the run's one setting). */
+  countedTokens: CountedTokenKind;
   latencySeconds: number;
   quotaRequestsPerMinute: number;
   quotaTokensPerMinute: number;
@@ -77,6 +80,7 @@ export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: Sta
     userRequestsPerMinute: phase.arrival.perMinute,
     inputTokensPerCall: phase.inputTokensPerCall,
     outputTokensPerCall: stack.outputTokensPerCall,
+    countedTokens: stack.countedTokens,
     latencySeconds: stack.latencySeconds,
     quotaRequestsPerMinute: stack.quotaRequestsPerMinute,
     quotaTokensPerMinute: stack.quotaTokensPerMinute,

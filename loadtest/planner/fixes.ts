@@ -1,6 +1,6 @@
 // The ways to make the fleet sustain the peak demand, each sized to the smallest change that
 // closes the shortfall, ranked by how large that change is relative to today.
-import { replicaCallsPerMinute, requiredUserRequestsPerReplica } from './budget.ts';
+import { replicaCallsPerMinute, requiredUserRequestsPerReplica, tokensPerCall } from './budget.ts';
 import type { ValidPlanInput } from './input.ts';
 import type { TreeShape } from './plan.ts';
 
@@ -36,8 +36,7 @@ function maxCallsPerRequest(input: ValidPlanInput): number {
 function quotaFix(input: ValidPlanInput, tree: TreeShape): Fix {
   const need = requiredUserRequestsPerReplica(input);
   const callsPerMinute = need * tree.callsPerRequest * input.replicas;
-  const tokensPerCall = input.inputTokensPerCall + input.outputTokensPerCall;
-  const tpm = Math.max(input.quotaTokensPerMinute, Math.ceil((callsPerMinute * tokensPerCall) / input.budgetFraction));
+  const tpm = Math.max(input.quotaTokensPerMinute, Math.ceil((callsPerMinute * tokensPerCall(input)) / input.budgetFraction));
   const rpm = Math.max(input.quotaRequestsPerMinute, Math.ceil(callsPerMinute / input.budgetFraction));
   const change = Math.max(tpm / input.quotaTokensPerMinute, rpm / input.quotaRequestsPerMinute) - 1;
   const parts: string[] = [];
@@ -57,7 +56,9 @@ function shorterPromptsFix(input: ValidPlanInput, tree: TreeShape): Fix {
   const callsPerReplica = need * tree.callsPerRequest;
   const requestsPerReplica = (input.quotaRequestsPerMinute * input.budgetFraction) / input.replicas;
   const tokensPerReplica = (input.quotaTokensPerMinute * input.budgetFraction) / input.replicas;
-  const maxInput = Math.floor(tokensPerReplica / callsPerReplica - input.outputTokensPerCall + 1e-9);
+  // The mean counted tokens per call minus this call's input: the output counted and the steps' extra input.
+  const rest = tokensPerCall(input) - input.inputTokensPerCall;
+  const maxInput = Math.floor(tokensPerReplica / callsPerReplica - rest + 1e-9);
   if (requestsPerReplica + 1e-9 < callsPerReplica || maxInput < 1) {
     const why = maxInput < 1 ? 'the output tokens alone exceed the budget' : 'requests per minute bind, not tokens';
     return { kind: 'shorter-prompts', feasible: false, change: 1, summary: `shorter prompts cannot close the gap: ${why}` };
@@ -98,11 +99,10 @@ function smallerModelFix(input: ValidPlanInput, tree: TreeShape): Fix {
   const need = requiredUserRequestsPerReplica(input);
   const kept = Math.min(tree.callsPerRequest, maxCallsPerRequest(input));
   const moved = tree.callsPerRequest - kept;
-  const tokensPerCall = input.inputTokensPerCall + input.outputTokensPerCall;
   const movedPerMinute = need * moved * input.replicas;
   const smallModelQuota = {
     requestsPerMinute: Math.ceil(movedPerMinute / input.budgetFraction),
-    tokensPerMinute: Math.ceil((movedPerMinute * tokensPerCall) / input.budgetFraction),
+    tokensPerMinute: Math.ceil((movedPerMinute * tokensPerCall(input)) / input.budgetFraction),
   };
   const change = moved / tree.callsPerRequest;
   return {

@@ -15,6 +15,7 @@ export const numericFlags = {
   '--users-per-minute': { field: 'userRequestsPerMinute', help: 'peak user requests per minute, whole fleet' },
   '--input-tokens': { field: 'inputTokensPerCall', help: 'average input tokens per model call' },
   '--output-tokens': { field: 'outputTokensPerCall', help: 'average output tokens per model call' },
+  '--step-input-tokens': { field: 'stepInputTokensPerCall', help: "average input tokens of a sequential step's call (--input-tokens)" },
   '--latency': { field: 'latencySeconds', help: 'average model call latency, seconds' },
   '--quota-rpm': { field: 'quotaRequestsPerMinute', help: 'provider quota, requests per minute' },
   '--quota-tpm': { field: 'quotaTokensPerMinute', help: 'provider quota, tokens per minute' },
@@ -62,7 +63,7 @@ function flagOf(field: string): string {
 
 /** Parses argv (without node and the script); throws a FlagError naming the bad flag. */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const values: Partial<Record<PlanInputField, number>> = {};
+  const values: Partial<Record<PlanInputField, number | string>> = {};
   let example: ExampleName | undefined;
   let json = false;
   let treeGiven = false;
@@ -84,6 +85,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     } else if (name === '--tree') {
       Object.assign(values, parseTree(takeValue()));
       treeGiven = true;
+    } else if (name === '--counted-tokens') {
+      values.countedTokens = takeValue();
     } else if (name === '--example') {
       const value = takeValue();
       if (!Object.hasOwn(examples, value)) {
@@ -110,7 +113,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     const issue = issues.find((i) => i.field in values) ?? issues[0];
     const given = values[issue.field as PlanInputField];
     const fromTree = treeGiven && ['parallelBranches', 'callsPerBranch', 'sequentialSteps'].includes(issue.field);
-    const flag = fromTree ? '--tree' : flagOf(issue.field);
+    const flag = fromTree ? '--tree' : issue.field === 'countedTokens' ? '--counted-tokens' : flagOf(issue.field);
     throw new FlagError(`${flag}: ${issue.message}${given === undefined ? '' : ` (got ${given})`}`);
   }
   return { help: false, json, input: parsePlanInput(merged) };
@@ -126,6 +129,7 @@ export function usage(): string {
     'Give the calls per request, or the tree: parallel branches × calls per branch + sequential steps.',
     '',
     ...lines,
+    `  ${'--counted-tokens K'.padEnd(width)}which tokens the quota counts: input (Gemini's TPM, default) or total`,
     `  ${'--tree BxC[+S]'.padEnd(width)}the tree in one flag: B parallel branches × C calls + S sequential steps (4x1+1)`,
     `  ${'--example NAME'.padEnd(width)}start from a named example (${Object.keys(examples).join(', ')}); flags override it`,
     `  ${'--json'.padEnd(width)}print the plan as JSON`,

@@ -39,7 +39,8 @@ export function formatPlan(plan: Plan): string {
     `Capacity plan: ${treeLine(plan)}`,
     section(`Demand (peak ${trim(demand.userRequestsPerMinute, 2)} user requests/min)`, [
       ['calls', `${trim(demand.callsPerMinute, 1)} calls/min (${trim(demand.callsPerSecond, 1)} calls/s)`],
-      ['tokens', `${compactCount(demand.tokensPerMinute)} tokens/min (${compactCount(demand.tokensPerCall)} per call)`],
+      // Total tokens read as plain "tokens" (the worked example's wording); input-counted quotas say so.
+      ['tokens', `${compactCount(demand.tokensPerMinute)} ${input.countedTokens === 'input' ? 'input tokens' : 'tokens'}/min (${compactCount(demand.tokensPerCall)} per call)`],
       [
         'quota use',
         `requests ${pct(quotaUse.requests)} of ${compactCount(quota.requestsPerMinute)}/min, tokens ${pct(quotaUse.tokens)} of ${compactCount(quota.tokensPerMinute)}/min`,

@@ -2,6 +2,7 @@
 // the CLI maps each to a flag (see flags.ts) so an error can name the flag the user typed.
 import { z } from 'zod';
 import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
+import { COUNTED_TOKEN_KINDS } from '../../instrumentation/counted-tokens.ts';
 
 // A missing field and a non-number get different messages, so the CLI can say "required".
 const number = (what: string) =>
@@ -26,6 +27,11 @@ export const planInputSchema = z
     userRequestsPerMinute: positive('user requests per minute'),
     /** Average input (prompt) tokens per model call. */
     inputTokensPerCall: positive('input tokens per call'),
+    /**
+     * Average input tokens of a sequential step's call (default: inputTokensPerCall). A step
+     * that reads the branches' outputs (a synthesizer) has more.
+     */
+    stepInputTokensPerCall: positive('step input tokens per call').optional(),
     /** Average output tokens per model call. */
     outputTokensPerCall: number('output tokens per call')
       .min(0, 'output tokens per call must be >= 0'),
@@ -33,8 +39,10 @@ export const planInputSchema = z
     latencySeconds: positive('latency'),
     /** Provider quota: requests per minute. */
     quotaRequestsPerMinute: positive('quota requests per minute'),
-    /** Provider quota: tokens per minute (input + output tokens count). */
+    /** Provider quota: tokens per minute, of the kind countedTokens says. */
     quotaTokensPerMinute: positive('quota tokens per minute'),
+    /** Which tokens the quota counts: input (Gemini's TPM, the default) or total (input + output). */
+    countedTokens: z.enum(COUNTED_TOKEN_KINDS, { error: 'counted tokens must be input or total' }).default('input'),
     /** Share of the quota the limiters may use, leaving headroom for estimate errors. */
     budgetFraction: positive('budget fraction').max(1, 'budget fraction must be <= 1').default(WORKED_EXAMPLE.budgetFraction),
     /** Agent service replicas; each gets an equal static share of the budget. */

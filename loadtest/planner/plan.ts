@@ -1,7 +1,7 @@
 // The capacity plan: from an agent tree's fan-out, the peak demand and the provider quota to
 // the budget each replica needs, what the fleet can sustain, the burst shape and the fixes.
 // Pure arithmetic (Little's law, static quota shares); every figure is explained in README.md.
-import { replicaCallsPerMinute } from './budget.ts';
+import { branchCallTokens, replicaCallsPerMinute, tokensPerCall as meanTokensPerCall } from './budget.ts';
 import { rankFixes } from './fixes.ts';
 import type { Fix } from './fixes.ts';
 import { parsePlanInput } from './input.ts';
@@ -140,7 +140,7 @@ function burstShape(input: ValidPlanInput, tree: TreeShape, permits: number, rep
   const callsAtStart = busiestUsers * tree.parallelBranches;
   const queued = Math.max(0, callsAtStart - permits);
   const queuedWaitSeconds = Math.ceil(queued / permits) * input.latencySeconds;
-  const tokensAtStart = callsAtStart * (input.inputTokensPerCall + input.outputTokensPerCall);
+  const tokensAtStart = callsAtStart * branchCallTokens(input);
   return {
     users: input.burstUsers,
     waves,
@@ -158,7 +158,7 @@ function burstShape(input: ValidPlanInput, tree: TreeShape, permits: number, rep
 export function plan(rawInput: PlanInput): Plan {
   const input = parsePlanInput(rawInput);
   const tree = treeShape(input);
-  const tokensPerCall = input.inputTokensPerCall + input.outputTokensPerCall;
+  const tokensPerCall = meanTokensPerCall(input);
   const callsPerMinute = input.userRequestsPerMinute * tree.callsPerRequest;
   const tokensPerMinute = callsPerMinute * tokensPerCall;
   const requestsUse = callsPerMinute / input.quotaRequestsPerMinute;

@@ -1,7 +1,11 @@
 // What the planner needs from the mock provider's live config (GET /admin/config): its
 // quota, the mean output tokens and the mean call latency its distributions produce.
 import { z } from 'zod';
+import type { CountedTokenKind } from '../instrumentation/counted-tokens.ts';
 import { getMockConfig } from './mock-admin.ts';
+
+/** The mock provider's name for each kind of counted tokens (its `countedTokens` field). */
+export const MOCK_COUNTED_TOKENS = { input: 'input', total: 'input+output' } as const satisfies Record<CountedTokenKind, string>;
 
 const distribution = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('fixed'), value: z.number() }),
@@ -17,6 +21,7 @@ const mockConfigSchema = z.object({
   timeToFirstTokenMs: distribution,
   perOutputTokenMs: distribution,
   outputTokens: distribution,
+  countedTokens: z.enum(['input', 'input+output']).default('input'),
 });
 
 /** z for the 99th percentile of a standard normal. */
@@ -42,6 +47,8 @@ export interface MockParameters {
   quotaRequestsPerMinute: number;
   quotaTokensPerMinute: number;
   outputTokensPerCall: number;
+  /** Which tokens the mock's token quota counts. */
+  countedTokens: CountedTokenKind;
   /** Mean provider-side call time: first token, then the rest of the output. */
   latencySeconds: number;
 }
@@ -58,6 +65,7 @@ export function mockParameters(config: unknown): MockParameters {
     quotaRequestsPerMinute: c.requestsPerMinute,
     quotaTokensPerMinute: c.tokensPerMinute,
     outputTokensPerCall: output,
+    countedTokens: c.countedTokens === 'input+output' ? 'total' : 'input',
     latencySeconds: (meanOf(c.timeToFirstTokenMs) + Math.max(0, output - 1) * meanOf(c.perOutputTokenMs)) / 1000,
   };
 }

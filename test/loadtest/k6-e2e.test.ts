@@ -126,6 +126,7 @@ describe('k6 against the stack', () => {
       planLatency: 'measured',
       stack: {
         outputTokensPerCall: 100,
+        countedTokens: 'input',
         latencySeconds: CALL_MS / 1000,
         quotaRequestsPerMinute: 1000 * 10,
         quotaTokensPerMinute: 1_000_000,
@@ -152,7 +153,7 @@ describe('k6 against the stack', () => {
     const reports = join(dir, 'cli-reports');
     const args = ['loadtest/cli.ts', file, '--target', agent.url, '--prometheus', prometheusUrl, '--mock-url', mock.url, '--plan', '--report-dir', reports];
     const { stdout } = await promisify(execFile)(process.execPath, args);
-    expect(stdout).toMatch(/plan vs measured \(binding quota: tokens; steady window \d+ s; call time planned 0\.397 s/);
+    expect(stdout).toMatch(/plan vs measured \(binding quota: tokens, input tokens counted; steady window \d+ s; call time planned 0\.397 s/);
     expect(stdout).toMatch(/user requests\/min +120\.0 +\d/);
     const [runId] = readdirSync(reports);
     const saved = JSON.parse(readFileSync(join(reports, runId, 'plan-vs-measured.json'), 'utf8'));
