@@ -182,6 +182,8 @@ export interface WindowCount {
   readonly start: number;
   readonly tokens: number;
   readonly requests: number;
+  /** Requests refused with 429 for a quota in this window. */
+  readonly rateLimited: number;
 }
 
 /** Windows remembered per key for GET /admin/quota/windows. */
@@ -192,9 +194,9 @@ const WINDOWS_KEPT = 1_000;
  * each window of the quota held (for `fixed` windows, exactly what the quota counted).
  */
 class WindowLog {
-  readonly #byKey = new Map<string, Map<number, { tokens: number; requests: number }>>();
+  readonly #byKey = new Map<string, Map<number, { tokens: number; requests: number; rateLimited: number }>>();
 
-  record(key: string, now: number, windowMs: number, tokens: number, requests: number): void {
+  record(key: string, now: number, windowMs: number, tokens: number, requests: number, rateLimited = 0): void {
     let windows = this.#byKey.get(key);
     if (!windows) {
       windows = new Map();
@@ -205,8 +207,9 @@ class WindowLog {
     if (entry) {
       entry.tokens += tokens;
       entry.requests += requests;
+      entry.rateLimited += rateLimited;
     } else {
-      windows.set(start, { tokens, requests });
+      windows.set(start, { tokens, requests, rateLimited });
       if (windows.size > WINDOWS_KEPT) windows.delete(windows.keys().next().value as number);
     }
   }
@@ -272,6 +275,12 @@ export class QuotaBook {
   admit(key: string, inputTokens: number, config: MockConfig): QuotaLease | QuotaRejection {
     const now = this.#clock.now();
     const state = this.#state(key, config);
+    const answer = this.#admit(now, key, state, inputTokens, config);
+    if (!answer.ok) this.#log.record(key, now, this.#windowMs, 0, 0, 1);
+    return answer;
+  }
+
+  #admit(now: number, key: string, state: KeyState, inputTokens: number, config: MockConfig): QuotaLease | QuotaRejection {
     if (config.maxConcurrent !== null && state.inFlight >= config.maxConcurrent) {
       return { ok: false, quota: 'concurrent', limit: config.maxConcurrent, retryMs: CONCURRENT_RETRY_MS };
     }

@@ -22,8 +22,8 @@ describe('quotaWindowMs', () => {
     now = 5_000; // the next 5 s window
     expect(book.admit('k', 900, config).ok).toBe(true);
     expect(book.windows()).toEqual([
-      { start: 0, tokens: 900, requests: 1 },
-      { start: 5_000, tokens: 900, requests: 1 },
+      { start: 0, tokens: 900, requests: 1, rateLimited: 1 },
+      { start: 5_000, tokens: 900, requests: 1, rateLimited: 0 },
     ]);
   });
 });
