@@ -6,15 +6,12 @@
 // requests per second of wall clock and requests per server CPU second (the rate one core
 // would give). Both report each server's best round: contention on a shared machine only
 // lowers a round (fewer requests, and more CPU per request from cache misses).
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { startChild, stopChild } from './support/child-process.ts';
 import type { BenchModule, BenchRow } from './types.ts';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CONCURRENCY = 32;
 const WARMUP_MS = 500;
 const MEASURE_MS = 2_000;
@@ -32,24 +29,6 @@ const requestBody = (i: number) =>
     contents: [{ role: 'user', parts: [{ text: `Document ${String(i).padStart(4, '0')}. ${'Review this document. '.repeat(200)}` }] }],
     systemInstruction: { parts: [{ text: 'You are a careful reviewer.' }] },
   });
-
-/** Starts a server script in a child process and returns its base URL (it prints one line with the URL). */
-async function startChild(args: string[]): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  let output = '';
-  for await (const chunk of child.stdout!) {
-    output += String(chunk);
-    const match = /http:\/\/[\d.]+:\d+/.exec(output);
-    if (match) return { url: match[0], child };
-  }
-  throw new Error(`server exited before printing its URL: ${output}`);
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  await once(child, 'exit');
-}
 
 /**
  * CPU seconds (user + system) a process has used, from /proc (Linux). On a shared machine
