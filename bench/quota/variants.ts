@@ -142,16 +142,21 @@ export async function createReplicaModels(variant: VariantName, settings: Varian
         break;
       }
       case 'bottleneck': {
-        const limiter = new Bottleneck({
-          maxConcurrent: permits,
-          reservoir: share,
-          reservoirRefreshAmount: share,
-          reservoirRefreshInterval: windowMs,
-        });
+        // A job's weight counts against maxConcurrent too, so the token reservoir and the
+        // permits are two limiters: the reservoir first, then a permit.
+        const tokens = new Bottleneck({ reservoir: share, reservoirRefreshAmount: share, reservoirRefreshInterval: windowMs });
+        const concurrency = new Bottleneck({ maxConcurrent: permits });
         const model = new ScheduledLlm(new RetryingGemini(providerUrl, apiKey, windowMs), (request, run) =>
-          limiter.schedule({ weight: Math.min(share, estimateInputTokens(request)) }, run),
+          tokens.schedule({ weight: Math.min(share, estimateInputTokens(request)) }, () => concurrency.schedule(run)),
         );
-        models.push({ model, permitLimit: () => permits, close: () => limiter.stop({ dropWaitingJobs: true }) });
+        models.push({
+          model,
+          permitLimit: () => permits,
+          close: async () => {
+            await tokens.stop({ dropWaitingJobs: true });
+            await concurrency.stop({ dropWaitingJobs: true });
+          },
+        });
         break;
       }
       case 'plain bucket':

@@ -1,0 +1,212 @@
+// One variant of the quota benchmark: a fresh mock provider (the oracle) in its own process,
+// `replicas` ADK review trees each on its own model, user requests sent round-robin at the
+// load's arrival times, then the figures the mock counted per window and the load saw.
+import { type Event, InMemoryRunner } from '@google/adk';
+import { collectBranchOutcomes } from '../../agent/outcomes.ts';
+import { buildTree } from '../../agent/trees.ts';
+import { documentForTokens } from '../../loadtest/k6/document.ts';
+import { startChild, stopChild } from '../support/child-process.ts';
+import { createReplicaModels, type VariantName, type VariantSettings } from './variants.ts';
+
+/** The mock provider's configuration the benchmark sets (GET /admin/config fields). */
+export interface MockShape {
+  readonly quotaWindowMs: number;
+  readonly tokensPerMinute: number;
+  readonly requestsPerMinute: number;
+  readonly timeToFirstTokenMs: { kind: 'fixed'; value: number };
+  readonly perOutputTokenMs: { kind: 'fixed'; value: number };
+  readonly outputTokens: { kind: 'normal'; mean: number; stddev: number };
+  readonly timeline?: readonly { at: number; set: Record<string, unknown> }[];
+}
+
+export interface VariantRun {
+  readonly variant: VariantName;
+  readonly settings: Omit<VariantSettings, 'providerUrl' | 'apiKey' | 'redisKey'>;
+  readonly mock: MockShape;
+  /** Arrival times, ms from the start of the load. */
+  readonly arrivals: readonly number[];
+  readonly loadMs: number;
+  /** After the load, how long requests still running may finish before they are cut off. */
+  readonly graceMs: number;
+  readonly inputTokensPerCall: number;
+}
+
+export interface WindowFigures {
+  readonly start: number;
+  readonly tokens: number;
+  readonly requests: number;
+  readonly rateLimited: number;
+  /** Sum of the replicas' permit limits sampled at the window's end (undefined without permits). */
+  readonly permits?: number;
+}
+
+export interface VariantResult {
+  readonly variant: VariantName;
+  readonly requests: number;
+  /** Requests whose every branch ended ok. */
+  readonly okRequests: number;
+  /**
+   * Goodput's count: whole requests (every branch ok) that ended within the load after its
+   * first window (warm-up), so a backlog worked off after the load earns nothing.
+   */
+  readonly wholeInLoad: number;
+  /** The span wholeInLoad is counted over, ms. */
+  readonly goodputMs: number;
+  /** Requests still running at the cut-off (counted as not ok, their latency censored there). */
+  readonly cutOff: number;
+  readonly latenciesMs: readonly number[];
+  /** Branches that ended in the limiter's timeout. */
+  readonly timeouts: number;
+  /** 429s the provider answered (every attempt). */
+  readonly provider429s: number;
+  /** The windows that lay wholly inside the load, as the provider counted them. */
+  readonly windows: readonly WindowFigures[];
+  readonly loadMs: number;
+}
+
+const APP = 'quota-bench';
+
+interface Outcome {
+  readonly ms: number;
+  /** When it ended, epoch ms. */
+  readonly endAt: number;
+  readonly ok: boolean;
+  readonly timeouts: number;
+  readonly cut: boolean;
+}
+
+/** Runs one variant against its own mock provider; redisUrl is needed for the central variant. */
+export async function runVariant(run: VariantRun, redisUrl?: string): Promise<VariantResult> {
+  const mock = await startChild(['mock-provider/cli.ts', '--port', '0', '--host', '127.0.0.1']);
+  try {
+    const put = await fetch(`${mock.url}/admin/config`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(run.mock),
+    });
+    if (!put.ok) throw new Error(`mock provider config: ${put.status} ${await put.text()}`);
+    const settings: VariantSettings = {
+      ...run.settings,
+      providerUrl: mock.url,
+      apiKey: 'bench-key',
+      redisUrl,
+      redisKey: `quotascope:bench:${process.pid}:${Date.now()}`,
+    };
+    const models = await createReplicaModels(run.variant, settings);
+    try {
+      return await drive(run, models, mock.url);
+    } finally {
+      for (const m of models) await m.close();
+    }
+  } finally {
+    await stopChild(mock.child);
+  }
+}
+
+async function drive(run: VariantRun, models: Awaited<ReturnType<typeof createReplicaModels>>, mockUrl: string): Promise<VariantResult> {
+  const replicas = models.map((m) => {
+    const tree = buildTree('review', m.model, { branches: 8, width: 4, toolDelayMs: 0 });
+    return { tree, runner: new InMemoryRunner({ agent: tree.root, appName: APP }) };
+  });
+  const document = documentForTokens(run.inputTokensPerCall);
+  const cutOff = new AbortController();
+  const permitSamples: { at: number; permits: number | undefined }[] = [];
+  const windowMs = run.mock.quotaWindowMs;
+  const started = Date.now();
+  // The permits of every replica at each window's end (AIMD moves them).
+  const sampler = setInterval(() => {
+    let permits: number | undefined = 0;
+    for (const m of models) {
+      const limit = m.permitLimit();
+      permits = limit === undefined || permits === undefined ? undefined : permits + limit;
+    }
+    permitSamples.push({ at: Date.now(), permits });
+  }, windowMs / 4);
+
+  const pending: Promise<Outcome>[] = [];
+  let next = 0;
+  for (const at of run.arrivals) {
+    const wait = started + at - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const replica = replicas[next++ % replicas.length];
+    pending.push(request(replica, document, cutOff.signal));
+  }
+  const loadEnd = started + run.loadMs;
+  if (loadEnd > Date.now()) await new Promise((resolve) => setTimeout(resolve, loadEnd - Date.now()));
+  const cut = setTimeout(() => cutOff.abort(new Error('benchmark cut-off')), run.graceMs);
+  const outcomes = await Promise.all(pending);
+  clearTimeout(cut);
+  clearInterval(sampler);
+
+  const record = (await (await fetch(`${mockUrl}/admin/quota/windows`)).json()) as {
+    windows: { start: number; tokens: number; requests: number; rateLimited: number }[];
+  };
+  const allWindows = record.windows;
+  const inside = allWindows
+    .filter((w) => w.start >= started && w.start + windowMs <= loadEnd)
+    .map((w) => {
+      const end = w.start + windowMs;
+      const sample = permitSamples.filter((s) => s.at <= end).at(-1);
+      return { ...w, ...(sample?.permits === undefined ? {} : { permits: sample.permits }) };
+    });
+  return {
+    variant: run.variant,
+    requests: outcomes.length,
+    okRequests: outcomes.filter((o) => o.ok).length,
+    wholeInLoad: outcomes.filter((o) => o.ok && o.endAt >= started + windowMs && o.endAt <= loadEnd).length,
+    goodputMs: run.loadMs - windowMs,
+    cutOff: outcomes.filter((o) => o.cut).length,
+    latenciesMs: outcomes.map((o) => o.ms),
+    timeouts: outcomes.reduce((sum, o) => sum + o.timeouts, 0),
+    provider429s: allWindows.reduce((sum, w) => sum + w.rateLimited, 0),
+    windows: inside,
+    loadMs: run.loadMs,
+  };
+}
+
+/** One user request through a replica's review tree; never rejects, and returns at the cut-off at the latest. */
+async function request(
+  replica: { tree: ReturnType<typeof buildTree>; runner: InMemoryRunner },
+  document: string,
+  cutOff: AbortSignal,
+): Promise<Outcome> {
+  const start = performance.now();
+  const { runner, tree } = replica;
+  const events: Event[] = [];
+  const run = (async () => {
+    const session = await runner.sessionService.createSession({ appName: APP, userId: 'bench' });
+    try {
+      for await (const event of runner.runAsync({
+        userId: 'bench',
+        sessionId: session.id,
+        newMessage: { role: 'user', parts: [{ text: document }] },
+        runConfig: { maxLlmCalls: tree.maxLlmCalls },
+        abortSignal: cutOff,
+      })) {
+        events.push(event);
+      }
+    } finally {
+      await runner.sessionService.deleteSession({ appName: APP, userId: 'bench', sessionId: session.id });
+    }
+  })().then(
+    () => 'done' as const,
+    // A thrown run (ADK rethrows non-Error values) is a failed request.
+    () => 'failed' as const,
+  );
+  const cut = new Promise<'cut'>((resolve) => {
+    if (cutOff.aborted) resolve('cut');
+    cutOff.addEventListener('abort', () => resolve('cut'), { once: true });
+  });
+  const ended = await Promise.race([run, cut]);
+  const ms = performance.now() - start;
+  const endAt = Date.now();
+  if (ended === 'cut') return { ms, endAt, ok: false, timeouts: 0, cut: true };
+  const branches = collectBranchOutcomes(events, tree.branches);
+  return {
+    ms,
+    endAt,
+    ok: ended === 'done' && branches.every((b) => b.outcome === 'ok'),
+    timeouts: branches.filter((b) => b.outcome === 'timeout').length,
+    cut: false,
+  };
+}
