@@ -170,9 +170,9 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
     },
     LimiterTokenEstimateDrift: {
       expr: `${records.estimateRatio} < ${t.estimateBand.low}\nor\n${records.estimateRatio} > ${t.estimateBand.high}`,
-      summary: 'The token estimate of an agent is off.',
+      summary: `The token estimate (${config.countedTokens} tokens) of an agent is off.`,
       description: (x) =>
-        `Over ${w.drift}, agent ${x.label('agent')} on limiter ${x.label('limiter')} used ${x.value('percent')} of the tokens it reserved (band ${t.estimateBand.low}–${t.estimateBand.high}). Suggested estimate: ${x.extra('suggested', 'number')} tokens per call.`,
+        `Over ${w.drift}, agent ${x.label('agent')} on limiter ${x.label('limiter')} used ${x.value('percent')} of the ${config.countedTokens} tokens it reserved (band ${t.estimateBand.low}–${t.estimateBand.high}). Suggested estimate: ${x.extra('suggested', 'number')} ${config.countedTokens} tokens per call.`,
       extras: { suggested: { metric: records.actualTokensPerCall, labels: agentKeys } },
       panel: limiterPanel('estimate-accuracy'),
     },

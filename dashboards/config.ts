@@ -4,6 +4,8 @@
 // reads a YAML or JSON file of this shape; an empty file gives the defaults, which are what
 // quotascope's own stack (npm start, docker compose) scrapes and provisions.
 import { z } from 'zod';
+import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
 import { type AlertName, alertNames } from './alertNames.ts';
 import { joinSelectors, parseMatchers, selectsSomething } from './selector.ts';
 
@@ -101,6 +103,12 @@ const k8sLabels = z
   .refine((labels) => Object.keys(labels).length <= 20, 'at most 20 labels');
 
 export const dashboardsConfigSchema = z.strictObject({
+  /**
+   * The tokens the limiters' budgets count, as the provider quota does (the agent's
+   * --counted-tokens): every llm_limiter_tokens_* figure is in that unit, so the token panels
+   * and the estimate-drift alert name it.
+   */
+  countedTokens: z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
   /**
    * Label matchers added to every query, variable and rule, by what is scraped. The dashboards'
    * job and instance variables list their values from these.

@@ -147,9 +147,8 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
         panels: [
           {
             key: 'tokens-per-minute',
-            title: 'Tokens per minute: reserved vs actual vs budget capacity',
-            description:
-              'Tokens reserved up front (estimates) and reported by the provider, per minute, against the budget capacity the limiters are configured with (all replicas).',
+            title: `Tokens per minute (${config.countedTokens} tokens counted): reserved vs actual vs budget capacity`,
+            description: `Tokens reserved up front (estimates) and reported by the provider, per minute, against the budget capacity the limiters are configured with (all replicas), all in the tokens the budgets count: ${config.countedTokens}.`,
             unit: 'short',
             kind: 'timeseries',
             min: 0,
@@ -162,7 +161,7 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
           },
           {
             key: 'estimate-accuracy',
-            title: 'Actual / reserved tokens by agent',
+            title: `Actual / reserved ${config.countedTokens} tokens by agent`,
             description: `How good the token estimate is, per agent: 100 % is exact, above means underestimates (the budget goes negative), below means capacity is wasted. The drift alert fires outside ${t.estimateBand.low}–${t.estimateBand.high}.`,
             unit: 'percentunit',
             kind: 'timeseries',
