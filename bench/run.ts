@@ -23,7 +23,7 @@ const rowSchema = z.object({
   meanNs: z.number().nonnegative().finite().optional(),
   extra: z.record(z.string(), z.union([z.number(), z.string()])).optional(),
 });
-const rowsSchema = z.array(rowSchema).min(1, 'returned no rows');
+export const rowsSchema = z.array(rowSchema).min(1, 'returned no rows');
 
 export interface RatedRow extends BenchRow {
   /** opsPerSec divided by the group's baseline opsPerSec (1 for the baseline itself). */

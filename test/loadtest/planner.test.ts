@@ -153,6 +153,25 @@ describe('edge cases', () => {
     expect(plan({ ...reviewAgentExample, callsPerRequest: 5 }).tree.callsPerRequest).toBe(5);
   });
 
+  it('an input-counted quota (Gemini) charges no output: 5,000 per call, 60 calls/min per replica', () => {
+    const p = plan({ ...reviewAgentExample, countedTokens: 'input' });
+    expect(p.demand.tokensPerCall).toBe(5000);
+    expect(p.demand.tokensPerMinute).toBe(1_000_000);
+    expect(p.perReplica.callsPerMinute).toBeCloseTo(60, 10);
+    expect(p.perReplica.userRequestsPerMinute).toBe(12);
+    expect(p.burst.busiestReplicaTokensAtStart).toBe(16 * 5000);
+    expect(plan({ ...reviewAgentExample, countedTokens: undefined }).input.countedTokens).toBe('input'); // the default
+  });
+
+  it("a step reading the branches' outputs costs more: the review tree's synthesizer", () => {
+    // The synthesizer's prompt carries 4 reviews twice (instruction placeholders + session history).
+    const p = plan({ ...reviewAgentExample, countedTokens: 'input', stepInputTokensPerCall: 5000 + 2 * 4 * 800 });
+    expect(p.demand.tokensPerCall).toBeCloseTo((4 * 5000 + 11_400) / 5, 10);
+    expect(p.perReplica.userRequestsPerMinuteExact).toBeCloseTo(300_000 / 31_400, 10);
+    expect(() => plan({ ...reviewAgentExample, stepInputTokensPerCall: 0 })).toThrow(/^stepInputTokensPerCall: /);
+    expect(() => plan({ ...reviewAgentExample, countedTokens: 'output' as 'input' })).toThrow(/^countedTokens: counted tokens must be input or total/);
+  });
+
   it('reports requests binding when calls are many and small', () => {
     // 40 users × 5 calls = 200 calls/min against 150 RPM, tokens nowhere near their quota.
     const p = plan({ ...reviewAgentExample, inputTokensPerCall: 100, outputTokensPerCall: 20, quotaRequestsPerMinute: 150 });
