@@ -28,6 +28,19 @@ describe('agent configuration', () => {
     expect(shared.service.replicaShare).toBe(0.5);
   });
 
+  it('counted tokens and the quota window: input and a minute by default, bounded, named on error', () => {
+    const d = parseCliConfig([], {});
+    if (d === 'help') throw new Error('unexpected help');
+    expect(d.service.countedTokens).toBe('input');
+    expect(d.service.quotaWindowMs).toBe(60_000);
+    const c = parseCliConfig(['--counted-tokens', 'total'], { LIMITER_QUOTA_WINDOW_MS: '6000' });
+    if (c === 'help') throw new Error('unexpected help');
+    expect(c.service.countedTokens).toBe('total');
+    expect(c.service.quotaWindowMs).toBe(6000);
+    expect(() => parseCliConfig(['--counted-tokens', 'output'], {})).toThrow(/--counted-tokens/);
+    expect(() => parseCliConfig(['--quota-window-ms', '500'], {})).toThrow(/--quota-window-ms/);
+  });
+
   it('bad values name the flag or the variable they came from', () => {
     expect(() => parseCliConfig(['--permits', '0'], {})).toThrow(/--permits/);
     expect(() => parseCliConfig([], { LIMITER_MAX_WAIT_MS: 'soon' })).toThrow(/LIMITER_MAX_WAIT_MS/);
