@@ -288,7 +288,9 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
     const { result, stepWindow } = aimd;
     const { converged, recovered } = aimdWindows(result.windows, stepWindow, shape.fleetBudgetTokens);
     const f = figuresOf(result, shape.fleetBudgetTokens, quota);
-    aimdTitle = `AIMD: 429s ~0 after ${converged ?? 'never'} window(s); back to >= 90 % of the budget ${recovered === undefined ? 'never' : `${recovered} window(s)`} after the raise`;
+    const convergence = converged === undefined ? '429s never fell to ~0 before the raise' : `429s ~0 after ${converged} window(s)`;
+    const recovery = recovered === undefined ? 'never back to >= 90 % of the budget' : `back to >= 90 % of the budget ${recovered} window(s) after the raise`;
+    aimdTitle = `AIMD: ${convergence}; ${recovery}`;
     rows.push({
       group: AIMD_GROUP,
       name: 'quotascope adaptive',

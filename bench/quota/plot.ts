@@ -17,8 +17,8 @@ export interface TimelineWindow {
   readonly quotaUse: number;
 }
 
-const W = 860;
-const PAD = { left: 70, right: 230, top: 50, bottom: 50 };
+const W = 900;
+const PAD = { left: 70, right: 250, top: 50, bottom: 50 };
 const COLORS = ['#d62728', '#ff7f0e', '#8c564b', '#7f7f7f', '#2ca02c', '#1f77b4', '#9467bd'];
 
 const esc = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -95,9 +95,9 @@ function timeline(windows: readonly TimelineWindow[], stepWindow: number, title:
   out.push(`<text x="${PAD.left + plotW / 2}" y="${top + height + 36}" font-size="12" text-anchor="middle">quota window</text>`);
   out.push(`<text x="${PAD.left - 6}" y="${top + 4}" font-size="11" text-anchor="end">${yMax}</text>`);
   const legend = [
-    ['#d62728', 'provider 429s per window (bars)'],
-    ['#1f77b4', `permits, all replicas (max ${pMax})`],
-    ['#2ca02c', 'tokens counted / quota (0–120 %)'],
+    ['#d62728', '429s per window (bars)'],
+    ['#1f77b4', `permits, fleet (0–${pMax})`],
+    ['#2ca02c', 'tokens / quota (0–120 %)'],
   ];
   legend.forEach(([color, text], i) => {
     const ly = top + 14 + i * 18;
