@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { LogLevel, setLogLevel } from '@google/adk';
 import { startRedisServer } from '../test/instrumentation/redis-server.ts';
 import { plan } from '../loadtest/planner/index.ts';
-import { REVIEW_SHAPE, reviewStepInputTokens } from '../loadtest/steady-state.ts';
+import { REVIEW_OUTPUTS_PER_STEP, REVIEW_SHAPE } from '../loadtest/steady-state.ts';
 import { quotaPlot } from './quota/plot.ts';
 import { type MockShape, runVariant, type VariantResult, type VariantRun } from './quota/run-variant.ts';
 import { VARIANTS, type VariantName } from './quota/variants.ts';
@@ -49,6 +49,7 @@ export interface QuotaBenchOptions {
 export const QUOTA_GROUP = 'quota efficiency: review tree at 1.3x the budget, 3 replicas (goodput)';
 export const AIMD_GROUP = 'quotascope adaptive: quota at 60 % of the plan, raised to 100 % mid-run';
 const BUDGET_FRACTION = 0.9;
+const REVIEW_CALLS = REVIEW_SHAPE.parallelBranches * REVIEW_SHAPE.callsPerBranch + REVIEW_SHAPE.sequentialSteps;
 
 /** The run's shape: the plan of the compressed worked example, and the load derived from it. */
 export function benchShape(o: Required<Omit<QuotaBenchOptions, 'variants' | 'aimdTimeline' | 'plotPath' | 'log'>>) {
@@ -57,7 +58,7 @@ export function benchShape(o: Required<Omit<QuotaBenchOptions, 'variants' | 'aim
     ...REVIEW_SHAPE,
     userRequestsPerMinute: 1,
     inputTokensPerCall: o.inputTokensPerCall,
-    stepInputTokensPerCall: reviewStepInputTokens(o.inputTokensPerCall, o.outputTokensPerCall),
+    branchOutputsPerStep: REVIEW_OUTPUTS_PER_STEP,
     outputTokensPerCall: o.outputTokensPerCall,
     latencySeconds: (o.callMs / 1000) * scale,
     quotaRequestsPerMinute: 100_000,
@@ -118,6 +119,8 @@ export interface VariantFigures {
   readonly goodputPerMinute: number;
   readonly p95Ms: number;
   readonly timeouts: number;
+  /** Model calls the provider answered per window / calls per request: served whole-request equivalents. */
+  readonly servedPerWindow: number;
 }
 
 export function figuresOf(result: VariantResult, fleetBudget: number, quota: number): VariantFigures {
@@ -133,6 +136,7 @@ export function figuresOf(result: VariantResult, fleetBudget: number, quota: num
     goodputPerMinute: (result.wholeInLoad / result.goodputMs) * 60_000,
     p95Ms: percentile(result.latenciesMs, 0.95),
     timeouts: result.timeouts,
+    servedPerWindow: result.windows.length ? result.windows.reduce((a, w) => a + w.requests, 0) / result.windows.length / REVIEW_CALLS : 0,
   };
 }
 
@@ -278,11 +282,22 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
       wholeInLoad: result.wholeInLoad,
       cutOff: result.cutOff,
       windowMs: o.windowMs,
+      servedPerWindow: round(f.servedPerWindow),
+      plannedServedPerWindow: round(shape.plan.overload.servedUserRequestsPerMinute),
     },
   }));
   const table = formatQuotaTable(results.map(({ name, f }) => ({ name, f })));
   const verdict = targetVerdict(results.map(({ name, f }) => ({ name, f })));
   const out = [`quota: ${QUOTA_GROUP} (ratios against the no-limiter row)`, table, ...verdict];
+  const own = results.find((r) => r.name === 'quotascope default');
+  if (own) {
+    const planned = shape.plan.overload.servedUserRequestsPerMinute;
+    const error = (own.f.servedPerWindow - planned) / planned;
+    out.push(
+      `plan vs measured (quotascope default): ${planned.toFixed(2)} user requests/window planned (whole-request equivalents), ` +
+        `${own.f.servedPerWindow.toFixed(2)} measured (${error >= 0 ? '+' : ''}${(error * 100).toFixed(1)} %)`,
+    );
+  }
   let aimdTitle = '';
   if (aimd) {
     const { result, stepWindow } = aimd;

@@ -67,8 +67,8 @@ const relativeError = (planned: number, measured: number): number =>
 export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasured {
   const p = plan(input);
   const replicas = p.fleet.replicas;
-  // What the fleet completes: the demand, capped by what the budget sustains.
-  const sustained = Math.min(p.demand.userRequestsPerMinute, p.perReplica.userRequestsPerMinuteExact * replicas);
+  // What the fleet completes: the demand, or under overload the share the budget lets through.
+  const sustained = p.overload.servedUserRequestsPerMinute;
   const inFlight = p.inFlight.perReplica * replicas;
   // The wrapper holds a permit while it waits for token budget, so once the budget binds
   // (demand above what it sustains) every permit ends up held: the permits saturate.

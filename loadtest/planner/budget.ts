@@ -12,16 +12,45 @@ export function branchCallTokens(input: ValidPlanInput): number {
   return input.inputTokensPerCall + countedOutputTokens(input);
 }
 
-/** Counted tokens of one call of a sequential step (its prompt may carry the branches' outputs). */
-export function stepCallTokens(input: ValidPlanInput): number {
-  return (input.stepInputTokensPerCall ?? input.inputTokensPerCall) + countedOutputTokens(input);
+/** The request's fan-out calls, the branches that answer with an output, and the sequential steps. */
+function callCounts(input: ValidPlanInput): { branchCalls: number; branches: number; steps: number } {
+  if (input.parallelBranches === undefined) return { branchCalls: input.callsPerRequest ?? 1, branches: input.callsPerRequest ?? 1, steps: 0 };
+  return { branchCalls: input.parallelBranches * input.callsPerBranch, branches: input.parallelBranches, steps: input.sequentialSteps };
 }
 
-/** Mean counted tokens per model call over one user request's calls. */
+/**
+ * Counted tokens of one call of a sequential step: its input, the branches' outputs its
+ * prompt carries (`completed`: the share of branches that answered), and its output if counted.
+ */
+export function stepCallTokens(input: ValidPlanInput, completed = 1): number {
+  const { branches } = callCounts(input);
+  return input.inputTokensPerCall + input.branchOutputsPerStep * branches * input.outputTokensPerCall * completed + countedOutputTokens(input);
+}
+
+/** Mean counted tokens per model call over one user request's calls (every branch answering). */
 export function tokensPerCall(input: ValidPlanInput): number {
-  const steps = input.parallelBranches === undefined ? 0 : input.sequentialSteps;
-  const branchCalls = input.parallelBranches === undefined ? (input.callsPerRequest ?? 1) : input.parallelBranches * input.callsPerBranch;
+  const { branchCalls, steps } = callCounts(input);
   return (branchCalls * branchCallTokens(input) + steps * stepCallTokens(input)) / (branchCalls + steps);
+}
+
+/**
+ * The share of the demand's calls one replica completes when its budget binds and the excess
+ * is shed as timed-out calls, spread over the requests: a solution g in (0, 1] of
+ *   demand × g × (branch tokens + steps × step tokens(g)) = budget
+ * (a step's prompt carries only the outputs of the branches that answered, so shedding makes
+ * the surviving steps cheaper), capped by the request budget. 1 when the demand fits.
+ */
+export function completedShare(input: ValidPlanInput): number {
+  const { branchCalls, branches, steps } = callCounts(input);
+  const demand = input.userRequestsPerMinute / input.replicas;
+  const tokens = (input.quotaTokensPerMinute * input.budgetFraction) / input.replicas;
+  const requests = (input.quotaRequestsPerMinute * input.budgetFraction) / input.replicas;
+  const stepBase = input.inputTokensPerCall + countedOutputTokens(input);
+  const a = demand * steps * input.branchOutputsPerStep * branches * input.outputTokensPerCall;
+  const b = demand * (branchCalls * branchCallTokens(input) + steps * stepBase);
+  const byTokens = a > 0 ? (-b + Math.sqrt(b * b + 4 * a * tokens)) / (2 * a) : tokens / b;
+  const byRequests = requests / (demand * (branchCalls + steps));
+  return Math.min(1, byTokens, byRequests);
 }
 
 /** Calls per minute one replica's static share of the budget sustains (the tighter axis wins). */

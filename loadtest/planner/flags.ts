@@ -15,7 +15,7 @@ export const numericFlags = {
   '--users-per-minute': { field: 'userRequestsPerMinute', help: 'peak user requests per minute, whole fleet' },
   '--input-tokens': { field: 'inputTokensPerCall', help: 'average input tokens per model call' },
   '--output-tokens': { field: 'outputTokensPerCall', help: 'average output tokens per model call' },
-  '--step-input-tokens': { field: 'stepInputTokensPerCall', help: "average input tokens of a sequential step's call (--input-tokens)" },
+  '--branch-outputs-per-step': { field: 'branchOutputsPerStep', help: "copies of every branch's output in a sequential step's prompt (0; ADK's synthesizer: 2)" },
   '--latency': { field: 'latencySeconds', help: 'average model call latency, seconds' },
   '--quota-rpm': { field: 'quotaRequestsPerMinute', help: 'provider quota, requests per minute' },
   '--quota-tpm': { field: 'quotaTokensPerMinute', help: 'provider quota, tokens per minute' },

@@ -28,10 +28,11 @@ export const planInputSchema = z
     /** Average input (prompt) tokens per model call. */
     inputTokensPerCall: positive('input tokens per call'),
     /**
-     * Average input tokens of a sequential step's call (default: inputTokensPerCall). A step
-     * that reads the branches' outputs (a synthesizer) has more.
+     * Copies of every branch's output in each sequential step's prompt (default 0). ADK's
+     * review synthesizer has 2: its instruction's {review_N?} placeholders and the session
+     * history it inherits. Only the branches that answered add theirs.
      */
-    stepInputTokensPerCall: positive('step input tokens per call').optional(),
+    branchOutputsPerStep: number('branch outputs per step').min(0, 'branch outputs per step must be >= 0').max(100, 'branch outputs per step must be <= 100').default(0),
     /** Average output tokens per model call. */
     outputTokensPerCall: number('output tokens per call')
       .min(0, 'output tokens per call must be >= 0'),

@@ -1,7 +1,7 @@
 // The capacity plan: from an agent tree's fan-out, the peak demand and the provider quota to
 // the budget each replica needs, what the fleet can sustain, the burst shape and the fixes.
 // Pure arithmetic (Little's law, static quota shares); every figure is explained in README.md.
-import { branchCallTokens, replicaCallsPerMinute, tokensPerCall as meanTokensPerCall } from './budget.ts';
+import { branchCallTokens, completedShare, replicaCallsPerMinute, tokensPerCall as meanTokensPerCall } from './budget.ts';
 import { rankFixes } from './fixes.ts';
 import type { Fix } from './fixes.ts';
 import { parsePlanInput } from './input.ts';
@@ -85,6 +85,14 @@ export interface Plan {
   };
   /** What a sustained peak does to the queue when the demand is above the budget. */
   readonly overload: {
+    /**
+     * Share of the demand's calls completed when the excess is shed as timed-out calls (1 when
+     * the demand fits). Above the whole-request rate when a step's prompt carries the branches'
+     * outputs: the steps of requests that lost a branch are cheaper.
+     */
+    readonly completedShare: number;
+    /** User requests per minute served, fleet, in whole-request equivalents (completed calls / calls per request). */
+    readonly servedUserRequestsPerMinute: number;
     /** Calls per minute above what the fleet admits (0 when it fits). */
     readonly excessCallsPerMinute: number;
     /** Seconds of peak until a new call waits maxWait; null when the queue does not grow. */
@@ -175,7 +183,8 @@ export function plan(rawInput: PlanInput): Plan {
   const replicaUsers = Math.floor(replicaUsersExact + 1e-9);
 
   const demandCallsPerReplica = callsPerMinute / input.replicas;
-  const servedCallsPerReplica = Math.min(demandCallsPerReplica, replicaCalls);
+  const completed = completedShare(input);
+  const servedCallsPerReplica = demandCallsPerReplica * completed;
   const inFlightPerReplica = (servedCallsPerReplica / 60) * input.latencySeconds;
   // Round up to whole user requests so a fan-out is admitted whole, never a part of one.
   const wholeRequests = Math.max(1, Math.ceil(inFlightPerReplica / tree.callsPerRequest - 1e-9));
@@ -217,6 +226,8 @@ export function plan(rawInput: PlanInput): Plan {
       shortfallFraction: shortfall / input.userRequestsPerMinute,
     },
     overload: {
+      completedShare: completed,
+      servedUserRequestsPerMinute: input.userRequestsPerMinute * completed,
       excessCallsPerMinute: excessCalls,
       // A queue growing by `excess` calls/min drains at the replica's rate: wait = queue / rate.
       secondsUntilMaxWait: excessPerReplica > 0 ? (input.toleratedWaitSeconds * replicaCalls) / excessPerReplica : null,

@@ -110,7 +110,7 @@ describe('mock parameters', () => {
       perOutputTokenMs: { kind: 'fixed', value: 3 },
       outputTokens: { kind: 'fixed', value: 100 },
     });
-    expect(p).toEqual({ quotaRequestsPerMinute: 1000, quotaTokensPerMinute: 1_000_000, outputTokensPerCall: 100, latencySeconds: 0.397 });
+    expect(p).toEqual({ quotaRequestsPerMinute: 1000, quotaTokensPerMinute: 1_000_000, outputTokensPerCall: 100, countedTokens: 'input', latencySeconds: 0.397 });
   });
 
   it('a config without the fields names the one missing', () => {

@@ -163,12 +163,22 @@ describe('edge cases', () => {
     expect(plan({ ...reviewAgentExample, countedTokens: undefined }).input.countedTokens).toBe('input'); // the default
   });
 
-  it("a step reading the branches' outputs costs more: the review tree's synthesizer", () => {
+  it("a step reading the branches' outputs costs more, and less when branches were shed", () => {
     // The synthesizer's prompt carries 4 reviews twice (instruction placeholders + session history).
-    const p = plan({ ...reviewAgentExample, countedTokens: 'input', stepInputTokensPerCall: 5000 + 2 * 4 * 800 });
+    const p = plan({ ...reviewAgentExample, countedTokens: 'input', branchOutputsPerStep: 2 });
     expect(p.demand.tokensPerCall).toBeCloseTo((4 * 5000 + 11_400) / 5, 10);
     expect(p.perReplica.userRequestsPerMinuteExact).toBeCloseTo(300_000 / 31_400, 10);
-    expect(() => plan({ ...reviewAgentExample, stepInputTokensPerCall: 0 })).toThrow(/^stepInputTokensPerCall: /);
+    // Overloaded: 40/min against ~28.7 whole requests. A share g of the calls completes, with
+    // synthesizers carrying 4g reviews: 40 g (5 × 5,000 + 2 × 4 × 800 g) = 900 k, g ≈ 0.754.
+    const g = (-1_000_000 + Math.sqrt(1_000_000 ** 2 + 4 * 256_000 * 900_000)) / (2 * 256_000);
+    expect(p.overload.completedShare).toBeCloseTo(g, 10);
+    expect(p.overload.servedUserRequestsPerMinute).toBeCloseTo(40 * g, 10);
+    expect(p.overload.servedUserRequestsPerMinute).toBeGreaterThan(p.fleet.userRequestsPerMinute);
+    // Without outputs in the steps, shedding changes nothing: served = what the budget sustains.
+    const plain = plan(reviewAgentExample);
+    expect(plain.overload.servedUserRequestsPerMinute).toBeCloseTo(plain.perReplica.userRequestsPerMinuteExact * 3, 10);
+    expect(plan({ ...reviewAgentExample, userRequestsPerMinute: 20 }).overload.completedShare).toBe(1);
+    expect(() => plan({ ...reviewAgentExample, branchOutputsPerStep: -1 })).toThrow(/^branchOutputsPerStep: /);
     expect(() => plan({ ...reviewAgentExample, countedTokens: 'output' as 'input' })).toThrow(/^countedTokens: counted tokens must be input or total/);
   });
 
