@@ -44,6 +44,8 @@ export interface QuotaBenchOptions {
   /** Where the SVG goes (default bench/results/quota.svg); null: none. */
   readonly plotPath?: string | null;
   readonly log?: (line: string) => void;
+  /** Where the quota table goes (default stdout, before the runner's tables). */
+  readonly print?: (text: string) => void;
 }
 
 export const QUOTA_GROUP = 'quota efficiency: review tree at 1.3x the budget, 3 replicas (goodput)';
@@ -52,7 +54,7 @@ const BUDGET_FRACTION = 0.9;
 const REVIEW_CALLS = REVIEW_SHAPE.parallelBranches * REVIEW_SHAPE.callsPerBranch + REVIEW_SHAPE.sequentialSteps;
 
 /** The run's shape: the plan of the compressed worked example, and the load derived from it. */
-export function benchShape(o: Required<Omit<QuotaBenchOptions, 'variants' | 'aimdTimeline' | 'plotPath' | 'log'>>) {
+export function benchShape(o: Required<Omit<QuotaBenchOptions, 'variants' | 'aimdTimeline' | 'plotPath' | 'log' | 'print'>>) {
   const scale = 60_000 / o.windowMs;
   const planInput = {
     ...REVIEW_SHAPE,
@@ -326,7 +328,7 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
     out.push(`  429s per window:   ${result.windows.map((w) => w.rateLimited).join(' ')}`);
     out.push(`  permits (fleet):   ${result.windows.map((w) => w.permits ?? '-').join(' ')}`);
   }
-  process.stdout.write(`${out.join('\n')}\n\n`);
+  (options.print ?? ((text: string) => process.stdout.write(text)))(`${out.join('\n')}\n\n`);
   const plotPath = options.plotPath === undefined ? join(here, 'results', 'quota.svg') : options.plotPath;
   if (plotPath) {
     const svg = quotaPlot(

@@ -21,6 +21,7 @@ describe('quota benchmark, scaled down', () => {
         aimdTimeline: false,
         plotPath,
         log: () => {},
+        print: () => {},
       });
       expect(rowsSchema.safeParse(rows).success).toBe(true);
       const rated = rateRows(rows);
