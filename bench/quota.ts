@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { LogLevel, setLogLevel } from '@google/adk';
 import { startRedisServer } from '../test/instrumentation/redis-server.ts';
 import { plan } from '../loadtest/planner/index.ts';
-import { REVIEW_OUTPUTS_PER_STEP, REVIEW_SHAPE } from '../loadtest/steady-state.ts';
+import { modelCallsPerRequest, TREE_SHAPES, type TreeShape } from '../agent/tree-shapes.ts';
 import { quotaPlot } from './quota/plot.ts';
 import { type MockShape, runVariant, type VariantResult, type VariantRun } from './quota/run-variant.ts';
 import { VARIANTS, type VariantName } from './quota/variants.ts';
@@ -51,7 +51,9 @@ export interface QuotaBenchOptions {
 export const QUOTA_GROUP = 'quota efficiency: review tree at 1.3x the budget, 3 replicas (goodput)';
 export const AIMD_GROUP = 'quotascope adaptive: quota at 60 % of the plan, raised to 100 % mid-run';
 const BUDGET_FRACTION = 0.9;
-const REVIEW_CALLS = REVIEW_SHAPE.parallelBranches * REVIEW_SHAPE.callsPerBranch + REVIEW_SHAPE.sequentialSteps;
+/** The review tree's shape, the synthesizer's reading of the reviews included. */
+const REVIEW_SHAPE = TREE_SHAPES.review as TreeShape;
+const REVIEW_CALLS = modelCallsPerRequest(REVIEW_SHAPE);
 
 /** The run's shape: the plan of the compressed worked example, and the load derived from it. */
 export function benchShape(o: Required<Omit<QuotaBenchOptions, 'variants' | 'aimdTimeline' | 'plotPath' | 'log' | 'print'>>) {
@@ -60,7 +62,6 @@ export function benchShape(o: Required<Omit<QuotaBenchOptions, 'variants' | 'aim
     ...REVIEW_SHAPE,
     userRequestsPerMinute: 1,
     inputTokensPerCall: o.inputTokensPerCall,
-    branchOutputsPerStep: REVIEW_OUTPUTS_PER_STEP,
     outputTokensPerCall: o.outputTokensPerCall,
     latencySeconds: (o.callMs / 1000) * scale,
     quotaRequestsPerMinute: 100_000,

@@ -1,7 +1,7 @@
 // What the planner needs from the mock provider's live config (GET /admin/config): its
 // quota, the mean output tokens and the mean call latency its distributions produce.
 import { z } from 'zod';
-import type { CountedTokenKind } from '../instrumentation/counted-tokens.ts';
+import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import { getMockConfig } from './mock-admin.ts';
 
 /** The mock provider's name for each kind of counted tokens (its `countedTokens` field). */
