@@ -34,8 +34,3 @@ export function countTokens(counted: CountedTokens, usage: Usage | undefined): n
 export function countsOutput(counted: CountedTokens): boolean {
   return counted !== 'input';
 }
-
-/** A short name for labels, logs and panel titles. */
-export function countedTokensLabel(counted: CountedTokens): string {
-  return typeof counted === 'string' ? counted : 'custom';
-}
