@@ -259,7 +259,9 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
       };
       log(`AIMD timeline: ${(loadMs / 1000).toFixed(0)} s, quota ${Math.round(quota * 0.6)} then ${quota} tokens/window from window ${stepWindow}…`);
       const result = await runVariant({ ...base, variant: 'quotascope adaptive', mock, arrivals, loadMs }, undefined);
-      aimd = { result, stepWindow };
+      // The windows wholly before the raise (the mock's windows are aligned to its clock, the step to the config).
+      const raisedAt = result.configuredAt + stepWindow * o.windowMs;
+      aimd = { result, stepWindow: result.windows.filter((w) => w.start + o.windowMs <= raisedAt).length };
     }
   } finally {
     await redis?.close();

@@ -52,6 +52,8 @@ export interface VariantResult {
   readonly wholeInLoad: number;
   /** The span wholeInLoad is counted over, ms. */
   readonly goodputMs: number;
+  /** When the mock's configuration (and its timeline) was set, epoch ms. */
+  readonly configuredAt: number;
   /** Requests still running at the cut-off (counted as not ok, their latency censored there). */
   readonly cutOff: number;
   readonly latenciesMs: readonly number[];
@@ -85,6 +87,7 @@ export async function runVariant(run: VariantRun, redisUrl?: string): Promise<Va
       body: JSON.stringify(run.mock),
     });
     if (!put.ok) throw new Error(`mock provider config: ${put.status} ${await put.text()}`);
+    const configuredAt = Date.now();
     const settings: VariantSettings = {
       ...run.settings,
       providerUrl: mock.url,
@@ -94,7 +97,7 @@ export async function runVariant(run: VariantRun, redisUrl?: string): Promise<Va
     };
     const models = await createReplicaModels(run.variant, settings);
     try {
-      return await drive(run, models, mock.url);
+      return { ...(await drive(run, models, mock.url)), configuredAt };
     } finally {
       for (const m of models) await m.close();
     }
@@ -103,7 +106,11 @@ export async function runVariant(run: VariantRun, redisUrl?: string): Promise<Va
   }
 }
 
-async function drive(run: VariantRun, models: Awaited<ReturnType<typeof createReplicaModels>>, mockUrl: string): Promise<VariantResult> {
+async function drive(
+  run: VariantRun,
+  models: Awaited<ReturnType<typeof createReplicaModels>>,
+  mockUrl: string,
+): Promise<Omit<VariantResult, 'configuredAt'>> {
   const replicas = models.map((m) => {
     const tree = buildTree('review', m.model, { branches: 8, width: 4, toolDelayMs: 0 });
     return { tree, runner: new InMemoryRunner({ agent: tree.root, appName: APP }) };
