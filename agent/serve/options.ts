@@ -63,7 +63,8 @@ export const SERVE_USAGE = `usage: serve --agent FILE[#export] [flags]
   --http-timeout-ms N            provider HTTP timeout (PROVIDER_TIMEOUT_MS, default 120000)
   --streaming true|false         SSE model calls on the native run endpoint (AGENT_STREAMING, default false)
   --access-log FILE|-            JSON-lines access log of native runs (AGENT_ACCESS_LOG)
-  limiter, one per model name: --limiter-name --permits --tokens-per-minute --replica-share --estimated-tokens-per-call
+  limiter, one per model name: --limiter-name --permits --tokens-per-minute --counted-tokens --quota-window-ms
+  --replica-share --estimated-tokens-per-call
   --initial-output-tokens --max-wait-ms --max-waiting --quota-sharing --budget-window --redis-url --central-outage
   --adaptive-max-permits --adaptive-latency-ms --batch-max-permits, as for the agent service (see its --help)
   server: --headers-timeout-ms --request-timeout-ms --keep-alive-timeout-ms --max-connections --shutdown-grace-ms,
