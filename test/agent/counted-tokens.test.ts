@@ -3,7 +3,8 @@
 // real sockets with the real genai client, and the output is never charged.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/index.ts';
-import { fastMock, metricsText, type Stack, sampleValue, startStack } from './stack.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
+import { fastMock, metricsText, type Stack, startStack } from './stack.ts';
 
 describe('counted tokens end to end', () => {
   let stack: Stack;
@@ -20,11 +21,11 @@ describe('counted tokens end to end', () => {
     expect(body.missingBranches).toEqual([]);
     const mock = await metricsText(stack.mock.url);
     const agent = await metricsText(stack.agent.url);
-    const mockInput = sampleValue(mock, 'mock_provider_tokens_total', { type: 'input' });
-    const mockOutput = sampleValue(mock, 'mock_provider_tokens_total', { type: 'output' });
+    const mockInput = sumOfMetric(mock, 'mock_provider_tokens_total', { type: 'input' });
+    const mockOutput = sumOfMetric(mock, 'mock_provider_tokens_total', { type: 'output' });
     expect(mockOutput).toBe(5 * 150);
-    const actual = sampleValue(agent, limiterMetrics.tokensActual.name);
-    const windowTokens = sampleValue(agent, limiterMetrics.budgetWindow.name);
+    const actual = sumOfMetric(agent, limiterMetrics.tokensActual.name);
+    const windowTokens = sumOfMetric(agent, limiterMetrics.budgetWindow.name);
     expect(actual).toBe(mockInput);
     expect(body.tokens.actual).toBe(mockInput);
     // The rolling guard holds what the budget was charged: the input alone.
