@@ -323,10 +323,10 @@ export class RateLimitedLlm extends BaseLlm {
 
   /** Called by the sweeper for a call still holding its permit past maxCallMs. */
   readonly #reclaim = (state: CallState): void => {
-    if (state.permit?.release()) {
-      this.metrics.permitsReclaimed.inc({ limiter: this.name });
-      state.cancel(new MaxCallTimeExceeded(this.name, this.maxCallMs));
-    }
+    if (!state.permit || state.ended) return;
+    // Cancel first, so the call's end is reported before its permit passes to the next waiter.
+    state.cancel(new MaxCallTimeExceeded(this.name, this.maxCallMs));
+    if (state.permit.release()) this.metrics.permitsReclaimed.inc({ limiter: this.name });
   };
 
   /** Admission, attempts, release and accounting for one model call. Never rejects. */

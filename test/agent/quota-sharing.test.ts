@@ -52,6 +52,7 @@ async function twoReplicas(quotaSharing: 'static' | 'central', key: string) {
     tokensPerMinute: TPM,
     replicaShare: 1,
     estimatedTokensPerCall: 1_000, // above what a call uses: the surplus is given back on reconcile
+    countedTokens: 'total', // the oracle below sums input and output, so the budget counts both
     maxWaitMs: 1_500,
   } as const;
   const replicas = [await startAgentService(options), await startAgentService(options)];

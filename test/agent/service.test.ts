@@ -31,7 +31,7 @@ describe('bad requests', () => {
     expect(res.status).toBe(200);
     const shapes = await fetchAgentShapes(stack.agent.url);
     expect(Object.keys(shapes)).toEqual(['review', 'review-workflow', 'wide', 'tools']);
-    expect(shapes.review).toEqual({ parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 });
+    expect(shapes.review).toEqual({ parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1, branchOutputsPerStep: 2 });
     expect(shapes.wide).toBeNull();
   });
 

@@ -145,6 +145,7 @@ describe('RateLimitedLlm with the shared sweeper', () => {
       name: 'tally',
       maxConcurrent: 2,
       estimatedTokens: 0,
+      countedTokens: 'total', // 7 tokens per response, all counted
       registry,
     });
     for (let i = 0; i < 3; i++) await consume(llm.generateContentAsync(request('x')));
