@@ -38,7 +38,7 @@ describe('one source for each default and name', () => {
     expect(agents.find((a) => a.name === 'review')).toEqual({
       name: 'review',
       modelCallsPerRequest: 5,
-      shape: { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 },
+      shape: { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1, branchOutputsPerStep: 2 },
     });
     expect(agents.find((a) => a.name === 'tools')?.modelCallsPerRequest).toBeNull();
   });
