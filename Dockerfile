@@ -13,11 +13,13 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
+COPY cli ./cli
 COPY instrumentation ./instrumentation
 COPY agent ./agent
 COPY mock-provider ./mock-provider
+COPY loadtest ./loadtest
 
 # The base image's unprivileged user.
 USER node
 EXPOSE 8080 8090
-CMD ["node", "agent/cli.ts"]
+CMD ["node", "cli/quotascope.ts", "agent"]

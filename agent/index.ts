@@ -4,7 +4,6 @@ export {
   type AgentServiceOptions,
   type AgentServiceOptionsInput,
   agentServiceOptionsSchema,
-  parseCliConfig,
 } from './config.ts';
 export { type AgentMetrics, agentMetrics, createAgentMetrics } from './metrics.ts';
 export { BRANCH_OUTCOMES, type BranchOutcome, type BranchResult, collectBranchOutcomes } from './outcomes.ts';
@@ -13,8 +12,7 @@ export { type RunRequest, runRequestSchema } from './request-schema.ts';
 export { type AgentService, type StartAgentServiceExtras, startAgentService } from './service.ts';
 export { startTracing } from './tracing.ts';
 export { type AgentModuleSpec, AgentModuleError, type LoadedAgentModule, loadAgentModule } from './agent-module.ts';
-export { main as serveMain } from './serve/main.ts';
-export { parseServeArgs, type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './serve/options.ts';
+export { type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './serve/options.ts';
 export { type ServedAgent, startServe } from './serve/server.ts';
 export { type AgentTreeNode, AgentTreeError, eventAuthorsOf, llmAgentsOf, walkAgentTree } from './tree-walk.ts';
 export { TREE_NAMES, TREE_SHAPES, type TreeName, type TreeShape } from './tree-shapes.ts';

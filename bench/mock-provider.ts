@@ -149,7 +149,8 @@ process.on('SIGTERM', () => process.exit(0));
 
 const benchMockProvider: BenchModule = async () => {
   const mock = await startChild([
-    'mock-provider/cli.ts',
+    'cli/quotascope.ts',
+    'mock-provider',
     '--port=0',
     '--requests-per-minute=100000000',
     '--tokens-per-minute=2000000000',

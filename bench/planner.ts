@@ -9,7 +9,7 @@ import type { BenchModule, BenchRow } from './types.ts';
 
 const group = 'capacity planner, review-agent example';
 const processGroup = 'planner CLI as a whole process (node startup included)';
-const cli = fileURLToPath(new URL('../loadtest/planner/cli.ts', import.meta.url));
+const bin = fileURLToPath(new URL('../cli/quotascope.ts', import.meta.url));
 const processRuns = 8;
 
 /** Mean wall time of running `node args…` to completion, as a row of the process group. */
@@ -63,7 +63,7 @@ const benchPlanner: BenchModule = async () => {
     row(planOnly, false),
     row(withTable, false),
     processRow('node -e 0 (an empty process)', ['-e', '0'], true),
-    processRow('node loadtest/planner/cli.ts --example review-agent --json', [cli, '--example', 'review-agent', '--json'], false),
+    processRow('quotascope plan --example review-agent --json', [bin, 'plan', '--example', 'review-agent', '--json'], false),
   ];
 };
 

@@ -1,14 +1,15 @@
 // `npm run bench`: runs every benchmark module bench/<part>.ts (contract in types.ts), prints a
 // table per group with each row's throughput as a ratio of the group's baseline measured in
-// the same run, and writes every figure to bench/results/latest.json.
-//   --only a,b   run only these modules (file names without .ts)
-//   --dir PATH   where the modules are (default: this folder)
-//   --out PATH   the JSON file (default: bench/results/latest.json)
+// the same run, and writes every figure to bench/results/latest.json (--help for the flags).
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Command } from 'commander';
 import { z } from 'zod';
+import { UsageError } from '../cli/errors.ts';
+import { FlagSet, type FlagSpec } from '../cli/flags.ts';
+import { standardHelp, runCommand } from '../cli/run-command.ts';
 import type { BenchRow } from './types.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -52,27 +53,17 @@ interface RunnerArgs {
   readonly out: string;
 }
 
-class UsageError extends Error {}
-
-function parseArgs(argv: readonly string[]): RunnerArgs | 'help' {
-  let only: string[] | undefined;
-  let dir = here;
-  let out = join(here, 'results', 'latest.json');
-  for (let i = 0; i < argv.length; i++) {
-    const [name, inline] = argv[i].startsWith('--') && argv[i].includes('=') ? argv[i].split(/=(.*)/s, 2) : [argv[i]];
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined || v === '') throw new UsageError(`${name}: missing value`);
-      return v;
-    };
-    if (name === '--help' || name === '-h') return 'help';
-    else if (name === '--only') only = value().split(',').map((s) => s.trim().replace(/\.ts$/, '')).filter(Boolean);
-    else if (name === '--dir') dir = resolve(value());
-    else if (name === '--out') out = resolve(value());
-    else throw new UsageError(`${name}: unknown flag (flags: --only, --dir, --out)`);
-  }
-  return { only, dir, out };
-}
+const FLAGS = {
+  only: {
+    flag: 'only',
+    value: 'a,b',
+    help: 'run only these modules (file names without .ts)',
+    parse: (v: string) => v.split(',').map((s) => s.trim().replace(/\.ts$/, '')).filter(Boolean),
+    defaultText: 'every module',
+  },
+  dir: { flag: 'dir', value: 'path', help: 'where the modules are', schema: z.string().min(1).default(here), parse: (v: string) => resolve(v) },
+  out: { flag: 'out', value: 'path', help: 'the JSON file', schema: z.string().min(1).default(join(here, 'results', 'latest.json')), parse: (v: string) => resolve(v) },
+} as const satisfies Record<string, FlagSpec>;
 
 /** Benchmark module names (file names without .ts) in a folder, sorted. */
 export async function discoverModules(dir: string): Promise<string[]> {
@@ -165,25 +156,10 @@ export function formatTables(results: readonly ModuleResult[]): string {
   return `${out.join('\n\n')}\n`;
 }
 
-async function main(argv: readonly string[]): Promise<number> {
-  let args: RunnerArgs | 'help';
-  try {
-    args = parseArgs(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    process.stderr.write(`bench: ${error.message}\n`);
-    return 2;
-  }
-  if (args === 'help') {
-    process.stdout.write('Usage: npm run bench -- [--only a,b] [--dir PATH] [--out PATH]\n');
-    return 0;
-  }
+async function runBench(args: RunnerArgs): Promise<number> {
   const available = await discoverModules(args.dir);
   const unknown = (args.only ?? []).filter((name) => !available.includes(name));
-  if (unknown.length > 0) {
-    process.stderr.write(`bench: --only: unknown module ${unknown.join(', ')} (known: ${available.join(', ') || 'none'})\n`);
-    return 2;
-  }
+  if (unknown.length > 0) throw new UsageError(`--only: unknown module ${unknown.join(', ')} (known: ${available.join(', ') || 'none'})`);
   const names = args.only ? available.filter((name) => args.only?.includes(name)) : available;
   const startedAt = new Date().toISOString();
   const results: ModuleResult[] = [];
@@ -209,6 +185,15 @@ async function main(argv: readonly string[]): Promise<number> {
   return results.some((r) => r.error) ? 1 : 0;
 }
 
+export function benchCommand(): Command {
+  const command = new Command('bench').description('run the benchmark modules; print a table per group and write every figure as JSON');
+  const flags = new FlagSet(command, FLAGS, { envPrefix: 'BENCH_' });
+  command.action(async () => {
+    process.exitCode = await runBench(flags.values() as unknown as RunnerArgs);
+  });
+  return command;
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = await main(process.argv.slice(2));
+  process.exitCode = await runCommand(standardHelp(benchCommand()), process.argv.slice(2));
 }

@@ -7,8 +7,7 @@
 //                                (npm test runs it so the committed files never go stale)
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { type DashboardsConfig, DashboardsConfigError, defaultConfig, parseDashboardsConfig } from './config.ts';
 import { generatedFiles, helmFilePaths } from './files.ts';
@@ -108,26 +107,11 @@ export function helmDifferences(dir: string, config: DashboardsConfig = defaultC
   return compare(helmFiles(generatedFiles(config)), dir, actual);
 }
 
+/** What `quotascope dashboards` was asked for (its flags are in cli/dashboards.ts). */
 export interface DashboardsArgs {
   readonly config?: string;
   readonly out?: string;
   readonly check: boolean;
-}
-
-export const usage = 'usage: quotascope dashboards [--config FILE --out DIR] [--check]';
-
-/** The command line, apart from what it does (so another flag parser can replace it). */
-export function parseDashboardsArgs(argv: readonly string[]): DashboardsArgs {
-  const { values } = parseArgs({
-    args: [...argv],
-    options: { config: { type: 'string' }, out: { type: 'string' }, check: { type: 'boolean', default: false } },
-    strict: true,
-    allowPositionals: false,
-  });
-  if (values.config !== undefined && values.out === undefined) {
-    throw new Error('--config needs --out DIR (dashboards/generated/ holds the defaults)');
-  }
-  return { config: values.config, out: values.out, check: values.check ?? false };
 }
 
 /** Runs the command; returns the exit code. */
@@ -151,27 +135,4 @@ export function runDashboards(args: DashboardsArgs): number {
   }
   for (const t of targets) console.log(`wrote ${t.write().length} files to ${t.label}/`);
   return 0;
-}
-
-export function main(argv: readonly string[]): number {
-  let args: DashboardsArgs;
-  try {
-    args = parseDashboardsArgs(argv);
-  } catch (error) {
-    console.error(`dashboards: ${(error as Error).message}\n${usage}`);
-    return 2;
-  }
-  try {
-    return runDashboards(args);
-  } catch (error) {
-    if (error instanceof DashboardsConfigError) {
-      console.error(`dashboards: ${error.message}`);
-      return 2;
-    }
-    throw error;
-  }
-}
-
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  process.exitCode = main(process.argv.slice(2));
 }

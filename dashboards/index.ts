@@ -22,7 +22,7 @@ export {
   selectorsOf,
 } from './config.ts';
 export { generatedFiles, generatedPaths } from './files.ts';
-export { type DashboardsArgs, loadConfigFile, parseDashboardsArgs, runDashboards } from './generate.ts';
+export { type DashboardsArgs, loadConfigFile, runDashboards } from './generate.ts';
 export { agent as agentMetrics, k6 as k6Metrics, limiter as limiterMetricNames, mock as mockMetrics } from './metrics.ts';
 export { buildDashboards } from './panels/index.ts';
 export { buildLimiterDashboard } from './panels/limiter.ts';

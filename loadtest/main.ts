@@ -1,15 +1,11 @@
-// `npm start`: the embedded main job. Starts the mock provider, the agent service and
+// `npm start` (`quotascope start`): the embedded main job. Starts the mock provider, the agent service and
 // Prometheus on loopback, replays a fan-out burst then steady traffic with k6 (or a small
 // Node driver where k6 is missing), prints a summary and writes reports/<run-id>/.
 import { mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { z } from 'zod';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
-import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
-import { limiterMetrics, MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
+import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
 import { RunProgress } from './k6/progress.ts';
 import { type K6Summary, runK6 } from './k6/runner.ts';
@@ -18,50 +14,19 @@ import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
 import { RUN_RECORD_FILE, type RunRecord, writeRunRecord } from './report/run-record.ts';
 import { stackTotals } from './report/summary.ts';
 import { writeReport } from './report/write.ts';
-import { loadScenario, ScenarioError } from './scenario/schema.ts';
+import { loadScenario } from './scenario/schema.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { putMockConfig } from './stack/mock-admin.ts';
 import { MOCK_COUNTED_TOKENS } from './stack/mock-parameters.ts';
 import { freePort, ProcessGroup, waitForHealthy } from './stack/processes.ts';
 import { AGENT_JOB, MOCK_JOB, startPrometheus, waitForFirstScrape } from './stack/prometheus.ts';
 import { findTool } from './stack/tools.ts';
+import type { StartOptions } from './start-options.ts';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** The `quotascope` bin of this package (source .ts, or the built .js beside this module's own). */
+const QUOTASCOPE_BIN = fileURLToPath(new URL(`../cli/quotascope${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
 
-const USAGE = `usage: npm start -- [flags]
-  --tree NAME         agent tree for the built-in burst + steady run (default review)
-  --scenario NAME     run this scenario file instead (name in loadtest/scenarios or a path)
-  --duration S        seconds of steady traffic after the burst (default 300)
-  --rate N            steady user requests per minute (default ${EX.userRequestsPerMinute}, the worked example)
-  --burst-users N     users clicking at once at the start (default ${EX.burstUsers})
-  --replicas N        agent service replicas sharing the budget (default ${EX.replicas})
-  --quota-tpm N       provider tokens per minute (default ${EX.quotaTokensPerMinute})
-  --quota-rpm N       provider requests per minute (default ${EX.quotaRequestsPerMinute})
-  --call-seconds S    model call latency at the mock (default ${EX.callSeconds})
-  --tokens N          input tokens per model call (default ${EX.inputTokensPerCall})
-  --counted-tokens K  which tokens the quota counts: input (Gemini's TPM, default) or total; the mock,
-                      the budget, the planner and the report all take it from here
-  --permits N         permits per replica (default ${EX.permits})
-  --max-wait-ms N     limiter maxWait (default ${EX.maxWaitMs})
-  --report-dir DIR    where reports/<run-id> goes (default reports)`;
-
-const flagsSchema = z.object({
-  tree: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a tree name like review').default('review'),
-  scenario: z.string().min(1).optional(),
-  duration: z.coerce.number().positive().max(86_400).default(300),
-  rate: z.coerce.number().positive().max(100_000).default(EX.userRequestsPerMinute),
-  'burst-users': z.coerce.number().int().min(0).max(10_000).default(EX.burstUsers),
-  replicas: z.coerce.number().int().min(1).max(32).default(EX.replicas),
-  'quota-tpm': z.coerce.number().int().positive().default(EX.quotaTokensPerMinute),
-  'quota-rpm': z.coerce.number().int().positive().default(EX.quotaRequestsPerMinute),
-  'call-seconds': z.coerce.number().positive().max(600).default(EX.callSeconds),
-  tokens: z.coerce.number().int().min(101).max(1_000_000).default(EX.inputTokensPerCall),
-  'counted-tokens': z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
-  permits: z.coerce.number().int().positive().max(10_000).default(EX.permits),
-  'max-wait-ms': z.coerce.number().int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(EX.maxWaitMs),
-  'report-dir': z.string().min(1).default('reports'),
-});
-type Flags = z.output<typeof flagsSchema>;
+type Flags = StartOptions;
 
 const OUTPUT_TOKENS = EX.outputTokensPerCall;
 const BUDGET_FRACTION = EX.budgetFraction;
@@ -72,34 +37,19 @@ const RATE_INTERVAL = `${4 * SCRAPE_SECONDS}s`;
 /** Share of a call's time the mock spends streaming output after the first token. */
 const STREAMING_SHARE = 0.9;
 
-function parseFlags(argv: string[]): Flags {
-  const options = Object.fromEntries(Object.keys(flagsSchema.shape).map((k) => [k, { type: 'string' as const }]));
-  const { values } = parseArgs({ args: argv, options: { ...options, help: { type: 'boolean' } }, strict: true });
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
-  const result = flagsSchema.safeParse(values);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new Error(`--${String(issue.path[0])}: ${issue.message}`);
-  }
-  return result.data;
-}
-
 /** The default run: the worked example's burst of 10 users, then steady traffic. */
 function mainScenario(f: Flags): ScenarioFile {
-  const burstGap = f['burst-users'] > 0 ? Math.max(10, f['call-seconds'] * 3) : 0;
+  const burstGap = f.burstUsers > 0 ? Math.max(10, f.callSeconds * 3) : 0;
   return {
     name: 'main',
-    description: `burst of ${f['burst-users']} users, then ${f.rate} requests/min for ${f.duration} s`,
+    description: `burst of ${f.burstUsers} users, then ${f.rate} requests/min for ${f.duration} s`,
     defaults: { tree: f.tree, inputTokensPerCall: f.tokens, trafficClass: 'interactive' },
     arrivals: [
-      ...(f['burst-users'] > 0 ? [{ kind: 'burst' as const, at: 0, users: f['burst-users'] }] : []),
+      ...(f.burstUsers > 0 ? [{ kind: 'burst' as const, at: 0, users: f.burstUsers }] : []),
       { kind: 'constant', start: burstGap, perMinute: f.rate, duration: f.duration },
     ],
-    requestTimeout: Math.max(60, (f['max-wait-ms'] / 1000 + f['call-seconds']) * 4),
-    gracefulStop: Math.max(10, f['call-seconds'] * 4),
+    requestTimeout: Math.max(60, (f.maxWaitMs / 1000 + f.callSeconds) * 4),
+    gracefulStop: Math.max(10, f.callSeconds * 4),
   };
 }
 
@@ -110,31 +60,32 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   const node = process.execPath;
   const mockPort = await freePort();
   const mockUrl = `http://127.0.0.1:${mockPort}`;
-  group.start('mock-provider', node, [join(ROOT, 'mock-provider', 'cli.ts'), '--port', String(mockPort), '--host', '127.0.0.1']);
+  group.start('mock-provider', node, [QUOTASCOPE_BIN, 'mock-provider', '--port', String(mockPort), '--host', '127.0.0.1']);
   await waitForHealthy('mock provider', `${mockUrl}/healthz`, 30_000, () => group.assertRunning());
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
-  const perTokenMs = (flags['call-seconds'] * 1000 * STREAMING_SHARE) / (OUTPUT_TOKENS - 1);
+  const perTokenMs = (flags.callSeconds * 1000 * STREAMING_SHARE) / (OUTPUT_TOKENS - 1);
   const mockConfig = {
-    requestsPerMinute: flags['quota-rpm'],
-    tokensPerMinute: flags['quota-tpm'],
-    countedTokens: MOCK_COUNTED_TOKENS[flags['counted-tokens']],
-    timeToFirstTokenMs: { kind: 'fixed', value: Math.round(flags['call-seconds'] * 100) },
+    requestsPerMinute: flags.quotaRpm,
+    tokensPerMinute: flags.quotaTpm,
+    countedTokens: MOCK_COUNTED_TOKENS[flags.countedTokens],
+    timeToFirstTokenMs: { kind: 'fixed', value: Math.round(flags.callSeconds * 100) },
     perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
     outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
   };
   await putMockConfig(mockUrl, mockConfig);
-  console.log(`[main] mock provider on ${mockUrl} (quota ${flags['quota-rpm']} req/min, ${flags['quota-tpm']} ${flags['counted-tokens']} tokens/min, ~${flags['call-seconds']} s per call)`);
+  console.log(`[main] mock provider on ${mockUrl} (quota ${flags.quotaRpm} req/min, ${flags.quotaTpm} ${flags.countedTokens} tokens/min, ~${flags.callSeconds} s per call)`);
 
   const agentPort = await freePort();
   group.start('agent', node, [
-    join(ROOT, 'agent', 'cli.ts'),
+    QUOTASCOPE_BIN,
+    'agent',
     '--port', String(agentPort),
     '--provider-url', mockUrl,
     '--replicas', String(flags.replicas),
     '--permits', String(flags.permits),
-    '--tokens-per-minute', String(Math.round(flags['quota-tpm'] * BUDGET_FRACTION)),
-    '--max-wait-ms', String(flags['max-wait-ms']),
-    '--counted-tokens', flags['counted-tokens'],
+    '--tokens-per-minute', String(Math.round(flags.quotaTpm * BUDGET_FRACTION)),
+    '--max-wait-ms', String(flags.maxWaitMs),
+    '--counted-tokens', flags.countedTokens,
   ]);
   const agentUrls = Array.from({ length: flags.replicas }, (_, i) => `http://127.0.0.1:${agentPort + i}`);
   for (const url of agentUrls) await waitForHealthy('agent service', `${url}/healthz`, 60_000, () => group.assertRunning());
@@ -186,14 +137,14 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     agentUrl: agentUrls[0],
     stack: {
       outputTokensPerCall: OUTPUT_TOKENS,
-      countedTokens: flags['counted-tokens'],
-      latencySeconds: flags['call-seconds'],
-      quotaRequestsPerMinute: flags['quota-rpm'],
-      quotaTokensPerMinute: flags['quota-tpm'],
+      countedTokens: flags.countedTokens,
+      latencySeconds: flags.callSeconds,
+      quotaRequestsPerMinute: flags.quotaRpm,
+      quotaTokensPerMinute: flags.quotaTpm,
       budgetFraction: BUDGET_FRACTION,
       replicas: flags.replicas,
-      maxWaitSeconds: flags['max-wait-ms'] / 1000,
-      burstUsers: Math.max(1, flags['burst-users']),
+      maxWaitSeconds: flags.maxWaitMs / 1000,
+      burstUsers: Math.max(1, flags.burstUsers),
     },
   });
   const record: RunRecord = {
@@ -244,19 +195,11 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   return exitCode;
 }
 
-async function main(): Promise<number> {
-  let flags: Flags;
-  let scenario: ScenarioFile;
-  try {
-    flags = parseFlags(process.argv.slice(2));
-    scenario = flags.scenario ? loadScenario(flags.scenario) : mainScenario(flags);
-  } catch (e) {
-    console.error(`npm start: ${(e as Error).message}`);
-    if (!(e instanceof ScenarioError)) console.error(USAGE);
-    return 2;
-  }
+/** The whole run; resolves to the exit code (throws ScenarioError for a bad --scenario before starting anything). */
+export async function runStart(flags: StartOptions): Promise<number> {
+  const scenario = flags.scenario ? loadScenario(flags.scenario) : mainScenario(flags);
   const runId = `${new Date().toISOString().replace(/[:.]/g, '-')}-${scenario.name}`;
-  const reportDir = resolve(flags['report-dir'], runId);
+  const reportDir = resolve(flags.reportDir, runId);
   mkdirSync(reportDir, { recursive: true });
   const group = new ProcessGroup(reportDir);
   const aborter = new AbortController();
@@ -286,4 +229,3 @@ async function main(): Promise<number> {
   return running;
 }
 
-process.exitCode = await main();

@@ -24,10 +24,9 @@ export {
   type TimelineStep,
 } from './config.ts';
 export type { Clock } from './quota.ts';
+export { DEFAULT_HOST, DEFAULT_PORT } from './listen.ts';
 export {
   createMockApp,
-  DEFAULT_HOST,
-  DEFAULT_PORT,
   type MockProvider,
   type MockProviderOptions,
   startMockProvider,

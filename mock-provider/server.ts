@@ -6,13 +6,11 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { adminRouter } from './admin.ts';
 import { defaultConfig, type MockConfigPatch, mergeConfig, parseServerLimits, type ServerLimitsInput } from './config.ts';
 import { type GeminiHandler, geminiHandler } from './gemini.ts';
+import { DEFAULT_HOST, DEFAULT_PORT } from './listen.ts';
 import { metadataRouter } from './metadata.ts';
 import { openAiRouter } from './openai.ts';
 import type { Clock } from './quota.ts';
 import { MockState } from './state.ts';
-
-export const DEFAULT_PORT = 8090;
-export const DEFAULT_HOST = '127.0.0.1';
 
 export interface MockProviderOptions {
   /** Default 8090; 0 picks a free port. */

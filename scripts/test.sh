@@ -12,7 +12,9 @@ tsc --noEmit -p tsconfig.json
 tsc --noEmit -p loadtest/k6/tsconfig.json
 echo "[test] lint"
 biome check .
+echo "[test] build the package (dist/; test/package packs and installs it)"
+npm run --silent build
 echo "[test] generated dashboards and rules are up to date"
-node dashboards/generate.ts --check
+node cli/quotascope.ts dashboards --check
 echo "[test] vitest"
 vitest run

@@ -19,6 +19,8 @@ const binaryNames: Record<ToolName, readonly string[]> = {
   chromium: ['chromium'],
 };
 
+export const TOOL_NAMES = Object.keys(binaryNames) as ToolName[];
+
 /** The folder scripts/tools.sh installs k6 into (override with QUOTASCOPE_BIN). */
 export function quotascopeBinDir(): string {
   return process.env.QUOTASCOPE_BIN ?? join(homedir(), '.local', 'share', 'quotascope', 'bin');

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { AccessLogError } from '../../agent/access-log.ts';
-import { parseCliConfig, parseServiceOptions } from '../../agent/config.ts';
+import { parseServiceOptions } from '../../agent/config.ts';
+import { parseCliConfig } from '../../cli/agent.ts';
 import { startAgentService } from '../../agent/service.ts';
 import { loadScenario, parseScenario } from '../../loadtest/scenario/schema.ts';
 import { convertAccessLog, toJsonLines, tokensForDocumentChars } from '../../loadtest/scenario/trace-convert.ts';
@@ -168,7 +169,7 @@ describe('access log configuration', () => {
   });
 
   it('CLI: an unopenable --access-log exits 2 naming the flag, before loading ADK', async () => {
-    const child = spawn(process.execPath, ['agent/cli.ts', '--access-log', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['cli/quotascope.ts', 'agent', '--access-log', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let stderr = '';
     child.stderr!.on('data', (d) => {
@@ -184,7 +185,7 @@ describe('access log configuration', () => {
     try {
       const child = spawn(
         process.execPath,
-        ['agent/cli.ts', '--port', '0', '--provider-url', mock.url, '--access-log', '-'],
+        ['cli/quotascope.ts', 'agent', '--port', '0', '--provider-url', mock.url, '--access-log', '-'],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       children.push(child);

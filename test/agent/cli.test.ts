@@ -1,4 +1,4 @@
-// `node agent/cli.ts --replicas N`: N independent replicas on consecutive ports, each
+// `quotascope agent --replicas N`: N independent replicas on consecutive ports, each
 // with its own /healthz and /metrics, gone after SIGTERM.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -39,7 +39,7 @@ describe('agent CLI', () => {
     const port = await freePortRun(2);
     const child = spawn(
       process.execPath,
-      ['agent/cli.ts', '--port', String(port), '--replicas', '2', '--provider-url', 'http://127.0.0.1:9', '--permits', '3'],
+      ['cli/quotascope.ts', 'agent', '--port', String(port), '--replicas', '2', '--provider-url', 'http://127.0.0.1:9', '--permits', '3'],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PROVIDER_API_KEY: 'sekret-key-4711' } },
     );
     children.push(child);
@@ -70,7 +70,7 @@ describe('agent CLI', () => {
   });
 
   it('a bad flag exits 2 naming it', async () => {
-    const child = spawn(process.execPath, ['agent/cli.ts', '--permits', 'lots'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['cli/quotascope.ts', 'agent', '--permits', 'lots'], { stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let stderr = '';
     child.stderr!.on('data', (d) => {

@@ -1,7 +1,8 @@
 // Agent configuration and request validation (unit).
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { AgentConfigError, parseCliConfig, parseServiceOptions } from '../../agent/config.ts';
+import { AgentConfigError, parseServiceOptions } from '../../agent/config.ts';
+import { parseCliConfig } from '../../cli/agent.ts';
 import { createLimiter } from '../../agent/limiter.ts';
 import { TokenBudget } from '../../instrumentation/index.ts';
 import { FakeLlm, textResponse } from '../../instrumentation/testing.ts';

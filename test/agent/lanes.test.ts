@@ -5,7 +5,8 @@
 // starvation the cap prevents.
 import { type BaseLlmConnection, BaseLlm, type LlmRequest, type LlmResponse } from '@google/adk';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AgentConfigError, batchLanePermits, parseCliConfig, parseServiceOptions } from '../../agent/config.ts';
+import { AgentConfigError, batchLanePermits, parseServiceOptions } from '../../agent/config.ts';
+import { parseCliConfig } from '../../cli/agent.ts';
 import { ProviderGemini } from '../../agent/provider-model.ts';
 import { currentTrafficClass } from '../../agent/run-context.ts';
 import { fastMock, type RunResponse, type Stack, startStack } from './stack.ts';

@@ -3,7 +3,8 @@
 // tokens together than the one shared budget allows, where the same two replicas with static
 // budgets do; `adaptive` moves the permit limit on 429s; the switch is validated.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentConfigError, parseCliConfig } from '../../agent/config.ts';
+import { AgentConfigError } from '../../agent/config.ts';
+import { parseCliConfig } from '../../cli/agent.ts';
 import { type AgentService, startAgentService } from '../../agent/service.ts';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';

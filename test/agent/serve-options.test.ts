@@ -2,7 +2,7 @@
 // --app-name and --no-wrap, and errors naming the flag or variable.
 import { describe, expect, it } from 'vitest';
 import { parseAgentModuleSpec } from '../../agent/agent-module.ts';
-import { parseServeArgs } from '../../agent/serve/options.ts';
+import { parseServeArgs } from '../../cli/serve.ts';
 import { limiterNameFor } from '../../agent/serve/wrap-models.ts';
 
 describe('parseServeArgs', () => {

@@ -3,9 +3,9 @@
 // own count of model calls is the oracle for the planner's count of the same tree.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../agent/serve/main.ts';
+import { runCli } from '../../cli/program.ts';
 import { type ServedAgent, startServe } from '../../agent/serve/server.ts';
-import { planAgent } from '../../loadtest/planner/agent-plan.ts';
+import { countAgent } from '../../loadtest/planner/agent-plan.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { fastMock, metricsText } from './stack.ts';
 import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
@@ -16,7 +16,7 @@ const WORKFLOW = fixture('workflow_graph.ts');
 
 /** The planner's count (`plan --agent FILE`), one tool turn as the mock answers tools once. */
 async function plannedCalls(spec: string): Promise<number> {
-  return (await planAgent(['--agent', spec, '--tool-turns', '1'])).callsPerRequest;
+  return (await countAgent(spec, 1)).calls;
 }
 
 async function mockCalls(mock: MockProvider): Promise<number> {
@@ -218,16 +218,16 @@ describe('serve: bad input fails before anything starts', () => {
 
   it('main(argv) exits 2 with one line naming the flag, the export or the file', async () => {
     const lines: string[] = [];
-    const original = console.error;
-    console.error = (line: string) => lines.push(line);
+    const original = process.stderr.write;
+    process.stderr.write = ((chunk: string) => lines.push(chunk.replace(/\n$/, '')) > 0) as typeof process.stderr.write;
     try {
-      expect(await main(['--agent', LOOP_TOOLS, '--permits', '0'])).toBe(2);
-      expect(await main(['--agent', `${LOOP_TOOLS}#nope`, '--port', '0'])).toBe(2);
-      expect(await main(['--port', '0'])).toBe(2);
-      expect(await main(['--agent', LOOP_TOOLS, '--app-name', '9lives'])).toBe(2);
-      expect(await main(['--agent', LOOP_TOOLS, '--bogus'])).toBe(2);
+      expect(await runCli(['serve', '--agent', LOOP_TOOLS, '--permits', '0'])).toBe(2);
+      expect(await runCli(['serve', '--agent', `${LOOP_TOOLS}#nope`, '--port', '0'])).toBe(2);
+      expect(await runCli(['serve', '--port', '0'])).toBe(2);
+      expect(await runCli(['serve', '--agent', LOOP_TOOLS, '--app-name', '9lives'])).toBe(2);
+      expect(await runCli(['serve', '--agent', LOOP_TOOLS, '--bogus'])).toBe(2);
     } finally {
-      console.error = original;
+      process.stderr.write = original;
     }
     expect(lines).toHaveLength(5);
     expect(lines[0]).toMatch(/^serve: --permits: /);

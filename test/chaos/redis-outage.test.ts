@@ -122,7 +122,7 @@ interface SpawnedAgent {
 }
 
 async function startAgent(redisUrl: string, limiterName: string, extraArgs: readonly string[]): Promise<SpawnedAgent> {
-  const args = ['agent/cli.ts', '--port', '0', '--replicas', '2', '--provider-url', mock.url, '--http-timeout-ms', '10000'];
+  const args = ['cli/quotascope.ts', 'agent', '--port', '0', '--replicas', '2', '--provider-url', mock.url, '--http-timeout-ms', '10000'];
   args.push('--quota-sharing', 'central', '--redis-url', redisUrl, '--limiter-name', limiterName, ...extraArgs);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);

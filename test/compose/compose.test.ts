@@ -297,11 +297,11 @@ describe('Dockerfile', () => {
       await expect(stat(join(scratch, 'node_modules/@google/adk'))).resolves.toBeDefined();
       await expect(stat(join(scratch, 'node_modules/vitest'))).rejects.toThrow();
       const cmd = JSON.parse(dockerfile.find((line) => line.startsWith('CMD '))?.slice(4) ?? '[]') as string[];
-      expect(cmd).toEqual(['node', 'agent/cli.ts']);
+      expect(cmd).toEqual(['node', 'cli/quotascope.ts', 'agent']);
       // Every static import of each service resolves inside the image's tree.
-      for (const entry of [cmd[1], services['mock-provider'].command?.[1] ?? '']) {
-        const { stdout } = await run(process.execPath, [entry, '--help'], { cwd: scratch, env: { PATH: process.env.PATH } });
-        expect(stdout, entry).toMatch(/--port/);
+      for (const entry of [cmd.slice(1, 3), services['mock-provider'].command?.slice(1, 3) ?? []]) {
+        const { stdout } = await run(process.execPath, [...entry, '--help'], { cwd: scratch, env: { PATH: process.env.PATH } });
+        expect(stdout, entry.join(' ')).toMatch(/--port/);
       }
     },
     240_000,

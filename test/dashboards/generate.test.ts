@@ -8,10 +8,10 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generatedPaths } from '../../dashboards/files.ts';
-import { differences, generatedDir, helmDifferences, helmFilesDir, parseDashboardsArgs, writeGenerated, writeHelmFiles } from '../../dashboards/generate.ts';
+import { differences, generatedDir, helmDifferences, helmFilesDir, writeGenerated, writeHelmFiles } from '../../dashboards/generate.ts';
 
 const run = promisify(execFile);
-const script = join(generatedDir, '..', 'generate.ts');
+const bin = join(generatedDir, '..', '..', 'cli', 'quotascope.ts');
 const example = join(generatedDir, '..', 'examples', 'custom-stack.yaml');
 const scratchDirs: string[] = [];
 function scratch(): string {
@@ -38,7 +38,7 @@ function snapshot(dir: string): Map<string, Buffer> {
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [script, ...args]);
+    const { stdout, stderr } = await run(process.execPath, [bin, 'dashboards', ...args]);
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -100,11 +100,10 @@ describe('dashboards generator', () => {
     ]);
   });
 
-  it('the argument parser takes --config FILE --out DIR and --check, and refuses --config alone', () => {
-    expect(parseDashboardsArgs([])).toEqual({ check: false, config: undefined, out: undefined });
-    expect(parseDashboardsArgs(['--config', 'c.yaml', '--out', 'o', '--check'])).toEqual({ check: true, config: 'c.yaml', out: 'o' });
-    expect(() => parseDashboardsArgs(['--config', 'c.yaml'])).toThrow(/--config needs --out/);
-    expect(() => parseDashboardsArgs(['--bogus'])).toThrow(/bogus/);
+  it('the command refuses --config alone', async () => {
+    const alone = await cli('--config', 'c.yaml');
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/^dashboards: --config needs --out/);
   });
 });
 

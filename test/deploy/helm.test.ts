@@ -18,12 +18,13 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
-import { agentServiceFields, parseCliConfig } from '../../agent/config.ts';
-import { parseServeArgs } from '../../agent/serve/options.ts';
+import { agentServiceFields } from '../../agent/config.ts';
+import { parseCliConfig } from '../../cli/agent.ts';
+import { parseServeArgs } from '../../cli/serve.ts';
 import { jobs } from '../../dashboards/config.ts';
 import { sidecarDashboardLabel } from '../../dashboards/render/kubernetes.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
-import { resolveSettings } from '../../mock-provider/cli.ts';
+import { resolveSettings } from '../../cli/mock-provider.ts';
 import { byName, CENTRAL_5, CHART, helm, type K8sObject, kindCounts, REPO, renderChart } from './helm.ts';
 
 type Validator = (object: K8sObject) => void;

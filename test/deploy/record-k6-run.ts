@@ -41,8 +41,8 @@ async function main(): Promise<void> {
     const mockPort = await freePort();
     const agentPort = await freePort();
     const node = process.execPath;
-    group.start('mock-provider', node, [join(repo, 'mock-provider/cli.ts'), `--port=${mockPort}`, '--ttft=fixed:40', '--per-token-ms=fixed:1', '--output-tokens=fixed:60']);
-    group.start('agent', node, [join(repo, 'agent/cli.ts'), `--port=${agentPort}`, `--provider-url=http://127.0.0.1:${mockPort}`, '--permits=3', '--max-wait-ms=600']);
+    group.start('mock-provider', node, [join(repo, 'cli/quotascope.ts'), 'mock-provider', `--port=${mockPort}`, '--ttft=fixed:40', '--per-token-ms=fixed:1', '--output-tokens=fixed:60']);
+    group.start('agent', node, [join(repo, 'cli/quotascope.ts'), 'agent', `--port=${agentPort}`, `--provider-url=http://127.0.0.1:${mockPort}`, '--permits=3', '--max-wait-ms=600']);
     await waitForHealthy('mock-provider', `http://127.0.0.1:${mockPort}/healthz`, 30_000, () => group.assertRunning());
     await waitForHealthy('agent', `http://127.0.0.1:${agentPort}/healthz`, 60_000, () => group.assertRunning());
     const prometheus = await startPrometheus(group, { jobs: {}, dataDir: join(work, 'prometheus') });

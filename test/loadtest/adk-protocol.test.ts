@@ -248,7 +248,8 @@ describe('k6 --protocol adk against adk api_server (ADK JS)', () => {
   it('npm run loadtest -- <scenario> --protocol adk --app NAME runs it; bad or missing flags are one-line errors', async () => {
     const run = promisify(execFile);
     const { stdout } = await run(process.execPath, [
-      'loadtest/cli.ts',
+      'cli/quotascope.ts',
+      'loadtest',
       'burst',
       '--protocol',
       'adk',
@@ -264,10 +265,10 @@ describe('k6 --protocol adk against adk api_server (ADK JS)', () => {
       join(dir, 'cli'),
     ]);
     expect(stdout).toMatch(/model calls: +21 \(7\.0 per request\)/); // 1 user x 3 bursts
-    const bad = await run(process.execPath, ['loadtest/cli.ts', 'burst', '--protocol', 'adk', '--app', 'no spaces', '--target', adkUrl]).catch((e) => e);
+    const bad = await run(process.execPath, ['cli/quotascope.ts', 'loadtest', 'burst', '--protocol', 'adk', '--app', 'no spaces', '--target', adkUrl]).catch((e) => e);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^loadtest: --app: must be an ADK name/);
-    const missing = await run(process.execPath, ['loadtest/cli.ts', 'burst', '--protocol', 'adk', '--target', adkUrl]).catch((e) => e);
+    const missing = await run(process.execPath, ['cli/quotascope.ts', 'loadtest', 'burst', '--protocol', 'adk', '--target', adkUrl]).catch((e) => e);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--protocol adk needs --app NAME/);
   }, 120_000);

@@ -94,7 +94,7 @@ describe('k6 against the stack', () => {
     const bad = join(dir, 'bad.json');
     writeFileSync(bad, JSON.stringify({ name: 'bad', arrivals: [{ kind: 'constant', start: 0, perMinute: 'forty', duration: 10 }] }));
     const reports = join(dir, 'bad-reports');
-    const run = promisify(execFile)(process.execPath, ['loadtest/cli.ts', bad, '--target', agent.url, '--report-dir', reports]);
+    const run = promisify(execFile)(process.execPath, ['cli/quotascope.ts', 'loadtest', bad, '--target', agent.url, '--report-dir', reports]);
     const err = await run.then(() => undefined).catch((e) => e);
     expect(err?.code).toBe(2);
     expect(err?.stderr).toMatch(/arrivals\[0\]\.perMinute/);
@@ -151,7 +151,7 @@ describe('k6 against the stack', () => {
       JSON.stringify({ name: 'steady-cli', defaults: { inputTokensPerCall: 1000 }, arrivals: [{ kind: 'constant', start: 0, perMinute: 120, duration: 16 }] }),
     );
     const reports = join(dir, 'cli-reports');
-    const args = ['loadtest/cli.ts', file, '--target', agent.url, '--prometheus', prometheusUrl, '--mock-url', mock.url, '--plan', '--report-dir', reports];
+    const args = ['cli/quotascope.ts', 'loadtest', file, '--target', agent.url, '--prometheus', prometheusUrl, '--mock-url', mock.url, '--plan', '--report-dir', reports];
     const { stdout } = await promisify(execFile)(process.execPath, args);
     expect(stdout).toMatch(/plan vs measured \(binding quota: tokens, input tokens counted; steady window \d+ s; call time planned 0\.397 s/);
     expect(stdout).toMatch(/user requests\/min +120\.0 +\d/);
@@ -162,7 +162,7 @@ describe('k6 against the stack', () => {
   }, 60_000);
 
   it('--plan without --prometheus is refused before k6 starts', async () => {
-    const err = await promisify(execFile)(process.execPath, ['loadtest/cli.ts', 'steady-40rpm', '--target', agent.url, '--plan', '--report-dir', join(dir, 'x')]).catch((e) => e);
+    const err = await promisify(execFile)(process.execPath, ['cli/quotascope.ts', 'loadtest', 'steady-40rpm', '--target', agent.url, '--plan', '--report-dir', join(dir, 'x')]).catch((e) => e);
     expect(err?.code).toBe(2);
     expect(err?.stderr).toMatch(/--plan needs --prometheus/);
   }, 30_000);

@@ -1,4 +1,4 @@
-// `npm start` end to end, as a user runs it: `node loadtest/main.ts` as a child process with a
+// `npm start` end to end, as a user runs it: `quotascope start` as a child process with a
 // short, scaled-down run (real mock provider, agent service with 2 replicas, Prometheus, k6).
 // Asserts the exit code, the printed summary and progress, reports/<run-id>/ (summary.json,
 // index.html, k6.log) and that no process it started (nor any port it served) survives it;
@@ -78,9 +78,9 @@ interface Run {
   urls: string[];
 }
 
-/** Runs `node loadtest/main.ts` with `args`; `whileRunning` may act on it (e.g. signal it). */
+/** Runs `quotascope start` with `args`; `whileRunning` may act on it (e.g. signal it). */
 function npmStart(args: string[], whileRunning?: (child: ChildProcess, out: () => string) => void): Promise<Run> {
-  const child = spawn(process.execPath, ['loadtest/main.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['cli/quotascope.ts', 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
   let out = '';
   child.stdout?.on('data', (d) => {
@@ -112,7 +112,7 @@ async function expectNothingLeft(run: Run): Promise<void> {
   for (const url of run.urls) expect(await refused(url), `${url} still answers`).toBe(true);
 }
 
-describe('npm start (loadtest/main.ts)', () => {
+describe('npm start (quotascope start)', () => {
   it('a short run exits 0, prints the summary, writes summary.json and leaves no process behind', async () => {
     requireTool('k6');
     requireTool('prometheus');

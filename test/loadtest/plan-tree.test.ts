@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadAgentModule } from '../../agent/agent-module.ts';
 import { walkAgentTree } from '../../agent/tree-walk.ts';
-import { main, planAgent } from '../../loadtest/planner/agent-plan.ts';
+import { runCli } from '../../cli/program.ts';
 import { type CountedNode, countedNodes, countModelCalls, TreeCountError } from '../../agent/tree-count.ts';
 import { FakeLlm, textResponse } from '../../instrumentation/testing.ts';
 
@@ -38,7 +38,7 @@ async function runMain(argv: string[]): Promise<{ code: number; stdout: string; 
     return true;
   }) as typeof process.stderr.write;
   try {
-    return { code: await main(argv), stdout, stderr };
+    return { code: await runCli(['plan', ...argv]), stdout, stderr };
   } finally {
     process.stdout.write = out;
     process.stderr.write = err;
@@ -92,7 +92,7 @@ describe('plan --agent', () => {
   });
 
   it('feeds the count and the width into the capacity plan', async () => {
-    const result = await planAgent(['--agent', WORKFLOW, '--example', 'review-agent']);
+    const result = JSON.parse((await runMain(['--agent', WORKFLOW, '--example', 'review-agent', '--json'])).stdout);
     expect(result.plan?.tree).toMatchObject({ callsPerRequest: 5, parallelBranches: 2 });
     // The worked example's traffic at 5 calls per request: 40 users/min → 200 calls/min.
     expect(result.plan?.demand.callsPerMinute).toBe(200);

@@ -8,12 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { formatPlan, PlanInputError, plan, planInputIssues, reviewAgentExample } from '../../loadtest/planner/index.ts';
 import type { PlanInput } from '../../loadtest/planner/index.ts';
 
-const cli = fileURLToPath(new URL('../../loadtest/planner/cli.ts', import.meta.url));
+const bin = fileURLToPath(new URL('../../cli/quotascope.ts', import.meta.url));
 const run = promisify(execFile);
 
 async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args]);
+    const { stdout, stderr } = await run(process.execPath, [bin, 'plan', ...args]);
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };

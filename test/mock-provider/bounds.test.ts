@@ -2,7 +2,7 @@
 // naming the field and the CLI fails naming the flag, before anything is sampled or timed.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveSettings } from '../../mock-provider/cli.ts';
+import { resolveSettings } from '../../cli/mock-provider.ts';
 import { MAX_LATENCY_MS, MAX_OUTPUT_TOKENS, MAX_PER_TOKEN_MS, MAX_TIMER_MS, type MockProvider, mockConfigSchema, startMockProvider } from '../../mock-provider/index.ts';
 import { nestedAtMost } from '../../mock-provider/http.ts';
 import { createRandom, sample } from '../../mock-provider/random.ts';

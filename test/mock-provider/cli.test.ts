@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveSettings } from '../../mock-provider/cli.ts';
+import { resolveSettings } from '../../cli/mock-provider.ts';
 
-const cliPath = join(import.meta.dirname, '../../mock-provider/cli.ts');
+const bin = join(import.meta.dirname, '../../cli/quotascope.ts');
 const dir = mkdtempSync(join(tmpdir(), 'mock-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -56,7 +56,7 @@ describe('configuration sources', () => {
 
 describe('the CLI process', () => {
   it('--help documents every flag with its env variable', () => {
-    const result = spawnSync(process.execPath, [cliPath, '--help'], { encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [bin, 'mock-provider', '--help'], { encoding: 'utf8' });
     expect(result.status).toBe(0);
     const flags = [...result.stdout.matchAll(/^ {2}--([a-z0-9-]+)/gm)].map((m) => m[1]);
     for (const flag of ['port', 'host', 'config', 'seed', 'requests-per-minute', 'tokens-per-minute', 'requests-per-day', 'max-concurrent', 'quota-window', 'counted-tokens', 'throttle-probability', 'ttft', 'per-token-ms', 'output-tokens', 'fault-http-500', 'fault-stall', 'admin-token', 'help']) {
@@ -68,13 +68,13 @@ describe('the CLI process', () => {
   });
 
   it('rejects a bad flag value with exit code 2 and the field', () => {
-    const result = spawnSync(process.execPath, [cliPath, '--quota-window', 'hourly'], { encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [bin, 'mock-provider', '--quota-window', 'hourly'], { encoding: 'utf8' });
     expect(result.status).toBe(2);
     expect(result.stderr).toMatch(/--quota-window: .*quotaWindow/);
   });
 
   it('serves on a free port, requires the admin token from the env, stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, [cliPath, '--port', '0', '--ttft', 'fixed:0', '--per-token-ms', 'fixed:0'], {
+    const child = spawn(process.execPath, [bin, 'mock-provider', '--port', '0', '--ttft', 'fixed:0', '--per-token-ms', 'fixed:0'], {
       env: { ...process.env, MOCK_PROVIDER_ADMIN_TOKEN: 'cli-secret-token' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

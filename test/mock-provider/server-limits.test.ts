@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { getOn, openSocket, untilClosed } from '../raw-socket.ts';
-import { resolveSettings } from '../../mock-provider/cli.ts';
+import { resolveSettings } from '../../cli/mock-provider.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { generate, instant } from './helpers.ts';
 

@@ -1,0 +1,220 @@
+// `quotascope agent`: starts N independent agent service replicas on consecutive ports and
+// serves until SIGINT/SIGTERM. Flags over env over the service schema's defaults.
+import { Command } from 'commander';
+import { z } from 'zod';
+import { type AccessLog, AccessLogError, openAccessLog } from '../agent/access-log.ts';
+import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentServiceOptionsSchema } from '../agent/config.ts';
+import type { AgentService } from '../agent/service.ts';
+import { UsageError } from './errors.ts';
+import { FlagSet, type FlagSpec, parseFlags } from './flags.ts';
+
+const field = agentServiceFields.shape;
+
+/** Every service option's flag and env variable; the schema gives the default and the bounds. */
+export const SERVICE_FLAGS = {
+  port: { flag: 'port', env: 'AGENT_PORT', help: "first replica's port (0 = any free port)", schema: field.port, value: 'port' },
+  host: { flag: 'host', env: 'AGENT_HOST', help: 'bind address (0.0.0.0 in a container)', schema: field.host, value: 'address' },
+  providerUrl: { flag: 'provider-url', env: 'PROVIDER_URL', help: 'Gemini-compatible provider', schema: field.providerUrl, value: 'url' },
+  apiKey: { flag: 'api-key', env: 'PROVIDER_API_KEY', help: 'provider key (prefer the env variable; never printed)', schema: field.apiKey, value: 'key', defaultText: 'a placeholder the mock accepts' },
+  model: { flag: 'model', env: 'AGENT_MODEL', help: 'model name', schema: field.model, value: 'name' },
+  limiterName: { flag: 'limiter-name', env: 'LIMITER_NAME', help: 'limiter label of the llm_limiter_* metrics', schema: field.limiterName, value: 'name' },
+  permits: { flag: 'permits', env: 'LIMITER_PERMITS', help: 'concurrent model calls per replica', schema: field.permits, value: 'n' },
+  tokensPerMinute: { flag: 'tokens-per-minute', env: 'LIMITER_TOKENS_PER_MINUTE', help: 'token budget of the whole fleet, per quota window', schema: field.tokensPerMinute, value: 'n' },
+  countedTokens: {
+    flag: 'counted-tokens',
+    env: 'LIMITER_COUNTED_TOKENS',
+    help: "tokens the budget counts, as the provider's quota does (Gemini's TPM counts input)",
+    schema: field.countedTokens,
+    value: 'kind',
+  },
+  quotaWindowMs: { flag: 'quota-window-ms', env: 'LIMITER_QUOTA_WINDOW_MS', help: "the provider quota's window, ms", schema: field.quotaWindowMs, value: 'ms' },
+  replicaShare: {
+    flag: 'replica-share',
+    env: 'LIMITER_REPLICA_SHARE',
+    help: 'share of the budget each replica may spend',
+    schema: field.replicaShare,
+    value: 'fraction',
+    defaultText: '1/replicas',
+  },
+  estimatedTokensPerCall: {
+    flag: 'estimated-tokens-per-call',
+    env: 'LIMITER_ESTIMATED_TOKENS_PER_CALL',
+    help: 'fixed up-front reservation per call',
+    schema: field.estimatedTokensPerCall,
+    value: 'n',
+    defaultText: 'input tokens + learned output',
+  },
+  initialOutputTokens: { flag: 'initial-output-tokens', env: 'LIMITER_INITIAL_OUTPUT_TOKENS', help: 'output tokens assumed before usage is seen', schema: field.initialOutputTokens, value: 'n' },
+  maxWaitMs: { flag: 'max-wait-ms', env: 'LIMITER_MAX_WAIT_MS', help: 'longest wait for a permit and budget, ms', schema: field.maxWaitMs, value: 'ms' },
+  httpTimeoutMs: { flag: 'http-timeout-ms', env: 'PROVIDER_TIMEOUT_MS', help: 'HTTP timeout of one provider request, ms', schema: field.httpTimeoutMs, value: 'ms' },
+  toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS', help: "the tools tree's slow tool, ms", schema: field.toolDelayMs, value: 'ms' },
+  streaming: { flag: 'streaming', env: 'AGENT_STREAMING', help: 'SSE model calls', schema: field.streaming, switch: true },
+  accessLog: { flag: 'access-log', env: 'AGENT_ACCESS_LOG', help: 'JSON-lines access log, appended; - = stdout', schema: field.accessLog, value: 'file|-', defaultText: 'off' },
+  quotaSharing: { flag: 'quota-sharing', env: 'AGENT_QUOTA_SHARING', help: 'how replicas share the provider quota', schema: field.quotaSharing, value: 'mode' },
+  budgetWindow: {
+    flag: 'budget-window',
+    env: 'AGENT_BUDGET_WINDOW',
+    help: 'token budget guard: rolling also caps every rolling 60 s at the budget, as per-minute provider quotas count',
+    schema: field.budgetWindow,
+    value: 'mode',
+  },
+  redisUrl: { flag: 'redis-url', env: 'REDIS_URL', help: 'Redis of the shared token bucket, for --quota-sharing central', schema: field.redisUrl, value: 'url' },
+  centralOutage: {
+    flag: 'central-outage',
+    env: 'AGENT_CENTRAL_OUTAGE',
+    help: 'central, Redis unreachable: fail-open (the static share) or fail-closed (calls refused with BUDGET_UNAVAILABLE)',
+    schema: field.centralOutage,
+    value: 'policy',
+  },
+  maxWaiting: {
+    flag: 'max-waiting',
+    env: 'LIMITER_MAX_WAITING',
+    help: 'most calls waiting for a permit or budget; more are refused at once (queue_full)',
+    schema: field.maxWaiting,
+    value: 'n',
+    defaultText: 'no cap',
+  },
+  adaptiveMaxPermits: {
+    flag: 'adaptive-max-permits',
+    env: 'LIMITER_ADAPTIVE_MAX_PERMITS',
+    help: 'adaptive: most permits AIMD may grow to',
+    schema: field.adaptiveMaxPermits,
+    value: 'n',
+    defaultText: '2 x permits',
+  },
+  adaptiveLatencyMs: {
+    flag: 'adaptive-latency-ms',
+    env: 'LIMITER_ADAPTIVE_LATENCY_MS',
+    help: 'adaptive: a slower call counts as congestion, ms',
+    schema: field.adaptiveLatencyMs,
+    value: 'ms',
+    defaultText: 'off',
+  },
+  batchMaxPermits: {
+    flag: 'batch-max-permits',
+    env: 'AGENT_BATCH_MAX_PERMITS',
+    help: 'most permits trafficClass "batch" requests may hold (off or = permits: no lanes)',
+    schema: field.batchMaxPermits,
+    value: 'n|off',
+    defaultText: 'half the permits, at least 1',
+  },
+  headersTimeoutMs: { flag: 'headers-timeout-ms', env: 'AGENT_HEADERS_TIMEOUT_MS', help: 'longest a client may take to send headers, ms', schema: field.headersTimeoutMs, value: 'ms' },
+  requestTimeoutMs: { flag: 'request-timeout-ms', env: 'AGENT_REQUEST_TIMEOUT_MS', help: 'longest a client may take to send a whole request, ms', schema: field.requestTimeoutMs, value: 'ms' },
+  keepAliveTimeoutMs: { flag: 'keep-alive-timeout-ms', env: 'AGENT_KEEP_ALIVE_TIMEOUT_MS', help: 'idle keep-alive connections close after this, ms', schema: field.keepAliveTimeoutMs, value: 'ms' },
+  maxConnections: { flag: 'max-connections', env: 'AGENT_MAX_CONNECTIONS', help: 'open connections accepted at once', schema: field.maxConnections, value: 'n' },
+  shutdownGraceMs: {
+    flag: 'shutdown-grace-ms',
+    env: 'AGENT_SHUTDOWN_GRACE_MS',
+    help: 'on SIGTERM, in-flight runs may finish this long, then they are aborted and answer 503, ms',
+    schema: field.shutdownGraceMs,
+    value: 'ms',
+  },
+} as const satisfies Record<keyof AgentServiceOptions, FlagSpec>;
+
+const FLAGS = {
+  ...SERVICE_FLAGS,
+  replicas: { flag: 'replicas', env: 'AGENT_REPLICAS', help: 'replicas on consecutive ports from --port', schema: z.int().min(1).max(64).default(1), value: 'n' },
+} as const satisfies Record<string, FlagSpec>;
+
+type Key = keyof typeof FLAGS;
+
+export interface CliConfig {
+  readonly service: AgentServiceOptions;
+  /** Independent replicas on consecutive ports starting at service.port. */
+  readonly replicas: number;
+}
+
+function configFrom(flags: FlagSet<Key>): CliConfig {
+  const { replicas: replicasGiven, ...raw } = flags.given();
+  const replicas = (replicasGiven as number | undefined) ?? 1;
+  // Replicas started together split the fleet budget evenly unless told otherwise.
+  if (raw.replicaShare === undefined) raw.replicaShare = 1 / replicas;
+  const result = agentServiceOptionsSchema.safeParse(raw);
+  if (!result.success) throw new UsageError(`invalid agent configuration: ${flags.describe(result.error)}`);
+  if (result.data.port !== 0 && result.data.port + replicas - 1 > 65_535) {
+    throw new UsageError(`${flags.originOf('replicas')}: ${replicas} replicas from port ${result.data.port} run past 65535`);
+  }
+  return { service: result.data, replicas };
+}
+
+/** Flags over env over defaults, for code and tests; throws AgentConfigError naming the flag or variable. */
+export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliConfig | 'help' {
+  if (argv.includes('--help') || argv.includes('-h')) return 'help';
+  const command = new Command('agent');
+  const flags = new FlagSet(command, FLAGS);
+  try {
+    parseFlags(command, argv, env);
+    return configFrom(flags);
+  } catch (error) {
+    if (error instanceof UsageError) throw new AgentConfigError(error.message);
+    throw error;
+  }
+}
+
+/** The quota-sharing mode and budget for the start line (the Redis URL without its password). */
+function budgetDescription(service: AgentServiceOptions): string {
+  const share = Math.round(service.tokensPerMinute * service.replicaShare);
+  if (service.quotaSharing === 'central') {
+    const url = new URL(service.redisUrl as string);
+    url.username = '';
+    url.password = '';
+    return `quota sharing central: ${service.tokensPerMinute} tokens/min shared in Redis ${url.host}, fallback ${share} tokens/min`;
+  }
+  return `quota sharing ${service.quotaSharing}, budget ${share} tokens/min`;
+}
+
+async function serve({ service, replicas }: CliConfig, accessLogOrigin: string): Promise<void> {
+  // One access log for all replicas, opened before the slow imports so a bad path fails
+  // at once; with `-` stdout carries only log lines and the status lines go to stderr.
+  let accessLog: AccessLog | undefined;
+  try {
+    accessLog = service.accessLog ? openAccessLog(service.accessLog) : undefined;
+  } catch (error) {
+    if (error instanceof AccessLogError) throw new UsageError(`${accessLogOrigin}: ${error.message}`);
+    throw error;
+  }
+  const say = service.accessLog === '-' ? console.error : console.log;
+  // Loaded after the flags are checked (ADK and the OTel SDK take seconds to import; a typo
+  // should fail at once), and tracing starts BEFORE @google/adk is imported: see tracing.ts.
+  const { startTracing } = await import('../agent/tracing.ts');
+  const tracing = startTracing({ serviceName: 'quotascope-agent' });
+  const { startAgentService } = await import('../agent/service.ts');
+
+  const started: AgentService[] = [];
+  const release = async () => {
+    await Promise.allSettled(started.map((s) => s.close()));
+    await accessLog?.close();
+    await tracing?.shutdown();
+  };
+  const stop = async (signal: string) => {
+    say(`agent: ${signal}, stopping ${started.length} replica(s)`);
+    await release();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+
+  try {
+    for (let i = 0; i < replicas; i++) {
+      const port = service.port === 0 ? 0 : service.port + i;
+      const replica = await startAgentService({ ...service, port }, { accessLog });
+      started.push(replica);
+      // The API key is deliberately not printed.
+      say(
+        `agent: replica ${i + 1}/${replicas} listening on ${replica.url} ` +
+          `(provider ${service.providerUrl}, model ${service.model}, permits ${service.permits} (batch ≤ ${replica.limiter.batchMaxPermits ?? 'no cap'}), ` +
+          `${budgetDescription(service)}, maxWait ${service.maxWaitMs} ms)`,
+      );
+    }
+  } catch (error) {
+    await release();
+    throw error;
+  }
+}
+
+export function agentCommand(): Command {
+  const command = new Command('agent').description('the sample ADK agent trees as an HTTP service, every model call through RateLimitedLlm');
+  const flags = new FlagSet(command, FLAGS);
+  command.action(() => serve(configFrom(flags), flags.originOf('accessLog')));
+  return command;
+}

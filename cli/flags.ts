@@ -1,0 +1,201 @@
+// Commander options built from zod schemas: a flag's default is its schema's default, its
+// value is checked by its schema as it is parsed, and --help shows both with the env
+// variable. Errors name the flag or the env variable the bad value came from.
+import { type Command, CommanderError, Option } from 'commander';
+import type { z } from 'zod';
+import { describeFailure, UsageError } from './errors.ts';
+
+export interface FlagSpec {
+  /** The flag without dashes, e.g. `provider-url`. */
+  readonly flag: string;
+  readonly help: string;
+  /** Checks the value (and bounds it); its default, if any, is the flag's default. */
+  readonly schema?: z.ZodType;
+  /** Environment variable read when the flag is not given. */
+  readonly env?: string;
+  /** Placeholder in --help, e.g. `url` (default `value`). */
+  readonly value?: string;
+  /** Turns the text into the value the schema checks (default: number, boolean or text, whichever the schema takes). */
+  readonly parse?: (text: string) => unknown;
+  /** The default as --help shows it, when the schema's default needs words or has none. */
+  readonly defaultText?: string | ((value: unknown) => string);
+  /** `--flag` alone means `--flag true` (a boolean that still takes true|false from the env variable). */
+  readonly switch?: boolean;
+}
+
+export type FlagSpecs<K extends string> = Readonly<Record<K, FlagSpec>>;
+
+interface ZodLike {
+  unwrap?: () => ZodLike;
+  options?: readonly unknown[];
+  def: { type: string };
+}
+
+/** The strings an enum takes, looking through default/optional/nullable. */
+function choicesOf(schema: z.ZodType | undefined): string[] | undefined {
+  let current = schema as unknown as ZodLike | undefined;
+  while (current && ['default', 'optional', 'nullable', 'prefault'].includes(current.def.type) && current.unwrap) current = current.unwrap();
+  if (current?.def.type !== 'enum' || !current.options) return undefined;
+  return current.options.map(String);
+}
+
+/** The schema's default: what it gives for a missing value. */
+export function schemaDefault(schema: z.ZodType | undefined): unknown {
+  if (!schema) return undefined;
+  const result = schema.safeParse(undefined);
+  return result.success ? result.data : undefined;
+}
+
+function defaultText(spec: FlagSpec, value: unknown): string | undefined {
+  if (typeof spec.defaultText === 'string') return spec.defaultText;
+  if (value === undefined) return undefined;
+  if (spec.defaultText) return spec.defaultText(value);
+  if (value === null) return 'off';
+  if (Array.isArray(value)) return value.join(',');
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+/** Number, boolean or text: each reading of the text the schema might take, most specific first. */
+function readings(text: string): unknown[] {
+  const out: unknown[] = [];
+  const trimmed = text.trim();
+  if (trimmed !== '' && Number.isFinite(Number(trimmed))) out.push(Number(trimmed));
+  if (/^(true|yes|1)$/i.test(trimmed)) out.push(true);
+  if (/^(false|no|0)$/i.test(trimmed)) out.push(false);
+  out.push(text);
+  return out;
+}
+
+/** The first issue of a zod error, with its path inside the value if it has one. */
+export function issueText(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return `${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${issue.message}`;
+}
+
+export interface FlagSetOptions {
+  /** Env variable of a flag without its own: the prefix, then the flag in capitals (`--max-wait` → PREFIX_MAX_WAIT). */
+  readonly envPrefix?: string;
+  /** What an error message starts with, given the key and where the value came from (default: the origin). */
+  readonly errorPrefix?: (key: string, origin: string) => string;
+}
+
+/** The options of one command, made from specs; reads back what was given and from where. */
+export class FlagSet<K extends string> {
+  readonly #command: Command;
+  /** Each key's spec (with its env variable resolved) and commander option. */
+  readonly #flags = new Map<K, { readonly spec: FlagSpec; readonly option: Option }>();
+  readonly #origin = new Map<K, string>();
+
+  constructor(command: Command, specs: FlagSpecs<K>, options: FlagSetOptions = {}) {
+    this.#command = command;
+    for (const [key, given] of Object.entries(specs) as [K, FlagSpec][]) {
+      const env = given.env ?? (options.envPrefix ? `${options.envPrefix}${given.flag.toUpperCase().replaceAll('-', '_')}` : undefined);
+      const spec: FlagSpec = { ...given, env };
+      const placeholder = spec.switch ? `[${spec.value ?? 'true|false'}]` : `<${spec.value ?? 'value'}>`;
+      const choices = choicesOf(spec.schema);
+      const fallback = schemaDefault(spec.schema);
+      const shown = defaultText(spec, fallback);
+      const option = new Option(`--${spec.flag} ${placeholder}`, choices ? `${spec.help} (${choices.join(' | ')})` : spec.help);
+      if (fallback !== undefined) option.default(fallback, shown);
+      else option.defaultValueDescription = shown; // a default in words only: shown, never set
+      if (spec.env) option.env(spec.env);
+      if (spec.switch) option.preset('true');
+      const flagOrigin = `--${spec.flag}`;
+      // Commander emits these just before it parses a value, so the parser knows its source.
+      command.on(`option:${option.name()}`, () => this.#origin.set(key, flagOrigin));
+      if (spec.env) {
+        const env = spec.env;
+        command.on(`optionEnv:${option.name()}`, () => this.#origin.set(key, env));
+      }
+      option.argParser((text: string) => {
+        const origin = this.#origin.get(key) ?? flagOrigin;
+        const prefix = options.errorPrefix ? options.errorPrefix(key, origin) : origin;
+        return this.#parse(spec, text, prefix);
+      });
+      command.addOption(option);
+      this.#flags.set(key, { spec, option });
+    }
+  }
+
+  #parse(spec: FlagSpec, text: string, prefix: string): unknown {
+    let candidates: unknown[];
+    try {
+      candidates = spec.parse ? [spec.parse(text)] : readings(text);
+    } catch (error) {
+      throw new UsageError(`${prefix}: ${(error as Error).message}`);
+    }
+    if (!spec.schema) return candidates[0];
+    let firstError: z.ZodError | undefined;
+    for (const candidate of candidates) {
+      const result = spec.schema.safeParse(candidate);
+      if (result.success) return candidate;
+      firstError ??= result.error;
+    }
+    throw new UsageError(`${prefix}: ${issueText(firstError as z.ZodError)} (got ${JSON.stringify(text)})`);
+  }
+
+  /** Values given as flags or env variables (defaults left out), as parsed before the schema. */
+  given(): Partial<Record<K, unknown>> {
+    const out: Partial<Record<K, unknown>> = {};
+    for (const [key, { option }] of this.#flags) if (this.isGiven(key)) out[key] = this.#command.getOptionValue(option.attributeName());
+    return out;
+  }
+
+  /** Every value: given, else the schema's default. */
+  values(): Record<K, unknown> {
+    const out = {} as Record<K, unknown>;
+    for (const [key, { option }] of this.#flags) out[key] = this.#command.getOptionValue(option.attributeName());
+    return out;
+  }
+
+  isGiven(key: K): boolean {
+    const source = this.#command.getOptionValueSource(this.#flag(key).option.attributeName());
+    return source === 'cli' || source === 'env';
+  }
+
+  /** The flag's name, or the env variable when the value came from there. */
+  nameOf(key: K): string {
+    return (this.isGiven(key) ? this.#origin.get(key) : undefined) ?? `--${this.#flag(key).spec.flag}`;
+  }
+
+  /** Where a value came from: `--flag`, `ENV_VAR`, or both names when it was not given. */
+  originOf(key: K): string {
+    const given = this.isGiven(key) ? this.#origin.get(key) : undefined;
+    if (given) return given;
+    const { spec } = this.#flag(key);
+    return spec.env ? `--${spec.flag} (${spec.env})` : `--${spec.flag}`;
+  }
+
+  /** One line for a whole-object schema error: the first issue, named by the flag of its first path segment. */
+  describe(error: z.ZodError, fallback = '(options)'): string {
+    const issue = error.issues[0];
+    const key = issue.path[0];
+    const name = typeof key === 'string' && this.#flags.has(key as K) ? this.originOf(key as K) : key === undefined ? fallback : String(key);
+    return `${name}: ${issue.message}`;
+  }
+
+  #flag(key: K): { readonly spec: FlagSpec; readonly option: Option } {
+    const flag = this.#flags.get(key);
+    if (!flag) throw new Error(`no flag for ${key}`);
+    return flag;
+  }
+}
+
+/**
+ * Parses argv into a command that has no action (to read its flags back), as if `env` were
+ * the environment: commander reads env variables from process.env, so it is swapped for
+ * the synchronous parse. Throws UsageError.
+ */
+export function parseFlags(command: Command, argv: readonly string[], env: NodeJS.ProcessEnv = process.env): void {
+  command.exitOverride().configureOutput({ outputError: () => {}, writeOut: () => {}, writeErr: () => {} });
+  const saved = process.env;
+  process.env = env;
+  try {
+    command.parse([...argv], { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) throw new UsageError(describeFailure(error).line);
+    throw error;
+  } finally {
+    process.env = saved;
+  }
+}

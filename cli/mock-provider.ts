@@ -1,0 +1,279 @@
+// `quotascope mock-provider`: starts the mock provider. Configuration comes from a YAML or
+// JSON file (--config), then MOCK_PROVIDER_* environment variables, then flags; later
+// sources win. Each flag's default and bounds are the config schema's.
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { z } from 'zod';
+import { parse as parseYaml } from 'yaml';
+import {
+  ConfigError,
+  type Distribution,
+  defaultConfig,
+  faultsSchema,
+  type MockConfig,
+  mergeConfig,
+  mockConfigSchema,
+  type ServerLimits,
+  serverLimitsSchema,
+} from '../mock-provider/config.ts';
+import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
+import type { MockProvider } from '../mock-provider/server.ts';
+import { UsageError } from './errors.ts';
+import { FlagSet, type FlagSpec, parseFlags } from './flags.ts';
+
+const config = mockConfigSchema.shape;
+const faults = faultsSchema.shape;
+const limits = serverLimitsSchema.shape;
+
+/** "fixed:500", "uniform:100,300", "normal:800,150", "lognormal:600,2500" (p50,p99), or JSON. */
+export function parseDistribution(value: string): Distribution {
+  if (value.trim().startsWith('{')) {
+    try {
+      return JSON.parse(value) as Distribution;
+    } catch (error) {
+      throw new Error(`not valid JSON: ${(error as Error).message}`);
+    }
+  }
+  const [kind, args = ''] = value.split(':');
+  const n = args.split(',').map((part) => {
+    const x = part.trim() === '' ? Number.NaN : Number(part);
+    if (!Number.isFinite(x)) throw new Error(`expected numbers after "${kind}:", got ${JSON.stringify(value)}`);
+    return x;
+  });
+  const need = (count: number) => {
+    if (n.length !== count) throw new Error(`${kind} takes ${count} number(s), got ${JSON.stringify(value)}`);
+  };
+  switch (kind) {
+    case 'fixed':
+      need(1);
+      return { kind, value: n[0] };
+    case 'uniform':
+      need(2);
+      return { kind, min: n[0], max: n[1] };
+    case 'normal':
+      need(2);
+      return { kind, mean: n[0], stddev: n[1] };
+    case 'lognormal':
+      need(2);
+      return { kind, p50: n[0], p99: n[1] };
+    default:
+      throw new Error(`unknown distribution ${JSON.stringify(kind)} (fixed, uniform, normal, lognormal, or JSON)`);
+  }
+}
+
+/** The flag text of a distribution: the inverse of parseDistribution. */
+export function formatDistribution(d: Distribution): string {
+  switch (d.kind) {
+    case 'fixed':
+      return `fixed:${d.value}`;
+    case 'uniform':
+      return `uniform:${d.min},${d.max}`;
+    case 'normal':
+      return `normal:${d.mean},${d.stddev}`;
+    case 'lognormal':
+      return `lognormal:${d.p50},${d.p99}`;
+  }
+}
+
+const DISTRIBUTION_HELP = 'fixed:N | uniform:MIN,MAX | normal:MEAN,SD | lognormal:P50,P99 | JSON';
+const distribution = (flag: string, help: string, schema: z.ZodType): FlagSpec => ({
+  flag,
+  help: `${help}: ${DISTRIBUTION_HELP}`,
+  schema,
+  value: 'dist',
+  parse: parseDistribution,
+  defaultText: (d) => formatDistribution(d as Distribution),
+});
+const offOrNumber = (text: string): unknown => (text === 'off' ? null : text.trim() === '' ? text : Number.isFinite(Number(text)) ? Number(text) : text);
+
+/** Config fields by flag; `path` is where the value goes in the config (listen options have none). */
+const SPECS = {
+  port: { flag: 'port', help: 'listen port (0 = any free port)', schema: z.int().default(DEFAULT_PORT), value: 'port' },
+  host: { flag: 'host', help: 'listen address (0.0.0.0 in a container)', schema: z.string().min(1).default(DEFAULT_HOST), value: 'address' },
+  config: { flag: 'config', help: 'configuration file, YAML or JSON (fields as in GET /admin/config)', schema: z.string().min(1).optional(), value: 'file' },
+  adminToken: {
+    flag: 'admin-token',
+    help: 'require this bearer token on /admin/* from any address (without it /admin answers loopback only); prefer the env variable',
+    schema: z.string().min(1).optional(),
+    value: 'token',
+  },
+  headersTimeoutMs: { flag: 'headers-timeout-ms', help: 'longest a client may take to send headers, ms', schema: limits.headersTimeoutMs, value: 'ms' },
+  requestTimeoutMs: { flag: 'request-timeout-ms', help: 'longest a client may take to send a whole request, ms', schema: limits.requestTimeoutMs, value: 'ms' },
+  keepAliveTimeoutMs: { flag: 'keep-alive-timeout-ms', help: 'idle keep-alive connections close after this, ms', schema: limits.keepAliveTimeoutMs, value: 'ms' },
+  maxConnections: { flag: 'max-connections', help: 'open connections accepted at once', schema: limits.maxConnections, value: 'n' },
+  seed: { flag: 'seed', help: 'seed for output text, sampling, throttling and faults', schema: config.seed, value: 'n' },
+  requestsPerMinute: { flag: 'requests-per-minute', help: 'requests/min per API key', schema: config.requestsPerMinute, value: 'n' },
+  tokensPerMinute: { flag: 'tokens-per-minute', help: 'tokens/min per API key', schema: config.tokensPerMinute, value: 'n' },
+  requestsPerDay: { flag: 'requests-per-day', help: "requests/day per API key, or 'off'", schema: config.requestsPerDay, value: 'n|off', parse: offOrNumber },
+  maxConcurrent: { flag: 'max-concurrent', help: "concurrent requests per API key, or 'off'", schema: config.maxConcurrent, value: 'n|off', parse: offOrNumber },
+  quotaWindow: { flag: 'quota-window', help: 'quota window', schema: config.quotaWindow, value: 'kind' },
+  quotaWindowMs: { flag: 'quota-window-ms', help: 'length of the quota window, ms: the per-minute quotas count per window this long', schema: config.quotaWindowMs, value: 'ms' },
+  countedTokens: { flag: 'counted-tokens', help: 'tokens charged to tokens/min', schema: config.countedTokens, value: 'which' },
+  throttleProbability: { flag: 'throttle-probability', help: 'probability of a 429 for a request within quota', schema: config.throttleProbability, value: 'p' },
+  geminiRetryAfterHeader: { flag: 'gemini-retry-after-header', help: 'add Retry-After to Gemini 429s (real Gemini sends none)', schema: config.geminiRetryAfterHeader, switch: true },
+  timeToFirstTokenMs: distribution('ttft', 'time to first token, ms', config.timeToFirstTokenMs),
+  perOutputTokenMs: distribution('per-token-ms', 'time per output token, ms', config.perOutputTokenMs),
+  outputTokens: distribution('output-tokens', 'output tokens per response', config.outputTokens),
+  streamChunkTokens: { flag: 'stream-chunk-tokens', help: 'output tokens per streamed chunk', schema: config.streamChunkTokens, value: 'n' },
+  'faults.http500Probability': { flag: 'fault-http-500', help: 'probability of an HTTP 500', schema: faults.http500Probability, value: 'p' },
+  'faults.http503Probability': { flag: 'fault-http-503', help: 'probability of an HTTP 503', schema: faults.http503Probability, value: 'p' },
+  'faults.streamErrorProbability': {
+    flag: 'fault-stream-error',
+    help: 'probability that a stream sends an error event after --fault-stream-error-after chunks',
+    schema: faults.streamErrorProbability,
+    value: 'p',
+  },
+  'faults.streamErrorAfterChunks': { flag: 'fault-stream-error-after', help: 'chunks before the stream error', schema: faults.streamErrorAfterChunks, value: 'n' },
+  'faults.connectionResetProbability': { flag: 'fault-connection-reset', help: 'probability of a connection reset mid-response', schema: faults.connectionResetProbability, value: 'p' },
+  'faults.stallProbability': { flag: 'fault-stall', help: 'probability of a stalled response', schema: faults.stallProbability, value: 'p' },
+  'faults.stallMs': { flag: 'fault-stall-ms', help: 'how long a stall lasts before the connection is dropped, ms', schema: faults.stallMs, value: 'ms' },
+  models: { flag: 'models', help: 'comma-separated model names the mock answers', schema: config.models, value: 'names', parse: (v: string) => v.split(',').map((m) => m.trim()) },
+  maxBodyBytes: { flag: 'max-body-bytes', help: 'larger request bodies answer 413', schema: config.maxBodyBytes, value: 'bytes' },
+  answerToolCalls: { flag: 'tool-calls', help: 'answer with function calls when the request declares functions (false: always text)', schema: config.answerToolCalls, switch: true },
+} as const satisfies Record<string, FlagSpec>;
+
+type Key = keyof typeof SPECS;
+const LIMIT_KEYS = ['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections'] as const satisfies readonly (Key & keyof ServerLimits)[];
+/** Keys that are not config fields: where and how the server listens. */
+const LISTEN_KEYS = ['port', 'host', 'config', 'adminToken', ...LIMIT_KEYS] as const satisfies readonly Key[];
+const isListenKey = (key: Key): key is (typeof LISTEN_KEYS)[number] => (LISTEN_KEYS as readonly Key[]).includes(key);
+
+const ENV_PREFIX = 'MOCK_PROVIDER_';
+
+export interface ListenOptions {
+  readonly port: number;
+  readonly host: string;
+  readonly config?: string;
+  readonly adminToken?: string;
+  readonly limits: ServerLimits;
+}
+
+export interface MockSettings {
+  readonly config: MockConfig;
+  readonly listen: ListenOptions;
+}
+
+function defineFlags(command: Command): FlagSet<Key> {
+  // A config field's error names the flag (or env variable) and the field.
+  return new FlagSet(command, SPECS, { envPrefix: ENV_PREFIX, errorPrefix: (key, origin) => (isListenKey(key as Key) ? origin : `${origin}: ${key}`) });
+}
+
+function readConfigFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--config: cannot read ${path}: ${(error as Error).message}`);
+  }
+  try {
+    return path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new UsageError(`--config: ${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Sets `value` at a dotted config path inside a partial config. */
+function setPath(patch: Record<string, unknown>, path: string, value: unknown): void {
+  const [head, tail] = path.split('.');
+  if (tail === undefined) patch[head] = value;
+  else patch[head] = { ...((patch[head] as Record<string, unknown> | undefined) ?? {}), [tail]: value };
+}
+
+/** The flags or env variables of one layer that set any of `fields` (dotted config paths), else the layer's name. */
+function sourcesOf(flags: FlagSet<Key>, layer: string, given: readonly Key[], fields: readonly string[]): string {
+  const related = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+  const names = given.filter((key) => fields.some((field) => related(key, field))).map((key) => flags.nameOf(key));
+  return names.length > 0 ? names.join(', ') : layer;
+}
+
+function settingsFrom(flags: FlagSet<Key>): MockSettings {
+  const values = flags.values();
+  const givenLimits = Object.fromEntries(LIMIT_KEYS.filter((key) => flags.isGiven(key)).map((key) => [key, values[key]]));
+  const parsedLimits = serverLimitsSchema.safeParse(givenLimits);
+  if (!parsedLimits.success) throw new UsageError(flags.describe(parsedLimits.error));
+  const listen: ListenOptions = {
+    port: values.port as number,
+    host: values.host as string,
+    config: values.config as string | undefined,
+    adminToken: values.adminToken as string | undefined,
+    limits: parsedLimits.data,
+  };
+  const envPatch: Record<string, unknown> = {};
+  const flagPatch: Record<string, unknown> = {};
+  const envKeys: Key[] = [];
+  const flagKeys: Key[] = [];
+  for (const [key, value] of Object.entries(flags.given()) as [Key, unknown][]) {
+    if (isListenKey(key)) continue;
+    const fromFlag = flags.nameOf(key).startsWith('--');
+    setPath(fromFlag ? flagPatch : envPatch, key, value);
+    (fromFlag ? flagKeys : envKeys).push(key);
+  }
+  let merged = defaultConfig;
+  const layers: [string, unknown, Key[]][] = [
+    [`config file ${listen.config}`, listen.config === undefined ? {} : readConfigFile(listen.config), []],
+    ['environment', envPatch, envKeys],
+    ['flags', flagPatch, flagKeys],
+  ];
+  // A value can be fine alone and wrong with the others (probabilities summing past 1): the
+  // error names the flags or variables that set the fields it is about.
+  for (const [layer, patch, given] of layers) {
+    try {
+      merged = mergeConfig(merged, patch ?? {});
+    } catch (error) {
+      if (error instanceof ConfigError) throw new UsageError(`${sourcesOf(flags, layer, given, error.fields)}: ${error.message}`);
+      throw error;
+    }
+  }
+  return { config: merged, listen };
+}
+
+/** Resolves file < env < flags into a validated config and listen options (throws UsageError). */
+export function resolveSettings(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): MockSettings {
+  const command = new Command('mock-provider');
+  const flags = defineFlags(command);
+  parseFlags(command, argv, env);
+  return settingsFrom(flags);
+}
+
+/** The start line: the address really bound (0.0.0.0 stays 0.0.0.0), and the URL to reach it when that differs. */
+export function startLine(provider: Pick<MockProvider, 'host' | 'port' | 'url'>, config: MockConfig, adminToken: string | undefined): string {
+  const bound = `http://${provider.host.includes(':') ? `[${provider.host}]` : provider.host}:${provider.port}`;
+  return (
+    `mock-provider listening on ${bound}${provider.url === bound ? '' : ` (base URL ${provider.url})`} ` +
+    `(${config.requestsPerMinute} RPM, ${config.tokensPerMinute} TPM, ` +
+    `${config.quotaWindow} window, seed ${config.seed}; admin ${adminToken ? 'token required' : 'loopback only'})`
+  );
+}
+
+async function serve(settings: MockSettings): Promise<void> {
+  const { config, listen } = settings;
+  const { startMockProvider } = await import('../mock-provider/server.ts');
+  const provider = await startMockProvider(config, { port: listen.port, host: listen.host, adminToken: listen.adminToken, limits: listen.limits });
+  console.log(startLine(provider, config, listen.adminToken));
+  const stop = () => {
+    provider.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+export function mockProviderCommand(): Command {
+  const command = new Command('mock-provider')
+    .description('Gemini- and OpenAI-compatible LLM server with provider-like quotas, latency and faults')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Sources, later ones winning: --config file (YAML or JSON) < MOCK_PROVIDER_* env < flags.',
+        'Timeline steps (a quota incident to replay) are set in the config file or with PUT /admin/config.',
+        'Endpoints: POST /{v1,v1beta}/models/{model}:generateContent | :streamGenerateContent?alt=sse | :countTokens,',
+        '           POST /v1/chat/completions, GET/PUT /admin/config, POST /admin/reset, GET /metrics, GET /healthz',
+      ].join('\n'),
+    );
+  const flags = defineFlags(command);
+  command.action(() => serve(settingsFrom(flags)));
+  return command;
+}

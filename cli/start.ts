@@ -1,0 +1,46 @@
+// `quotascope start` (`npm start`): the mock provider, the agent service and Prometheus on
+// loopback, a fan-out burst then steady traffic, a summary and reports/<run-id>/.
+import { Command } from 'commander';
+import { type StartOptions, startOptionsSchema } from '../loadtest/start-options.ts';
+import { UsageError } from './errors.ts';
+import { FlagSet, type FlagSpecs } from './flags.ts';
+
+const field = startOptionsSchema.shape;
+
+const FLAGS: FlagSpecs<keyof StartOptions> = {
+  tree: { flag: 'tree', help: 'agent tree for the built-in burst + steady run', schema: field.tree, value: 'name' },
+  scenario: { flag: 'scenario', help: 'run this scenario instead (a name in loadtest/scenarios or a path)', schema: field.scenario, value: 'name|file' },
+  duration: { flag: 'duration', help: 'seconds of steady traffic after the burst', schema: field.duration, value: 's' },
+  rate: { flag: 'rate', help: 'steady user requests per minute', schema: field.rate, value: 'n' },
+  burstUsers: { flag: 'burst-users', help: 'users clicking at once at the start', schema: field.burstUsers, value: 'n' },
+  replicas: { flag: 'replicas', help: 'agent service replicas sharing the budget', schema: field.replicas, value: 'n' },
+  quotaTpm: { flag: 'quota-tpm', help: 'provider tokens per minute', schema: field.quotaTpm, value: 'n' },
+  quotaRpm: { flag: 'quota-rpm', help: 'provider requests per minute', schema: field.quotaRpm, value: 'n' },
+  callSeconds: { flag: 'call-seconds', help: 'model call latency at the mock, seconds', schema: field.callSeconds, value: 's' },
+  tokens: { flag: 'tokens', help: 'input tokens per model call', schema: field.tokens, value: 'n' },
+  permits: { flag: 'permits', help: 'permits per replica', schema: field.permits, value: 'n' },
+  maxWaitMs: { flag: 'max-wait-ms', help: "the limiter's maxWait, ms", schema: field.maxWaitMs, value: 'ms' },
+  countedTokens: {
+    flag: 'counted-tokens',
+    help: 'which tokens the quota counts: the mock, the budget, the planner and the report all take it from here',
+    schema: field.countedTokens,
+    value: 'kind',
+  },
+  reportDir: { flag: 'report-dir', help: 'where reports/<run-id> goes', schema: field.reportDir, value: 'dir' },
+};
+
+export function startCommand(): Command {
+  const command = new Command('start').description('run the whole stack on loopback: a fan-out burst, then steady traffic, a summary and a report');
+  const flags = new FlagSet(command, FLAGS, { envPrefix: 'QUOTASCOPE_START_' });
+  command.action(async () => {
+    const options = startOptionsSchema.parse(flags.values());
+    const [{ runStart }, { ScenarioError }] = await Promise.all([import('../loadtest/main.ts'), import('../loadtest/scenario/schema.ts')]);
+    try {
+      process.exitCode = await runStart(options);
+    } catch (error) {
+      if (error instanceof ScenarioError) throw new UsageError(`${flags.nameOf('scenario')}: ${error.message}`);
+      throw error;
+    }
+  });
+  return command;
+}

@@ -1,0 +1,39 @@
+// What `npm start` (`quotascope start`) takes: the worked example's run, each figure
+// overridable. Kept apart from the run so --help shows the defaults without loading it.
+import { z } from 'zod';
+import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
+import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
+import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
+
+export const startOptionsSchema = z.object({
+  /** Agent tree for the built-in burst + steady run. */
+  tree: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a tree name like review').default('review'),
+  /** A scenario file instead of the built-in run (a name in loadtest/scenarios or a path). */
+  scenario: z.string().min(1).optional(),
+  /** Seconds of steady traffic after the burst. */
+  duration: z.number().positive().max(86_400).default(300),
+  /** Steady user requests per minute. */
+  rate: z.number().positive().max(100_000).default(EX.userRequestsPerMinute),
+  /** Users clicking at once at the start. */
+  burstUsers: z.int().min(0).max(10_000).default(EX.burstUsers),
+  /** Agent service replicas sharing the budget. */
+  replicas: z.int().min(1).max(32).default(EX.replicas),
+  /** Provider tokens per minute. */
+  quotaTpm: z.int().positive().max(1e12).default(EX.quotaTokensPerMinute),
+  /** Provider requests per minute. */
+  quotaRpm: z.int().positive().max(1e9).default(EX.quotaRequestsPerMinute),
+  /** Model call latency at the mock, seconds. */
+  callSeconds: z.number().positive().max(600).default(EX.callSeconds),
+  /** Input tokens per model call. */
+  tokens: z.int().min(101).max(1_000_000).default(EX.inputTokensPerCall),
+  /** Permits per replica. */
+  permits: z.int().positive().max(10_000).default(EX.permits),
+  /** The limiter's maxWait, ms. */
+  maxWaitMs: z.int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(EX.maxWaitMs),
+  /** Which tokens the quota counts (input: Gemini's TPM, or total); the mock, the budget, the planner and the report take it from here. */
+  countedTokens: z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
+  /** Where reports/<run-id> goes. */
+  reportDir: z.string().min(1).default('reports'),
+});
+export type StartOptions = z.output<typeof startOptionsSchema>;
