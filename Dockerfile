@@ -18,6 +18,8 @@ COPY instrumentation ./instrumentation
 COPY agent ./agent
 COPY mock-provider ./mock-provider
 COPY loadtest ./loadtest
+# `quotascope <command>` on PATH (the Helm chart's entry program); node strips the types.
+RUN ln -s /app/cli/quotascope.ts /usr/local/bin/quotascope
 
 # The base image's unprivileged user.
 USER node
