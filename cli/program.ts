@@ -1,6 +1,6 @@
-// The `quotascope` program: one commander root with every subcommand, and the one place
-// that turns what a command threw into a line and an exit code. Command modules import
-// only their flag definitions up front; each action loads what it runs when it runs.
+// The `quotascope` program: one commander root with every subcommand (run-command.ts turns
+// what a command threw into one line and an exit code). Command modules import only their
+// flag definitions up front; each action loads what it runs when it runs.
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { agentCommand } from './agent.ts';
