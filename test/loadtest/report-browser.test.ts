@@ -78,7 +78,7 @@ async function visit(htmlPath: string): Promise<PageVisit> {
 }
 
 function reportCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return run(process.execPath, ['loadtest/report/cli.ts', ...args]).then(
+  return run(process.execPath, ['cli/quotascope.ts', 'report', ...args]).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );
@@ -103,7 +103,7 @@ beforeAll(async () => {
   const scenario = join(dir, 'overload.json');
   writeFileSync(scenario, JSON.stringify({ name: 'overload', description: 'review requests at 90/min against 2 permits', defaults: { inputTokensPerCall: 1000 }, arrivals: [{ kind: 'constant', start: 0, perMinute: 90, duration: 16 }] }));
   const reports = join(dir, 'reports');
-  const { stdout } = await run(process.execPath, ['loadtest/cli.ts', scenario, '--target', agent.url, '--prometheus', prometheusUrl, '--mock-url', mock.url, '--plan', '--report-dir', reports]);
+  const { stdout } = await run(process.execPath, ['cli/quotascope.ts', 'loadtest', scenario, '--target', agent.url, '--prometheus', prometheusUrl, '--mock-url', mock.url, '--plan', '--report-dir', reports]);
   loadtestOut = stdout;
   runDir = join(reports, readdirSync(reports)[0]);
 }, 120_000);
