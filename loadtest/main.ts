@@ -13,13 +13,13 @@ import { limiterMetrics, MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metri
 import { runNodeDriver } from './k6/node-driver.ts';
 import { RunProgress } from './k6/progress.ts';
 import { type K6Summary, runK6 } from './k6/runner.ts';
+import { formatStatusCounts } from './k6/summary-text.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
 import { ALL_FAILED_EXIT_CODE, allFailedMessage, providerStatusCounts } from './measure/run-outcome.ts';
 import { RUN_RECORD_FILE, type RunRecord, writeRunRecord } from './report/run-record.ts';
 import { stackTotals } from './report/summary.ts';
 import { writeReport } from './report/write.ts';
-import { formatStatusCounts } from './k6/summary-text.ts';
 import { loadScenario, ScenarioError, treeNameSchema } from './scenario/schema.ts';
 import { withTree } from './scenario/trees.ts';
 import type { ScenarioFile } from './scenario/types.ts';
