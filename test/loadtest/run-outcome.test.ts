@@ -1,9 +1,10 @@
 // The pieces of a run's verdict and of pointing a run at a user's tree, without a stack: the
 // per-request status and failure rules, the k6 summary's status counts, the all-failed
-// message, scenario trees and ADK-style names, what a target serves, and a user tree's
+// message, scenario trees and ADK-style names, what a target serves (also a real serve over
+// HTTP), and a user tree's
 // counted shape in plan vs measured.
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount } from '../../agent/tree-count.ts';
 import { walkAgentTree } from '../../agent/tree-walk.ts';
 import { loadAgentModule } from '../../agent/agent-module.ts';
@@ -17,7 +18,8 @@ import { loadScenario, parseScenario, ScenarioError } from '../../loadtest/scena
 import { scenarioTrees, withTree } from '../../loadtest/scenario/trees.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
 import { AgentTargetError, resolveAgentTarget, scenarioForTarget } from '../../loadtest/stack/agent-target.ts';
-import { checkServed, UnservedTreeError } from '../../loadtest/stack/served-trees.ts';
+import { checkServed, checkTargetsServe, UnservedTreeError } from '../../loadtest/stack/served-trees.ts';
+import { startServe } from '../../agent/serve/server.ts';
 
 describe('how one user request ended', () => {
   it('every status maps to a tag the summary shows, listed statuses to themselves', () => {
@@ -147,5 +149,24 @@ describe("a user's module as the run's agent", () => {
     const stack = { outputTokensPerCall: 800, countedTokens: 'input' as const, latencySeconds: 0.5, quotaRequestsPerMinute: 1000, quotaTokensPerMinute: 1_000_000, budgetFraction: 0.9, replicas: 2 };
     expect(plan(steadyPlanInput(phase, shape, stack)).tree.callsPerRequest).toBe(11);
     expect(whyNoComparison(sent, phase, steadyWindow(phase, 0.5), { loop_tools: null })).toMatch(/fixed shape/);
+  });
+});
+
+describe('what a running target serves, asked before a run (serve on a test tree, in-process)', () => {
+  let served: Awaited<ReturnType<typeof startServe>>;
+  beforeAll(async () => {
+    served = await startServe({ agent: 'test/fixtures/agents/workflow_graph.ts', port: 0 });
+  });
+  afterAll(async () => {
+    await served?.close();
+  });
+  const burst = (extra: Partial<ScenarioFile>): ScenarioFile => ({ name: 'b', arrivals: [{ kind: 'burst', at: 0, users: 1 }], ...extra });
+
+  it('native: the trees of GET /v1/agents; adk: the apps of GET /list-apps', async () => {
+    await expect(checkTargetsServe([served.url], burst({ defaults: { tree: 'workflow_graph' } }))).resolves.toBeUndefined();
+    await expect(checkTargetsServe([served.url], burst({ protocol: 'adk', adk: { app: 'workflow_graph' } }))).resolves.toBeUndefined();
+    await expect(checkTargetsServe([served.url], burst({}))).rejects.toThrow(`unknown tree "review": ${served.url} serves "workflow_graph"`);
+    await expect(checkTargetsServe([served.url], burst({ protocol: 'adk', adk: { app: 'other_app' } }))).rejects.toThrow(`unknown app "other_app": ${served.url} serves "workflow_graph"`);
+    await expect(checkTargetsServe([served.url], burst({ protocol: 'adk', adk: { app: 'workflow_graph', basePath: '/api' } }))).rejects.toThrow(/GET .*\/api\/list-apps answered 404/);
   });
 });
