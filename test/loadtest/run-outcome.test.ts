@@ -1,8 +1,7 @@
 // The pieces of a run's verdict and of pointing a run at a user's tree, without a stack: the
 // per-request status and failure rules, the k6 summary's status counts, the all-failed
 // message, scenario trees and ADK-style names, what a target serves (also a real serve over
-// HTTP), and a user tree's
-// counted shape in plan vs measured.
+// HTTP), and a user tree's counted shape in plan vs measured.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount } from '../../agent/tree-count.ts';
