@@ -2,7 +2,7 @@
 // user's module (`--agent FILE[#export]`), started as processes with the same limiter flags
 // and pointed at the run's mock provider. Everything that can be wrong with the choice (a
 // file or export that does not load, a tree that cannot be walked, an unknown tree) is found
-// here, in-process, before any process starts.
+// here, in-process, before any process starts (an agent without a model too).
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TREE_NAMES } from '../../agent/tree-shapes.ts';
@@ -45,7 +45,9 @@ export async function resolveAgentTarget(choice: { agent?: string; tree?: string
   if (choice.agent === undefined) return { kind: 'service' };
   // Loaded only for --agent: importing ADK takes seconds.
   const { AgentModuleError, loadAgentModule } = await import('../../agent/agent-module.ts');
-  const { AgentTreeError, walkAgentTree } = await import('../../agent/tree-walk.ts');
+  const { AgentTreeError, llmAgentsOf, walkAgentTree } = await import('../../agent/tree-walk.ts');
+  const { checkModelsResolve } = await import('../../agent/serve/server.ts');
+  const { AgentConfigError } = await import('../../agent/config.ts');
   const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../agent/tree-count.ts');
   const { LogLevel, setLogLevel } = await import('@google/adk');
   setLogLevel(LogLevel.ERROR); // the classic agents log a deprecation WARN per construction
@@ -54,8 +56,9 @@ export async function resolveAgentTarget(choice: { agent?: string; tree?: string
   try {
     module = await loadAgentModule(choice.agent, cwd);
     tree = walkAgentTree(module.root);
+    checkModelsResolve(llmAgentsOf(tree));
   } catch (error) {
-    if (error instanceof AgentModuleError || error instanceof AgentTreeError) throw new AgentTargetError(`--agent: ${error.message}`);
+    if ([AgentModuleError, AgentTreeError, AgentConfigError].some((kind) => error instanceof kind)) throw new AgentTargetError(`--agent: ${(error as Error).message}`);
     throw error;
   }
   const app = choice.tree ?? module.appName;

@@ -104,6 +104,7 @@ describe('bad input fails before anything starts: one line, exit 2, no child pro
     ['an unknown export', 'loadtest/main.ts', ['--agent', `${LOOP_TOOLS}#noSuchAgent`], /^npm start: --agent: agent module .*loop_tools\.ts: no export "noSuchAgent"; agent exports: rootAgent$/],
     ['a missing file', 'loadtest/main.ts', ['--agent', 'test/fixtures/agents/nope.ts'], /^npm start: --agent: agent module .*nope\.ts: no such file$/],
     ['a file that is no module', 'loadtest/main.ts', ['--agent', 'package.json'], /^npm start: --agent: agent module .*package\.json: not a JS or TS module/],
+    ['a tree with no model', 'loadtest/main.ts', ['--agent', 'test/fixtures/agents/no_model.ts'], /^npm start: --agent: agent "modelless" has no model, and no LlmAgent above it has one to inherit$/],
     ['an unknown tree', 'loadtest/main.ts', ['--tree', 'unknown'], /^npm start: unknown tree "unknown": the agent service serves "review", "review-workflow", "wide", "tools"/],
     ['an ADK-style name the agent service does not serve', 'loadtest/main.ts', ['--tree', 'my_agent'], /^npm start: unknown tree "my_agent"/],
     ['a scenario tree the agent service does not serve', 'loadtest/main.ts', ['--scenario', 'burst', '--tree', 'nope'], /^npm start: unknown tree "nope"/],
