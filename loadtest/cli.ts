@@ -37,7 +37,7 @@ const USAGE = `usage: npm run loadtest -- <scenario> [flags]
   --target URL        agent service base URL; several comma-separated replicas are spread over (default http://127.0.0.1:8080)
   --agent FILE[#export]  start a stack of your own instead (mock provider, serve for the module's root agent,
                       Prometheus), run against it (every request goes to the served app) and compare with
-                      the planner as --plan does; with --protocol adk, --app names the served app
+                      the planner as --plan does; --app NAME names the served app
   --protocol P        native (POST /v1/agents/{tree}/run, default) or adk (an ADK API server: sessions, then /run or /run_sse)
   --app NAME          with --protocol adk: the app to call, as the server's GET /list-apps lists it
   --base-path PATH    with --protocol adk: prefix of the server's routes, e.g. /api for ADK Go
@@ -108,7 +108,9 @@ async function main(argv: string[]): Promise<number> {
   }
   // --agent: the module loads and its tree walks before anything starts.
   const agent = flags.agent === undefined ? undefined : await resolveAgentTarget({ agent: flags.agent, tree: flags.app });
-  const protocol = { protocol: flags.protocol, app: flags.app ?? (agent?.kind === 'serve' && flags.protocol === 'adk' ? agent.app : undefined), basePath: flags['base-path'] };
+  // With --agent, --app names the served app (the scenario is sent to it below).
+  const app = agent?.kind === 'serve' ? (flags.protocol === 'adk' ? agent.app : undefined) : flags.app;
+  const protocol = { protocol: flags.protocol, app, basePath: flags['base-path'] };
   const loaded = withProtocol(scaleScenario(loadScenario(positionals[0]), { time: flags.scale, load: flags.load }), protocol);
   const scenario = agent ? scenarioForTarget(agent, loaded) : loaded;
   const givenTargets = (flags.target ?? DEFAULT_TARGET).split(',').map((t) => t.trim().replace(/\/$/, ''));

@@ -63,7 +63,7 @@ export async function resolveAgentTarget(choice: { agent?: string; tree?: string
   }
   const app = choice.tree ?? module.appName;
   if (!APP_NAME_PATTERN.test(app)) {
-    throw new AgentTargetError(`--agent: the app name "${app}" (from ${module.file}) is not an ADK app name: name it with --tree`);
+    throw new AgentTargetError(`--agent: the app name "${app}" (from ${module.file}) is not an ADK app name: name the app (npm start: --tree, loadtest: --app)`);
   }
   let modelCallsPerRequest: number | undefined;
   let countNote: string | undefined;

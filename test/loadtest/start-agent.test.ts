@@ -90,10 +90,11 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
 describe('npm run loadtest -- <scenario> --agent FILE', () => {
   it('starts mock, serve and Prometheus for the module; all requests failing exits 1 with the statuses', async () => {
     // A Workflow re-raises a model error out of the run: serve answers 500.
-    const run = await runCommand('loadtest/cli.ts', [allFailingScenario(), '--agent', 'test/fixtures/agents/workflow_graph.ts', '--report-dir', join(dir, 'lt')]);
+    const args = [allFailingScenario(), '--agent', 'test/fixtures/agents/workflow_graph.ts', '--app', 'graph_app', '--report-dir', join(dir, 'lt')];
+    const run = await runCommand('loadtest/cli.ts', args);
     expect(run.code, run.out).toBe(1);
-    expect(run.out).toMatch(/\[loadtest\] serve \(app "workflow_graph", .*\): 1 replica\(s\)/);
-    expect(run.out).toMatch(/\[loadtest\] 3 requests served, 3 model calls at the provider \(5 per request counted in workflow_graph\)/);
+    expect(run.out).toMatch(/\[loadtest\] serve \(app "graph_app", .*workflow_graph\.ts#rootAgent\): 1 replica\(s\)/);
+    expect(run.out).toMatch(/\[loadtest\] 3 requests served, 3 model calls at the provider \(5 per request counted in graph_app\)/);
     expect(run.err.trim()).toBe('loadtest: all 3 requests failed: HTTP statuses 500 ×3; the provider answered the model calls 500 ×3');
     await expectNothingLeft(run, { processes: 3, urls: 3 }); // k6 may come and go between two looks
   }, 120_000);
@@ -109,6 +110,7 @@ describe('bad input fails before anything starts: one line, exit 2, no child pro
     ['an ADK-style name the agent service does not serve', 'loadtest/main.ts', ['--tree', 'my_agent'], /^npm start: unknown tree "my_agent"/],
     ['a scenario tree the agent service does not serve', 'loadtest/main.ts', ['--scenario', 'burst', '--tree', 'nope'], /^npm start: unknown tree "nope"/],
     ['loadtest: an unknown export', 'loadtest/cli.ts', ['burst', '--agent', `${LOOP_TOOLS}#noSuchAgent`], /^loadtest: --agent: .*no export "noSuchAgent"/],
+    ['loadtest: an app name ADK cannot have', 'loadtest/cli.ts', ['burst', '--agent', LOOP_TOOLS, '--app', 'bad.name'], /^loadtest: --agent: the app name "bad\.name" .* is not an ADK app name/],
     ['loadtest: --agent with --target', 'loadtest/cli.ts', ['burst', '--agent', LOOP_TOOLS, '--target', 'http://127.0.0.1:9'], /^loadtest: --agent starts its own stack/],
     ['loadtest: a target that is not up', 'loadtest/cli.ts', ['burst', '--target', 'http://127.0.0.1:9'], /^loadtest: GET http:\/\/127\.0\.0\.1:9\/v1\/agents failed/],
   ];
