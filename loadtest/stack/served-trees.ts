@@ -3,6 +3,7 @@
 // Native targets list their trees at GET /v1/agents (the agent service, `serve`); ADK API
 // servers list their apps at GET {basePath}/list-apps.
 import { z } from 'zod';
+import { fetchAgentShapes } from '../measure/agent-shapes.ts';
 import { scenarioTrees } from '../scenario/trees.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 
@@ -11,7 +12,6 @@ export class UnservedTreeError extends Error {
   override name = 'UnservedTreeError';
 }
 
-const nativeListing = z.object({ trees: z.array(z.string()) });
 const adkListing = z.array(z.string());
 
 /** Throws naming the first of `wanted` that `served` lacks, and what is served. */
@@ -33,7 +33,7 @@ async function getJson(url: string): Promise<unknown> {
   return res.json().catch(() => undefined);
 }
 
-/** The trees (native) or apps (adk) the server at `target` lists. */
+/** The trees (native: GET /v1/agents, as plan vs measured reads it) or apps (adk) the server at `target` lists. */
 export async function servedBy(target: string, scenario: ScenarioFile): Promise<string[]> {
   const base = target.replace(/\/$/, '');
   if (scenario.protocol === 'adk') {
@@ -42,10 +42,12 @@ export async function servedBy(target: string, scenario: ScenarioFile): Promise<
     if (!parsed.success) throw new UnservedTreeError(`GET ${url} did not answer a list of app names: is this an ADK API server?`);
     return parsed.data;
   }
-  const url = `${base}/v1/agents`;
-  const parsed = nativeListing.safeParse(await getJson(url));
-  if (!parsed.success) throw new UnservedTreeError(`GET ${url} did not list trees: is this a quotascope agent service or serve?`);
-  return parsed.data.trees;
+  try {
+    return Object.keys(await fetchAgentShapes(base));
+  } catch (error) {
+    const why = (error as Error).message.split('\n')[0];
+    throw new UnservedTreeError(`GET ${base}/v1/agents failed (${why}): is a quotascope agent service or serve running there?`);
+  }
 }
 
 /** Checks that every target serves what the scenario calls; throws an UnservedTreeError. */
