@@ -8,7 +8,19 @@ import { FlagSet, type FlagSpecs } from './flags.ts';
 const field = startOptionsSchema.shape;
 
 const FLAGS: FlagSpecs<keyof StartOptions> = {
-  tree: { flag: 'tree', help: 'agent tree for the built-in burst + steady run', schema: field.tree, value: 'name' },
+  agent: {
+    flag: 'agent',
+    help: 'run your own ADK agent: a TS/JS module exporting it (export rootAgent by default), served by serve with every model rate-limited, instead of the sample agent service',
+    schema: field.agent,
+    value: 'file[#export]',
+  },
+  tree: {
+    flag: 'tree',
+    help: 'agent tree every request calls (with --scenario too); with --agent the served app\'s name',
+    schema: field.tree,
+    value: 'name',
+    defaultText: "review, or the trees the scenario names; with --agent the module's name",
+  },
   scenario: { flag: 'scenario', help: 'run this scenario instead (a name in loadtest/scenarios or a path)', schema: field.scenario, value: 'name|file' },
   duration: { flag: 'duration', help: 'seconds of steady traffic after the burst', schema: field.duration, value: 's' },
   rate: { flag: 'rate', help: 'steady user requests per minute', schema: field.rate, value: 'n' },
@@ -34,11 +46,18 @@ export function startCommand(): Command {
   const flags = new FlagSet(command, FLAGS, { envPrefix: 'QUOTASCOPE_START_' });
   command.action(async () => {
     const options = startOptionsSchema.parse(flags.values());
-    const [{ runStart }, { ScenarioError }] = await Promise.all([import('../loadtest/main.ts'), import('../loadtest/scenario/schema.ts')]);
+    const [{ runStart }, { ScenarioError }, { AgentTargetError }, { UnservedTreeError }] = await Promise.all([
+      import('../loadtest/main.ts'),
+      import('../loadtest/scenario/schema.ts'),
+      import('../loadtest/stack/agent-target.ts'),
+      import('../loadtest/stack/served-trees.ts'),
+    ]);
     try {
       process.exitCode = await runStart(options);
     } catch (error) {
       if (error instanceof ScenarioError) throw new UsageError(`${flags.nameOf('scenario')}: ${error.message}`);
+      // Their messages name the flag (--agent: …) or the tree and what is served.
+      if (error instanceof AgentTargetError || error instanceof UnservedTreeError) throw new UsageError(error.message);
       throw error;
     }
   });

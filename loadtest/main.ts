@@ -1,49 +1,49 @@
-// `npm start` (`quotascope start`): the embedded main job. Starts the mock provider, the agent service and
-// Prometheus on loopback, replays a fan-out burst then steady traffic with k6 (or a small
-// Node driver where k6 is missing), prints a summary and writes reports/<run-id>/.
+// `npm start` (`quotascope start`): the embedded main job. Starts the mock provider, the agent
+// service (or `serve` for a user's module, --agent) and Prometheus on loopback, replays a
+// fan-out burst then steady traffic with k6 (or a small Node driver where k6 is missing),
+// prints a summary and writes reports/<run-id>/. A run whose requests all failed exits 1.
 import { mkdirSync } from 'node:fs';
-import { extname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
 import { RunProgress } from './k6/progress.ts';
 import { type K6Summary, runK6 } from './k6/runner.ts';
+import { formatStatusCounts } from './k6/summary-text.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
+import { ALL_FAILED_EXIT_CODE, allFailedMessage, providerStatusCounts } from './measure/run-outcome.ts';
 import { RUN_RECORD_FILE, type RunRecord, writeRunRecord } from './report/run-record.ts';
 import { stackTotals } from './report/summary.ts';
 import { writeReport } from './report/write.ts';
 import { loadScenario } from './scenario/schema.ts';
+import { withTree } from './scenario/trees.ts';
 import type { ScenarioFile } from './scenario/types.ts';
-import { putMockConfig } from './stack/mock-admin.ts';
+import { type AgentTarget, defaultTreeOf, resolveAgentTarget, scenarioForTarget } from './stack/agent-target.ts';
+import { LOCAL_STACK_SCRAPE_SECONDS, startLocalStack } from './stack/local-stack.ts';
 import { MOCK_COUNTED_TOKENS } from './stack/mock-parameters.ts';
-import { freePort, ProcessGroup, waitForHealthy } from './stack/processes.ts';
-import { AGENT_JOB, MOCK_JOB, startPrometheus, waitForFirstScrape } from './stack/prometheus.ts';
+import { ProcessGroup } from './stack/processes.ts';
 import { findTool } from './stack/tools.ts';
 import type { StartOptions } from './start-options.ts';
-
-/** The `quotascope` bin of this package (source .ts, or the built .js beside this module's own). */
-const QUOTASCOPE_BIN = fileURLToPath(new URL(`../cli/quotascope${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
 
 type Flags = StartOptions;
 
 const OUTPUT_TOKENS = EX.outputTokensPerCall;
 const BUDGET_FRACTION = EX.budgetFraction;
 /** This run's Prometheus scrape interval, seconds. */
-const SCRAPE_SECONDS = 2;
+const SCRAPE_SECONDS = LOCAL_STACK_SCRAPE_SECONDS;
 /** The panels' $__rate_interval: four scrape intervals. */
 const RATE_INTERVAL = `${4 * SCRAPE_SECONDS}s`;
 /** Share of a call's time the mock spends streaming output after the first token. */
 const STREAMING_SHARE = 0.9;
 
 /** The default run: the worked example's burst of 10 users, then steady traffic. */
-function mainScenario(f: Flags): ScenarioFile {
+function mainScenario(f: Flags, tree: string): ScenarioFile {
   const burstGap = f.burstUsers > 0 ? Math.max(10, f.callSeconds * 3) : 0;
   return {
     name: 'main',
     description: `burst of ${f.burstUsers} users, then ${f.rate} requests/min for ${f.duration} s`,
-    defaults: { tree: f.tree, inputTokensPerCall: f.tokens, trafficClass: 'interactive' },
+    defaults: { tree, inputTokensPerCall: f.tokens, trafficClass: 'interactive' },
     arrivals: [
       ...(f.burstUsers > 0 ? [{ kind: 'burst' as const, at: 0, users: f.burstUsers }] : []),
       { kind: 'constant', start: burstGap, perMinute: f.rate, duration: f.duration },
@@ -55,13 +55,8 @@ function mainScenario(f: Flags): ScenarioFile {
 
 const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
 
-async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, reportDir: string, runId: string, signal: AbortSignal): Promise<number> {
+async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, group: ProcessGroup, reportDir: string, runId: string, signal: AbortSignal): Promise<number> {
   console.log(`[main] run ${runId}: report in ${reportDir}`);
-  const node = process.execPath;
-  const mockPort = await freePort();
-  const mockUrl = `http://127.0.0.1:${mockPort}`;
-  group.start('mock-provider', node, [QUOTASCOPE_BIN, 'mock-provider', '--port', String(mockPort), '--host', '127.0.0.1']);
-  await waitForHealthy('mock provider', `${mockUrl}/healthz`, 30_000, () => group.assertRunning());
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
   const perTokenMs = (flags.callSeconds * 1000 * STREAMING_SHARE) / (OUTPUT_TOKENS - 1);
   const mockConfig = {
@@ -72,32 +67,21 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
     outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
   };
-  await putMockConfig(mockUrl, mockConfig);
-  console.log(`[main] mock provider on ${mockUrl} (quota ${flags.quotaRpm} req/min, ${flags.quotaTpm} ${flags.countedTokens} tokens/min, ~${flags.callSeconds} s per call)`);
-
-  const agentPort = await freePort();
-  group.start('agent', node, [
-    QUOTASCOPE_BIN,
-    'agent',
-    '--port', String(agentPort),
-    '--provider-url', mockUrl,
-    '--replicas', String(flags.replicas),
-    '--permits', String(flags.permits),
-    '--tokens-per-minute', String(Math.round(flags.quotaTpm * BUDGET_FRACTION)),
-    '--max-wait-ms', String(flags.maxWaitMs),
-    '--counted-tokens', flags.countedTokens,
-  ]);
-  const agentUrls = Array.from({ length: flags.replicas }, (_, i) => `http://127.0.0.1:${agentPort + i}`);
-  for (const url of agentUrls) await waitForHealthy('agent service', `${url}/healthz`, 60_000, () => group.assertRunning());
-  console.log(`[main] agent service: ${flags.replicas} replica(s) at ${agentUrls.join(', ')}`);
-
-  const prometheusUrl = await startPrometheus(group, {
-    jobs: { [AGENT_JOB]: agentUrls.map((u) => u.replace('http://', '')), [MOCK_JOB]: [`127.0.0.1:${mockPort}`] },
-    dataDir: join(reportDir, 'prometheus'),
+  const { mockUrl, agentUrls, prometheusUrl } = await startLocalStack(group, {
+    target,
+    limits: {
+      replicas: flags.replicas,
+      permits: flags.permits,
+      tokensPerMinute: Math.round(flags.quotaTpm * BUDGET_FRACTION),
+      maxWaitMs: flags.maxWaitMs,
+      countedTokens: flags.countedTokens,
+    },
+    mockConfig,
+    mockNote: `quota ${flags.quotaRpm} req/min, ${flags.quotaTpm} ${flags.countedTokens} tokens/min, ~${flags.callSeconds} s per call`,
+    prometheusDir: join(reportDir, 'prometheus'),
     scrapeIntervalSeconds: SCRAPE_SECONDS,
+    say: (line) => console.log(`[main] ${line}`),
   });
-  await waitForFirstScrape(prometheusUrl, agentUrls.length + 1);
-  console.log(`[main] prometheus on ${prometheusUrl}`);
   if (signal.aborted) return 130;
 
   // Permits in use sampled at random times (the periodic scrape can alias with k6's arrivals).
@@ -128,6 +112,9 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
   await new Promise((r) => setTimeout(r, 3000)); // one more scrape after the last request
 
   const totals = await stackTotals(prometheusUrl, startedAt, Date.now());
+  const failure = allFailedMessage(summary, await providerStatusCounts(prometheusUrl, startedAt, Date.now()));
+  const agent =
+    target.kind === 'serve' ? { app: target.app, module: target.spec, modelCallsPerRequest: target.modelCallsPerRequest ?? null, countNote: target.countNote } : undefined;
   const comparison = await compareRun({
     scenario,
     prometheusUrl,
@@ -151,9 +138,11 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     runId,
     scenario: scenario.name,
     flags: { ...flags, description: scenario.description ?? scenario.name },
+    agent,
     range: { from: testStartedAt, to: Date.now() },
     rateInterval: RATE_INTERVAL,
     k6ExitCode: exitCode,
+    failure,
     k6: summary,
     stack: totals,
     planVsMeasured: comparison,
@@ -179,8 +168,9 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
     [
       '',
       `quotascope run ${runId} (${scenario.name})`,
-      `  user requests:     ${totals.requests} (client saw ${summary?.requests ?? 0}, failed ${fmt((summary?.failedRate ?? 0) * 100, '%')}, with missing branches ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')})`,
-      `  model calls:       ${totals.modelCalls} at the provider`,
+      `  user requests:     ${totals.requests} (client saw ${summary?.requests ?? 0}, failed ${fmt(((summary?.failedRequests ?? 0) / Math.max(1, summary?.requests ?? 0)) * 100, '%')}, with missing branches ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')})`,
+      `  HTTP statuses:     ${formatStatusCounts(summary?.statusCodes ?? {})}`,
+      `  model calls:       ${totals.modelCalls} at the provider${agent?.modelCallsPerRequest ? ` (${agent.modelCallsPerRequest} per request counted in ${agent.app})` : agent ? ` (${agent.app}: ${agent.countNote})` : ''}`,
       `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
       `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')} (admitted calls; maxWait ${fmt(totals.maxWaitSeconds, ' s')})`,
       `  limiter timeouts:  ${totals.timeouts} (gave up at maxWait)`,
@@ -191,13 +181,25 @@ async function run(flags: Flags, scenario: ScenarioFile, group: ProcessGroup, re
       `report: ${reportPath}`,
     ].join('\n'),
   );
+  if (failure) {
+    console.error(`start: ${failure}`);
+    return ALL_FAILED_EXIT_CODE;
+  }
   // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.
   return exitCode;
 }
 
-/** The whole run; resolves to the exit code (throws ScenarioError for a bad --scenario before starting anything). */
+/**
+ * The whole run; resolves to the exit code. Before starting anything it throws ScenarioError
+ * for a bad --scenario, AgentTargetError for an --agent that does not load or walk, and
+ * UnservedTreeError for a tree the agent side does not serve.
+ */
 export async function runStart(flags: StartOptions): Promise<number> {
-  const scenario = flags.scenario ? loadScenario(flags.scenario) : mainScenario(flags);
+  const target = await resolveAgentTarget({ agent: flags.agent, tree: flags.tree });
+  const tree = flags.tree ?? defaultTreeOf(target);
+  // --tree sends every request of a scenario file to that tree too.
+  const chosen = flags.scenario ? loadScenario(flags.scenario) : mainScenario(flags, tree);
+  const scenario = scenarioForTarget(target, flags.tree ? withTree(chosen, tree) : chosen);
   const runId = `${new Date().toISOString().replace(/[:.]/g, '-')}-${scenario.name}`;
   const reportDir = resolve(flags.reportDir, runId);
   mkdirSync(reportDir, { recursive: true });
@@ -218,7 +220,7 @@ export async function runStart(flags: StartOptions): Promise<number> {
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
 
-  const running = run(flags, scenario, group, reportDir, runId, aborter.signal)
+  const running = run(flags, target, scenario, group, reportDir, runId, aborter.signal)
     .catch((e) => {
       if (aborter.signal.aborted) return 130;
       console.error(`[main] failed: ${(e as Error).message}`);

@@ -5,10 +5,13 @@ import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
 import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
+import { treeNameSchema } from './scenario/schema.ts';
 
 export const startOptionsSchema = z.object({
-  /** Agent tree for the built-in burst + steady run. */
-  tree: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a tree name like review').default('review'),
+  /** A user's ADK agent module to run instead of the sample agent service: `FILE[#export]`, export rootAgent by default. */
+  agent: z.string().min(1).max(4096).optional(),
+  /** The tree every request calls (default review, or the trees a scenario names; with agent the served app's name, default the module's name). */
+  tree: treeNameSchema.optional(),
   /** A scenario file instead of the built-in run (a name in loadtest/scenarios or a path). */
   scenario: z.string().min(1).optional(),
   /** Seconds of steady traffic after the burst. */

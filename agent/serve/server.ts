@@ -52,7 +52,7 @@ function publishedAgent(appName: string, tree: AgentTreeNode): PublishedAgent {
 }
 
 /** An agent whose model resolves nowhere: ADK would throw "No model found" on its first run. */
-function checkModelsResolve(agents: readonly LlmAgent[]): void {
+export function checkModelsResolve(agents: readonly LlmAgent[]): void {
   for (const agent of agents) {
     if (agent.model !== undefined && agent.model !== '') continue;
     try {

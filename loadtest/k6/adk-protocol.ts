@@ -6,6 +6,7 @@ import http, { type Params } from 'k6/http';
 import { Counter } from 'k6/metrics';
 import { readRunResponse, UNKNOWN_AUTHOR } from './adk-events.ts';
 import { adkRoutes, runBody, sessionUrl } from './adk-request.ts';
+import { requestFailed, statusTag } from './request-status.ts';
 import type { AdkTarget } from '../scenario/types.ts';
 
 /** The metrics both protocols feed (created once, in run.ts). */
@@ -13,6 +14,8 @@ export interface RequestMetrics {
   requestDuration: { add(value: number, tags?: Record<string, string>): void };
   missingBranches: { add(value: boolean, tags?: Record<string, string>): void };
   branchOutcomes: { add(value: number, tags?: Record<string, string>): void };
+  requestStatus: { add(value: number, tags?: Record<string, string>): void };
+  requestFailures: { add(value: boolean, tags?: Record<string, string>): void };
 }
 
 // What only the ADK protocol can count: ADK's events carry every model response.
@@ -36,6 +39,7 @@ export function adkUserRequest(r: AdkRequest): void {
   const headers = { 'content-type': 'application/json' };
   const requestTags = (name: string) => ({ name, tree: tags.tree, traffic_class: tags.traffic_class });
   const fail = (outcome: string) => {
+    metrics.requestFailures.add(true, tags);
     metrics.missingBranches.add(true, tags);
     metrics.branchOutcomes.add(1, { ...tags, author: UNKNOWN_AUTHOR, outcome });
   };
@@ -49,6 +53,7 @@ export function adkUserRequest(r: AdkRequest): void {
   }
   if (session.status < 200 || session.status >= 300 || typeof sessionId !== 'string') {
     metrics.requestDuration.add(session.timings.duration, tags);
+    metrics.requestStatus.add(1, { ...tags, status: statusTag(session.status) });
     fail(session.status === 429 ? 'rate_limited' : 'error');
     return;
   }
@@ -59,6 +64,7 @@ export function adkUserRequest(r: AdkRequest): void {
     tags: requestTags(routes.runName),
   });
   metrics.requestDuration.add(res.timings.duration, tags);
+  metrics.requestStatus.add(1, { ...tags, status: statusTag(res.status) });
   const reading = readRunResponse(res.status, typeof res.body === 'string' ? res.body : '', routes.sse, adk.authors);
   modelCalls.add(reading.modelCalls, tags);
   modelTokens.add(reading.inputTokens, { ...tags, type: 'input' });
@@ -66,6 +72,7 @@ export function adkUserRequest(r: AdkRequest): void {
   for (const a of reading.authors) metrics.branchOutcomes.add(1, { ...tags, author: a.author, outcome: a.outcome });
   if (reading.failure) metrics.branchOutcomes.add(1, { ...tags, author: UNKNOWN_AUTHOR, outcome: reading.failure.outcome });
   metrics.missingBranches.add(reading.failure !== undefined || reading.missing.length > 0, tags);
+  metrics.requestFailures.add(reading.failure !== undefined || requestFailed(res.status, reading.authors.map((a) => a.outcome)), tags);
 
   // Housekeeping, not part of the request: a null responseCallback keeps it out of
   // http_req_failed, so a server without the route (404, 405) fails nothing.

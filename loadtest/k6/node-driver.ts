@@ -5,6 +5,7 @@ import { arrivalSends } from '../scenario/arrivals.ts';
 import { DEFAULT_REQUEST_TIMEOUT_S, resolveRequest } from '../scenario/request.ts';
 import type { ScenarioFile, TrafficClass } from '../scenario/types.ts';
 import { documentForTokens } from './document.ts';
+import { requestFailed, statusTag } from './request-status.ts';
 import type { K6Summary } from './runner.ts';
 
 export interface PlannedRequest {
@@ -32,6 +33,12 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
   const durations: number[] = [];
   const waits: number[] = [];
   let failed = 0;
+  let failedRequests = 0;
+  const statusCodes: Record<string, number> = {};
+  const countStatus = (status: number) => {
+    const tag = statusTag(status);
+    statusCodes[tag] = (statusCodes[tag] ?? 0) + 1;
+  };
   let missing = 0;
   let outcomes = 0;
   const start = Date.now();
@@ -49,12 +56,16 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
         body: JSON.stringify({ document: documentForTokens(r.inputTokensPerCall, r.inputTokensPerCall), width: r.width, trafficClass: r.trafficClass, userId: `node-${i}` }),
         signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(signal ? [signal] : [])]),
       });
-      const body = (await res.json().catch(() => ({}))) as { missingBranches?: string[]; permitWaitMs?: number; branches?: unknown[] };
+      const body = (await res.json().catch(() => ({}))) as { missingBranches?: string[]; permitWaitMs?: number; branches?: { outcome: string }[] };
+      countStatus(res.status);
+      if (requestFailed(res.status, body.branches?.map((b) => b.outcome))) failedRequests++;
       if (!res.ok) failed++;
       if (!res.ok || (body.missingBranches?.length ?? 0) > 0) missing++;
       if (typeof body.permitWaitMs === 'number') waits.push(body.permitWaitMs);
       outcomes += body.branches?.length ?? 0;
     } catch {
+      countStatus(0);
+      failedRequests++;
       failed++;
       missing++;
     }
@@ -68,6 +79,8 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
   return {
     requests: durations.length,
     failedRate: failed / n,
+    failedRequests,
+    statusCodes,
     durationMs: { p50: percentile(d, 0.5), p95: percentile(d, 0.95), p99: percentile(d, 0.99), max: d[d.length - 1] ?? 0 },
     permitWaitMs: { p50: percentile(w, 0.5), p95: percentile(w, 0.95), max: w[w.length - 1] ?? 0 },
     missingBranchesRate: missing / n,

@@ -12,6 +12,7 @@ import type { ScenarioFile } from '../scenario/types.ts';
 import { adkUserRequest } from './adk-protocol.ts';
 import { buildOptions } from './build-options.ts';
 import { documentForTokens } from './document.ts';
+import { REQUEST_FAILED_METRIC, REQUEST_STATUS_METRIC, requestFailed, statusTag } from './request-status.ts';
 import { SUMMARY_SUBMETRICS, summaryText } from './summary-text.ts';
 
 if (!__ENV.SCENARIO_FILE) throw new Error('SCENARIO_FILE is not set (path of a scenario JSON file)');
@@ -32,6 +33,8 @@ const requestDuration = new Trend('qs_request_duration', true);
 const permitWait = new Trend('qs_permit_wait', true);
 const missingBranches = new Rate('qs_missing_branches');
 const branchOutcomes = new Counter('qs_branch_outcomes');
+const requestStatus = new Counter(REQUEST_STATUS_METRIC);
+const requestFailures = new Rate(REQUEST_FAILED_METRIC);
 
 // Documents are built once per VU per size, not once per request.
 const documents = new Map<string, string>();
@@ -64,7 +67,7 @@ export function userRequest(): void {
   const userId = file.adk?.userId ?? `vu-${exec.vu.idInTest}`;
   const target = targets[(exec.vu.idInTest + exec.vu.iterationInInstance) % targets.length];
   if (file.protocol === 'adk' && file.adk) {
-    const metrics = { requestDuration, missingBranches, branchOutcomes };
+    const metrics = { requestDuration, missingBranches, branchOutcomes, requestStatus, requestFailures };
     adkUserRequest({ target, adk: file.adk, userId, document: documentFor(tokens), timeout, tags, metrics });
     return;
   }
@@ -75,8 +78,10 @@ export function userRequest(): void {
     tags: { name: `POST /v1/agents/${tree}/run`, tree, traffic_class: trafficClass },
   });
   requestDuration.add(res.timings.duration, tags);
+  requestStatus.add(1, { ...tags, status: statusTag(res.status) });
   if (res.status !== 200) {
     missingBranches.add(true, tags);
+    requestFailures.add(true, tags);
     return;
   }
   let parsed: AgentResponse = {};
@@ -84,8 +89,10 @@ export function userRequest(): void {
     parsed = res.json() as AgentResponse;
   } catch {
     missingBranches.add(true, tags);
+    requestFailures.add(true, tags);
     return;
   }
+  requestFailures.add(requestFailed(res.status, parsed.branches?.map((b) => b.outcome)), tags);
   if (typeof parsed.permitWaitMs === 'number') permitWait.add(parsed.permitWaitMs, tags);
   missingBranches.add((parsed.missingBranches?.length ?? 0) > 0, tags);
   for (const b of parsed.branches ?? []) branchOutcomes.add(1, { ...tags, outcome: b.outcome });

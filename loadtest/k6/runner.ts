@@ -11,7 +11,8 @@ import type { ScenarioFile } from '../scenario/types.ts';
 import { getMockConfig, putMockConfig } from '../stack/mock-admin.ts';
 import { type K6Progress, parseK6Progress } from './progress.ts';
 import { K6_ENV, requireTool } from '../stack/tools.ts';
-import { isDisplayOnly } from './summary-text.ts';
+import { REQUEST_FAILED_METRIC } from './request-status.ts';
+import { isDisplayOnly, statusCounts } from './summary-text.ts';
 
 export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
 /** Trend stats k6 remote-writes, so Prometheus gets e.g. k6_qs_request_duration_p95. */
@@ -48,7 +49,12 @@ export interface ThresholdResult {
 
 export interface K6Summary {
   requests: number;
+  /** Share of HTTP requests that failed (k6's http_req_failed; ADK: two per user request). */
   failedRate: number;
+  /** User requests that failed: no 2xx answer, or no branch ok (k6/request-status.ts). */
+  failedRequests: number;
+  /** The HTTP status each user request ended with, by status tag (only those seen). */
+  statusCodes: Record<string, number>;
   durationMs: { p50: number; p95: number; p99: number; max: number };
   permitWaitMs: { p50: number; p95: number; max: number };
   missingBranchesRate: number;
@@ -84,6 +90,8 @@ export function condenseSummary(data: any): K6Summary {
   return {
     requests: v('qs_request_duration', 'count'), // one per user request (ADK: session + run are two HTTP requests)
     failedRate: v('http_req_failed', 'rate'),
+    failedRequests: v(REQUEST_FAILED_METRIC, 'passes'),
+    statusCodes: statusCounts(data),
     durationMs: {
       p50: v('qs_request_duration', 'med'),
       p95: v('qs_request_duration', 'p(95)'),

@@ -1,5 +1,6 @@
 // The few lines k6 prints at the end of a run (handleSummary replaces k6's own summary).
 import { BRANCH_OUTCOMES } from '../../instrumentation/errors.ts';
+import { REQUEST_FAILED_METRIC, STATUS_TAGS, statusSubmetric } from './request-status.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: k6's summary data is an untyped JSON tree
 type Json = any;
@@ -12,7 +13,21 @@ function metricValues(data: Json, name: string): Record<string, number> | undefi
 // hold and are left out of the threshold lines.
 const DISPLAY_ONLY = 'count>=0';
 const outcomeMetric = (outcome: string) => `qs_branch_outcomes{outcome:${outcome}}`;
-export const SUMMARY_SUBMETRICS: Record<string, string[]> = Object.fromEntries(BRANCH_OUTCOMES.map((o) => [outcomeMetric(o), [DISPLAY_ONLY]]));
+export const SUMMARY_SUBMETRICS: Record<string, string[]> = Object.fromEntries(
+  [...BRANCH_OUTCOMES.map(outcomeMetric), ...STATUS_TAGS.map(statusSubmetric)].map((m) => [m, [DISPLAY_ONLY]]),
+);
+
+/** The HTTP statuses user requests ended with, by `status` tag (only those seen). */
+export function statusCounts(data: Json): Record<string, number> {
+  const seen = STATUS_TAGS.map((tag) => [tag, Number(metricValues(data, statusSubmetric(tag))?.count ?? 0)] as const);
+  return Object.fromEntries(seen.filter(([, n]) => n > 0));
+}
+
+/** `200 ×12, 404 ×3`. */
+export const formatStatusCounts = (counts: Record<string, number>): string =>
+  Object.entries(counts)
+    .map(([status, n]) => `${status} ×${n}`)
+    .join(', ') || 'none';
 
 /** Thresholds set only so the summary can show a sub-metric. */
 export function isDisplayOnly(metric: string, expression: string): boolean {
@@ -25,11 +40,13 @@ export function summaryText(data: Json, scenario: string): string {
   const lines = [`quotascope k6 summary: ${scenario}`];
   // One qs_request_duration sample per user request, whatever HTTP calls it took (ADK: two).
   const reqs = metricValues(data, 'qs_request_duration');
-  const failed = metricValues(data, 'http_req_failed');
   const dur = metricValues(data, 'qs_request_duration');
   const wait = metricValues(data, 'qs_permit_wait');
   const missing = metricValues(data, 'qs_missing_branches');
+  // Failed user requests: no 2xx answer, or no branch ok (see request-status.ts).
+  const failed = metricValues(data, REQUEST_FAILED_METRIC);
   lines.push(`  requests:         ${reqs?.count ?? 0} (failed ${((failed?.rate ?? 0) * 100).toFixed(1)}%)`);
+  lines.push(`  statuses:         ${formatStatusCounts(statusCounts(data))}`);
   lines.push(`  request duration: p50 ${fmtMs(dur?.med)}  p95 ${fmtMs(dur?.['p(95)'])}  p99 ${fmtMs(dur?.['p(99)'])}  max ${fmtMs(dur?.max)}`);
   lines.push(`  permit wait:      p50 ${fmtMs(wait?.med)}  p95 ${fmtMs(wait?.['p(95)'])}  max ${fmtMs(wait?.max)}`);
   lines.push(`  missing branches: ${((missing?.rate ?? 0) * 100).toFixed(1)}% of requests`);

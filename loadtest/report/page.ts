@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { LEGEND_CALCS } from '../../dashboards/index.ts';
 import type { K6Summary } from '../k6/runner.ts';
+import { formatStatusCounts } from '../k6/summary-text.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
 import type { AlertSpan, Chart } from './collect.ts';
 import type { StackTotals } from './summary.ts';
@@ -82,6 +83,8 @@ function summarySection(d: ReportData): string {
   if (k) {
     const rows = [
       ['requests', `${num(k.requests)} (failed ${percent(k.failedRate)})`],
+      // Older run records have no per-request statuses.
+      ['HTTP statuses of the requests', k.statusCodes ? formatStatusCounts(k.statusCodes) : '-'],
       ['request duration p50 / p95 / p99 / max', `${ms(k.durationMs.p50)} / ${ms(k.durationMs.p95)} / ${ms(k.durationMs.p99)} / ${ms(k.durationMs.max)}`],
       ['permit wait p50 / p95 / max', `${ms(k.permitWaitMs.p50)} / ${ms(k.permitWaitMs.p95)} / ${ms(k.permitWaitMs.max)}`],
       ['requests with a missing branch', percent(k.missingBranchesRate)],

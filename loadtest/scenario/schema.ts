@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
 import type { ScenarioFile, TraceRecord } from './types.ts';
 
 export const SCENARIOS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'scenarios');
@@ -14,8 +15,14 @@ const positiveSeconds = z.number().positive('must be > 0 seconds');
 const perMinute = z.number().min(0, 'must be >= 0 per minute');
 const trafficClass = z.enum(['interactive', 'batch']);
 
+/** A tree the native protocol calls: a sample tree, or a served app (ADK names, `_` included). */
+export const treeNameSchema = z
+  .string()
+  .max(128)
+  .regex(APP_NAME_PATTERN, 'must be a tree or app name like review or my_agent: letters, digits, _ or -, not starting with a digit or -');
+
 const requestShape = {
-  tree: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a tree name like review').optional(),
+  tree: treeNameSchema.optional(),
   inputTokensPerCall: z.number().int().min(101, 'must be > 100 tokens (the instruction alone is ~100)').max(1_000_000).optional(),
   width: z.number().int().positive().max(1000).optional(),
   trafficClass: trafficClass.optional(),
@@ -24,7 +31,7 @@ const requestShape = {
 export const traceRecordSchema = z
   .object({
     at: seconds,
-    tree: z.string().regex(/^[a-z][a-z0-9-]*$/),
+    tree: treeNameSchema,
     inputTokensPerCall: z.number().int().min(101).max(1_000_000),
     trafficClass,
     width: z.number().int().positive().max(1000).optional(),

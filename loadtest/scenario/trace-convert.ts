@@ -5,13 +5,13 @@
 // present. Lines that are not requests to a tree (no `tree`) are skipped.
 import { z } from 'zod';
 import { INSTRUCTION_TOKENS } from '../k6/document.ts';
-import { ScenarioError } from './schema.ts';
+import { ScenarioError, treeNameSchema } from './schema.ts';
 import type { TraceRecord } from './types.ts';
 
 const accessLogLine = z.object({
   time: z.string().optional(),
   ts: z.number().optional(),
-  tree: z.string().regex(/^[a-z][a-z0-9-]*$/),
+  tree: treeNameSchema,
   documentChars: z.number().int().min(0).optional(),
   inputTokensPerCall: z.number().int().positive().optional(),
   trafficClass: z.enum(['interactive', 'batch']).optional(),

@@ -6,7 +6,7 @@ export type TrafficClass = 'interactive' | 'batch';
 
 /** What one user request looks like (defaults for every arrival). */
 export interface RequestShape {
-  /** Agent tree to call: review, wide, tools, review-workflow. */
+  /** Agent tree to call: review, wide, tools, review-workflow, or the app `serve` serves. */
   tree?: string;
   /** Input tokens per model call the document is sized for (ceil(chars/4) rule). */
   inputTokensPerCall?: number;

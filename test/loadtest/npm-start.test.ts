@@ -3,61 +3,21 @@
 // Asserts the exit code, the printed summary and progress, reports/<run-id>/ (summary.json,
 // index.html, k6.log) and that no process it started (nor any port it served) survives it;
 // also after a SIGTERM mid-run.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acquireSecondsBuckets } from '../../instrumentation/metrics/definitions.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
+import { expectNothingLeft, killStarted, npmStart } from './start-harness.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'qs-npm-start-'));
 const FLAGS = ['--duration', '10', '--rate', '60', '--call-seconds', '0.5', '--tokens', '1000', '--replicas', '2', '--burst-users', '3'];
-const started: ChildProcess[] = [];
 
 afterAll(() => {
-  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  killStarted();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** Every descendant of `pid` right now (children, grandchildren, …), from ps. */
-function descendants(pid: number): number[] {
-  const table = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' })
-    .trim()
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/).map(Number));
-  const found: number[] = [];
-  const queue = [pid];
-  while (queue.length) {
-    const parent = queue.shift() as number;
-    for (const [child, ppid] of table) {
-      if (ppid === parent && !found.includes(child)) {
-        found.push(child);
-        queue.push(child);
-      }
-    }
-  }
-  return found;
-}
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** True when nothing accepts connections at `url` any more. */
-async function refused(url: string): Promise<boolean> {
-  try {
-    await fetch(url, { signal: AbortSignal.timeout(2000) });
-    return false;
-  } catch {
-    return true;
-  }
-}
 
 /** True once a run folder under `reports` has a k6.log with a progress line. */
 function k6Running(reports: string): boolean {
@@ -66,50 +26,6 @@ function k6Running(reports: string): boolean {
     const log = join(reports, id, 'k6.log');
     return existsSync(log) && /running \(/.test(readFileSync(log, 'utf8'));
   });
-}
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  out: string;
-  /** Every process seen below `npm start` while it ran. */
-  pids: number[];
-  /** Base URLs it printed (mock provider, agent replicas, Prometheus). */
-  urls: string[];
-}
-
-/** Runs `quotascope start` with `args`; `whileRunning` may act on it (e.g. signal it). */
-function npmStart(args: string[], whileRunning?: (child: ChildProcess, out: () => string) => void): Promise<Run> {
-  const child = spawn(process.execPath, ['cli/quotascope.ts', 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  started.push(child);
-  let out = '';
-  child.stdout?.on('data', (d) => {
-    out += d;
-  });
-  child.stderr?.on('data', (d) => {
-    out += d;
-  });
-  const pids = new Set<number>();
-  const watch = setInterval(() => {
-    if (child.pid) for (const p of descendants(child.pid)) pids.add(p);
-    whileRunning?.(child, () => out);
-  }, 250);
-  return new Promise((resolve) => {
-    child.on('exit', (code, signal) => {
-      clearInterval(watch);
-      const urls = [...out.matchAll(/http:\/\/127\.0\.0\.1:\d+/g)].map((m) => m[0]);
-      resolve({ code, signal, out, pids: [...pids], urls: [...new Set(urls)] });
-    });
-  });
-}
-
-async function expectNothingLeft(run: Run): Promise<void> {
-  // mock provider, agent, prometheus and k6 at least
-  expect(run.pids.length, 'processes seen while it ran').toBeGreaterThanOrEqual(4);
-  await new Promise((r) => setTimeout(r, 200)); // let the kernel reap the last exits
-  expect(run.pids.filter(alive), 'processes still alive after npm start exited').toEqual([]);
-  expect(run.urls.length, 'URLs printed').toBeGreaterThanOrEqual(4);
-  for (const url of run.urls) expect(await refused(url), `${url} still answers`).toBe(true);
 }
 
 describe('npm start (quotascope start)', () => {

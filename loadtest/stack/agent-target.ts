@@ -1,0 +1,151 @@
+// The agent side of a local run: the sample agent service with its trees, or `serve` for a
+// user's module (`--agent FILE[#export]`), started as processes with the same limiter flags
+// and pointed at the run's mock provider. Everything that can be wrong with the choice (a
+// file or export that does not load, a tree that cannot be walked, an unknown tree) is found
+// here, in-process, before any process starts (an agent without a model too).
+import { TREE_NAMES } from '../../agent/tree-shapes.ts';
+import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
+import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
+import { DEFAULT_TREE } from '../scenario/request.ts';
+import { scenarioTrees, withTree } from '../scenario/trees.ts';
+import type { ScenarioFile } from '../scenario/types.ts';
+import { freePort, type ProcessGroup, waitForHealthy } from './processes.ts';
+import { QUOTASCOPE_BIN } from './quotascope-bin.ts';
+import { checkServed, UnservedTreeError } from './served-trees.ts';
+
+
+export type AgentTarget =
+  | { readonly kind: 'service' }
+  | {
+      readonly kind: 'serve';
+      /** Absolute `FILE#export`, as serve's --agent takes it. */
+      readonly spec: string;
+      /** The served app: the tree the run calls. */
+      readonly app: string;
+      /** Model calls per request counted from the tree; undefined where they cannot be counted (why in countNote). */
+      readonly modelCallsPerRequest: number | undefined;
+      readonly countNote?: string;
+    };
+
+/** Why the agent choice is unusable (a usage error: one line, exit 2). */
+export class AgentTargetError extends Error {
+  override name = 'AgentTargetError';
+}
+
+/**
+ * The agent side of a run: the agent service, or `serve` for `agent` (loaded, walked and
+ * counted here). `tree` names the served app (default: the module's name, as ADK's loader
+ * gives it).
+ */
+export async function resolveAgentTarget(choice: { agent?: string; tree?: string }, cwd: string = process.cwd()): Promise<AgentTarget> {
+  if (choice.agent === undefined) return { kind: 'service' };
+  // Loaded only for --agent: importing ADK takes seconds.
+  const { AgentModuleError, loadAgentModule } = await import('../../agent/agent-module.ts');
+  const { AgentTreeError, llmAgentsOf, walkAgentTree } = await import('../../agent/tree-walk.ts');
+  const { checkModelsResolve } = await import('../../agent/serve/server.ts');
+  const { AgentConfigError } = await import('../../agent/config.ts');
+  const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../agent/tree-count.ts');
+  const { LogLevel, setLogLevel } = await import('@google/adk');
+  setLogLevel(LogLevel.ERROR); // the classic agents log a deprecation WARN per construction
+  let module: Awaited<ReturnType<typeof loadAgentModule>>;
+  let tree: ReturnType<typeof walkAgentTree>;
+  try {
+    module = await loadAgentModule(choice.agent, cwd);
+    tree = walkAgentTree(module.root);
+    checkModelsResolve(llmAgentsOf(tree));
+  } catch (error) {
+    if ([AgentModuleError, AgentTreeError, AgentConfigError].some((kind) => error instanceof kind)) throw new AgentTargetError(`--agent: ${(error as Error).message}`);
+    throw error;
+  }
+  const app = choice.tree ?? module.appName;
+  if (!APP_NAME_PATTERN.test(app)) {
+    throw new AgentTargetError(`--agent: the app name "${app}" (from ${module.file}) is not an ADK app name: name the app (npm start: --tree, loadtest: --app)`);
+  }
+  let modelCallsPerRequest: number | undefined;
+  let countNote: string | undefined;
+  try {
+    const calls = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS }).calls;
+    if (calls > 0) modelCallsPerRequest = calls;
+    else countNote = `"${tree.name}" makes no model calls the count can see`;
+  } catch (error) {
+    if (!(error instanceof TreeCountError)) throw error;
+    countNote = error.message;
+  }
+  return { kind: 'serve', spec: `${module.file}#${module.exportName}`, app, modelCallsPerRequest, countNote };
+}
+
+/** The tree a built-in scenario calls on this target when no --tree is given. */
+export const defaultTreeOf = (target: AgentTarget): string => (target.kind === 'serve' ? target.app : DEFAULT_TREE);
+
+/**
+ * The scenario as the target runs it: a served module is the only tree (and app), so every
+ * request goes to it; against the agent service every tree the scenario names must be one of its own.
+ */
+export function scenarioForTarget(target: AgentTarget, scenario: ScenarioFile): ScenarioFile {
+  if (target.kind === 'serve') {
+    const sent = withTree(scenario, target.app);
+    return sent.protocol === 'adk' && sent.adk ? { ...sent, adk: { ...sent.adk, app: target.app } } : sent;
+  }
+  if (scenario.protocol === 'adk') throw new AgentTargetError('the scenario uses protocol adk, which the agent service does not speak: serve your agent with --agent FILE');
+  try {
+    checkServed(scenarioTrees(scenario), TREE_NAMES, 'tree', 'the agent service');
+  } catch (error) {
+    if (error instanceof UnservedTreeError) throw new AgentTargetError(`${error.message} (or serve your own with --agent FILE)`);
+    throw error;
+  }
+  return scenario;
+}
+
+/** The limiter of each replica: the fleet's budget split evenly over the replicas. */
+export interface AgentLimits {
+  providerUrl: string;
+  replicas: number;
+  permits?: number;
+  /** The fleet's token budget per minute. */
+  tokensPerMinute?: number;
+  maxWaitMs?: number;
+  /** Which tokens the budget counts, as the provider's quota does. */
+  countedTokens?: CountedTokenKind;
+  estimatedTokensPerCall?: number;
+}
+
+function limiterFlags(limits: AgentLimits): string[] {
+  const flags: [string, number | string | undefined][] = [
+    ['--permits', limits.permits],
+    ['--tokens-per-minute', limits.tokensPerMinute],
+    ['--max-wait-ms', limits.maxWaitMs],
+    ['--counted-tokens', limits.countedTokens],
+    ['--estimated-tokens-per-call', limits.estimatedTokensPerCall],
+  ];
+  return flags.flatMap(([flag, value]) => (value === undefined ? [] : [flag, String(value)]));
+}
+
+/**
+ * Starts the target's replicas in `group` and waits until each is healthy; returns their base
+ * URLs. The agent service runs its replicas in one process on consecutive ports; `serve`
+ * runs one process per replica, each with its share of the budget.
+ */
+export async function startAgentTarget(group: ProcessGroup, target: AgentTarget, limits: AgentLimits): Promise<string[]> {
+  const node = process.execPath;
+  const common = ['--provider-url', limits.providerUrl, ...limiterFlags(limits)];
+  const urls: string[] = [];
+  if (target.kind === 'service') {
+    const port = await freePort();
+    group.start('agent', node, [QUOTASCOPE_BIN, 'agent', '--port', String(port), '--replicas', String(limits.replicas), ...common]);
+    urls.push(...Array.from({ length: limits.replicas }, (_, i) => `http://127.0.0.1:${port + i}`));
+  } else {
+    // Models serve leaves as they are (already wrapped, --no-wrap) reach the mock too, with no real key.
+    // (ADK reads GOOGLE_GENAI_API_KEY first; genai warns when GEMINI_API_KEY is set beside GOOGLE_API_KEY.)
+    const key = 'quotascope-local';
+    const env = { GOOGLE_GEMINI_BASE_URL: limits.providerUrl, GOOGLE_VERTEX_BASE_URL: limits.providerUrl, GOOGLE_GENAI_API_KEY: key, GOOGLE_API_KEY: key, GEMINI_API_KEY: '' };
+    for (let i = 0; i < limits.replicas; i++) {
+      const port = await freePort();
+      const name = limits.replicas === 1 ? 'serve' : `serve-${i + 1}`;
+      const args = [QUOTASCOPE_BIN, 'serve', '--agent', target.spec, '--app-name', target.app, '--port', String(port), '--replica-share', String(1 / limits.replicas), ...common];
+      group.start(name, node, args, env);
+      urls.push(`http://127.0.0.1:${port}`);
+    }
+  }
+  for (const url of urls) await waitForHealthy(target.kind === 'service' ? 'agent service' : 'serve', `${url}/healthz`, 60_000, () => group.assertRunning());
+  return urls;
+}
