@@ -79,7 +79,7 @@ interface Outcome {
 
 /** Runs one variant against its own mock provider; redisUrl is needed for the central variant. */
 export async function runVariant(run: VariantRun, redisUrl?: string): Promise<VariantResult> {
-  const mock = await startChild(['mock-provider/cli.ts', '--port', '0', '--host', '127.0.0.1']);
+  const mock = await startChild(['cli/quotascope.ts', 'mock-provider', '--port', '0', '--host', '127.0.0.1']);
   try {
     const put = await fetch(`${mock.url}/admin/config`, {
       method: 'PUT',
