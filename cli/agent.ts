@@ -6,7 +6,7 @@ import { type AccessLog, AccessLogError, openAccessLog } from '../agent/access-l
 import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentServiceOptionsSchema } from '../agent/config.ts';
 import type { AgentService } from '../agent/service.ts';
 import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpec, parseFlags } from './flags.ts';
+import { FlagSet, type FlagSpec, parseFlags, serverLimitFlags } from './flags.ts';
 
 const field = agentServiceFields.shape;
 
@@ -98,10 +98,7 @@ export const SERVICE_FLAGS = {
     value: 'n|off',
     defaultText: 'half the permits, at least 1',
   },
-  headersTimeoutMs: { flag: 'headers-timeout-ms', env: 'AGENT_HEADERS_TIMEOUT_MS', help: 'longest a client may take to send headers, ms', schema: field.headersTimeoutMs, value: 'ms' },
-  requestTimeoutMs: { flag: 'request-timeout-ms', env: 'AGENT_REQUEST_TIMEOUT_MS', help: 'longest a client may take to send a whole request, ms', schema: field.requestTimeoutMs, value: 'ms' },
-  keepAliveTimeoutMs: { flag: 'keep-alive-timeout-ms', env: 'AGENT_KEEP_ALIVE_TIMEOUT_MS', help: 'idle keep-alive connections close after this, ms', schema: field.keepAliveTimeoutMs, value: 'ms' },
-  maxConnections: { flag: 'max-connections', env: 'AGENT_MAX_CONNECTIONS', help: 'open connections accepted at once', schema: field.maxConnections, value: 'n' },
+  ...serverLimitFlags(field, 'AGENT'),
   shutdownGraceMs: {
     flag: 'shutdown-grace-ms',
     env: 'AGENT_SHUTDOWN_GRACE_MS',

@@ -25,6 +25,20 @@ export interface FlagSpec {
 
 export type FlagSpecs<K extends string> = Readonly<Record<K, FlagSpec>>;
 
+/** The HTTP server limits both servers take, with one wording; `envPrefix` names their env variables (PREFIX_HEADERS_TIMEOUT_MS). */
+export function serverLimitFlags(
+  schemas: Readonly<Record<'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections', z.ZodType>>,
+  envPrefix?: string,
+): FlagSpecs<'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'> {
+  const env = (name: string) => (envPrefix === undefined ? {} : { env: `${envPrefix}_${name}` });
+  return {
+    headersTimeoutMs: { flag: 'headers-timeout-ms', ...env('HEADERS_TIMEOUT_MS'), help: 'longest a client may take to send headers, ms', schema: schemas.headersTimeoutMs, value: 'ms' },
+    requestTimeoutMs: { flag: 'request-timeout-ms', ...env('REQUEST_TIMEOUT_MS'), help: 'longest a client may take to send a whole request, ms', schema: schemas.requestTimeoutMs, value: 'ms' },
+    keepAliveTimeoutMs: { flag: 'keep-alive-timeout-ms', ...env('KEEP_ALIVE_TIMEOUT_MS'), help: 'idle keep-alive connections close after this, ms', schema: schemas.keepAliveTimeoutMs, value: 'ms' },
+    maxConnections: { flag: 'max-connections', ...env('MAX_CONNECTIONS'), help: 'open connections accepted at once', schema: schemas.maxConnections, value: 'n' },
+  };
+}
+
 interface ZodLike {
   unwrap?: () => ZodLike;
   options?: readonly unknown[];

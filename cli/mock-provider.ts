@@ -19,7 +19,7 @@ import {
 import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
 import type { MockProvider } from '../mock-provider/server.ts';
 import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpec, parseFlags } from './flags.ts';
+import { FlagSet, type FlagSpec, parseFlags, serverLimitFlags } from './flags.ts';
 
 const config = mockConfigSchema.shape;
 const faults = faultsSchema.shape;
@@ -97,10 +97,7 @@ const SPECS = {
     schema: z.string().min(1).optional(),
     value: 'token',
   },
-  headersTimeoutMs: { flag: 'headers-timeout-ms', help: 'longest a client may take to send headers, ms', schema: limits.headersTimeoutMs, value: 'ms' },
-  requestTimeoutMs: { flag: 'request-timeout-ms', help: 'longest a client may take to send a whole request, ms', schema: limits.requestTimeoutMs, value: 'ms' },
-  keepAliveTimeoutMs: { flag: 'keep-alive-timeout-ms', help: 'idle keep-alive connections close after this, ms', schema: limits.keepAliveTimeoutMs, value: 'ms' },
-  maxConnections: { flag: 'max-connections', help: 'open connections accepted at once', schema: limits.maxConnections, value: 'n' },
+  ...serverLimitFlags(limits),
   seed: { flag: 'seed', help: 'seed for output text, sampling, throttling and faults', schema: config.seed, value: 'n' },
   requestsPerMinute: { flag: 'requests-per-minute', help: 'requests/min per API key', schema: config.requestsPerMinute, value: 'n' },
   tokensPerMinute: { flag: 'tokens-per-minute', help: 'tokens/min per API key', schema: config.tokensPerMinute, value: 'n' },
