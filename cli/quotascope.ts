@@ -9,4 +9,6 @@ const command = process.argv[2] && !process.argv[2].startsWith('-') ? process.ar
 process.on('uncaughtException', (error) => process.exit(reportFailure(command, error)));
 process.on('unhandledRejection', (error) => process.exit(reportFailure(command, error)));
 stopWhenOrphaned();
-process.exitCode = await runCli(process.argv.slice(2));
+const code = await runCli(process.argv.slice(2));
+// A failed command leaves nothing running (a user's module may have started timers at import).
+if (code !== 0) process.exit(code);
