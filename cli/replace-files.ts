@@ -2,7 +2,7 @@
 // dashboards' --out): every new file is written in full beside its target first and renamed
 // over it only once all of them are written, so a command that fails leaves what was there.
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** The temporary name a file is written under before it replaces `path`. */
 const stagingPath = (path: string) => `${path}.${process.pid}.partial`;
@@ -31,7 +31,7 @@ export function replaceFiles(dir: string, files: ReadonlyMap<string, string | Ui
 
 /** Writes one file through a temporary file beside it. */
 export function replaceFile(path: string, content: string | Uint8Array): void {
-  replaceFiles(dirname(path), new Map([[path.slice(dirname(path).length + 1), content]]));
+  replaceFiles(dirname(path), new Map([[basename(path), content]]));
 }
 
 /**
