@@ -4,7 +4,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type MockConfig, parseConfig } from '../../mock-provider/config.ts';
+import { startMockProvider } from '../../mock-provider/index.ts';
 import { MAX_QUOTA_KEYS, QuotaBook, type QuotaLease, type QuotaRejection } from '../../mock-provider/quota.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
+import { FakeClock, generate, instant } from './helpers.ts';
 
 describe('per-key quota state', () => {
   it('row 7: 30,000 distinct keys keep at most MAX_QUOTA_KEYS states, and idle ones are forgotten', () => {
@@ -71,5 +74,20 @@ describe('per-key quota state', () => {
         },
       ),
     );
+  });
+
+  it('mock_provider_quota_keys counts the keys kept: distinct keys, then none once their usage is back to zero', async () => {
+    const clock = new FakeClock(1_800_000_000_000);
+    const mock = await startMockProvider({ ...instant, requestsPerMinute: 100 } as Parameters<typeof startMockProvider>[0], { port: 0, clock });
+    try {
+      for (const key of ['a', 'b', 'c', 'a']) expect((await generate(mock.url, 'hi', { key })).status).toBe(200);
+      const keys = async () => sumOfMetric(await (await fetch(`${mock.url}/metrics`)).text(), 'mock_provider_quota_keys');
+      expect(await keys()).toBe(3);
+      clock.advance(2 * 60_000);
+      expect((await generate(mock.url, 'hi', { key: 'd' })).status).toBe(200);
+      expect(await keys()).toBe(1);
+    } finally {
+      await mock.close();
+    }
   });
 });
