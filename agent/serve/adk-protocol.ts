@@ -11,7 +11,7 @@ import type { AgentMetrics } from '../metrics.ts';
 import { describeThrown, recordRunOutcome } from '../native-run.ts';
 import { describeIssues, MAX_BODY_BYTES, MAX_DOCUMENT_CHARS } from '../request-schema.ts';
 import { withCallReports } from '../run-context.ts';
-import { checkStateDepth, sessionStateSchema } from './session-state.ts';
+import { checkStateDepth, sessionStateSchema, stateAfterDeltaProblem } from './session-state.ts';
 import { BoundedSessionService, SessionLimitError } from './sessions.ts';
 
 const id = (what: string) => z.string().min(1, `${what} must not be empty`).max(128);
@@ -182,7 +182,7 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
       metrics.requests.inc({ tree: appName, status: '404' });
       return undefined;
     }
-    const unanswered = unansweredFunctionResponse(run, session.events);
+    const unanswered = unansweredFunctionResponse(run, session.events) ?? stateAfterDeltaProblem(session.state, run.stateDelta);
     if (unanswered) {
       badRequest(res, unanswered);
       metrics.requests.inc({ tree: appName, status: '400' });

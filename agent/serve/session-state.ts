@@ -39,3 +39,15 @@ export function checkStateBounds(value: unknown, ctx: z.RefinementCtx): void {
 
 /** A session's state or state delta: an object, bounded in depth and size. */
 export const sessionStateSchema = z.record(z.string(), z.unknown()).superRefine(checkStateBounds);
+
+/**
+ * A run's stateDelta may not take the session's state (with its app: and user: state, as ADK
+ * merges them) past MAX_STATE_BYTES: the reason, or undefined. This bounds the app and user
+ * state clients can add through many sessions, too.
+ */
+export function stateAfterDeltaProblem(state: Record<string, unknown>, delta: Record<string, unknown> | undefined): string | undefined {
+  if (delta === undefined || Object.keys(delta).length === 0) return undefined;
+  const bytes = Buffer.byteLength(JSON.stringify({ ...state, ...delta }));
+  if (bytes <= MAX_STATE_BYTES) return undefined;
+  return `stateDelta: the session's state (app: and user: keys included) would be ${bytes} bytes, over ${MAX_STATE_BYTES}`;
+}

@@ -2,7 +2,8 @@
 // often create a session per conversation and never delete it. At most `maxSessions` are
 // kept; creating one more evicts the session idle longest (one with a run in flight is never
 // evicted), and a session unused for `idleMs` is evicted by a sweep. Evictions are counted
-// in agent_sessions_evicted_total{reason}; agent_sessions_stored is the number kept.
+// in agent_sessions_evicted_total{reason}; agent_sessions_stored is the number kept. A user's
+// `user:` state lives as long as one of their sessions does.
 import {
   type CreateSessionRequest,
   type DeleteSessionRequest,
@@ -43,6 +44,8 @@ export interface SessionLimits {
 }
 
 type Key = string;
+/** InMemorySessionService's private maps: app name → user id → values. */
+type AdkMaps = Record<string, Record<string, Record<string, unknown>>>;
 const keyOf = (appName: string, userId: string, sessionId: string): Key => JSON.stringify([appName, userId, sessionId]);
 
 export class BoundedSessionService extends InMemorySessionService {
@@ -152,10 +155,17 @@ export class BoundedSessionService extends InMemorySessionService {
     this.#lastUsed.set(key, this.#limits.now());
   }
 
-  /** Drops the tracking of a deleted session, and ADK's per-user map once it is empty. */
+  /**
+   * Drops the tracking of a deleted session; once a user has no session left, ADK's map of
+   * their sessions and their `user:` state go too (kept for ever otherwise, one per user id).
+   */
   #forget({ appName, userId, sessionId }: DeleteSessionRequest): void {
     this.#lastUsed.delete(keyOf(appName, userId, sessionId));
-    const byUser = (this as unknown as { sessions: Record<string, Record<string, Record<string, unknown>>> }).sessions[appName];
-    if (byUser?.[userId] && Object.keys(byUser[userId]).length === 0) delete byUser[userId];
+    const adk = this as unknown as { sessions: AdkMaps; userState: AdkMaps };
+    const byUser = adk.sessions[appName];
+    if (byUser?.[userId] && Object.keys(byUser[userId]).length === 0) {
+      delete byUser[userId];
+      if (adk.userState[appName]) delete adk.userState[appName][userId];
+    }
   }
 }

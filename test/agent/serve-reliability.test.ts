@@ -110,6 +110,26 @@ describe('serve: sessions are bounded and bad state is refused before it is stor
     expect(stored.status).toBe(200);
     expect(((await stored.json()) as { events: unknown[] }).events).toEqual([]);
   });
+  it("app: and user: state a client brings is bounded too: a delta past the limit is a 400, and user: state goes with the user's last session", async () => {
+    const user = 'stateful';
+    const create = async () => ((await (await post(sessions(user), {})).json()) as { id: string }).id;
+    const run = (sessionId: string, stateDelta: Record<string, unknown>) =>
+      post(`${served.url}/run`, { appName: app, userId: user, sessionId, newMessage: { parts: [{ text: 'x' }] }, stateDelta });
+    const first = await create();
+    const ran = await run(first, { 'user:profile': 'p'.repeat(1_000) });
+    expect(ran.status).toBe(200);
+    await ran.arrayBuffer();
+    const second = await create();
+    const state = async (id: string) => ((await (await fetch(`${sessions(user)}/${id}`)).json()) as { state: Record<string, unknown> }).state;
+    expect(await state(second)).toHaveProperty('user:profile');
+    // Each delta fits, but the session's state with it would not.
+    const tooMuch = await run(second, { 'app:notes': 'n'.repeat(32_500), 'user:more': 'm'.repeat(32_500) });
+    expect(tooMuch.status).toBe(400);
+    expect(((await tooMuch.json()) as { error: string }).error).toMatch(/^invalid request: stateDelta: the session's state .* would be \d+ bytes, over 65536/);
+    expect(await state(second)).not.toHaveProperty('user:more');
+    for (const id of [first, second]) expect((await fetch(`${sessions(user)}/${id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await state(await create())).not.toHaveProperty('user:profile');
+  });
 });
 
 describe('serve: session idle expiry', () => {
