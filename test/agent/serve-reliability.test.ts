@@ -176,7 +176,7 @@ describe('serve: a module that hangs, overflows or exits at import', () => {
     ]);
     expectOneLine(live, 'never_ready.ts', /import did not finish within 1000 ms/);
     expectOneLine(idle, 'never_ready_idle.ts', /import did not finish within 1000 ms/);
-  });
+  }, 120_000);
 
   it('row 5: a tree 3,000 deep, and a stack overflow at import, name the module', async () => {
     const [deep, overflow] = await Promise.all([
@@ -185,11 +185,11 @@ describe('serve: a module that hangs, overflows or exits at import', () => {
     ]);
     expectOneLine(deep, 'deep_tree.ts', /nested deeper than \d+ levels/);
     expectOneLine(overflow, 'overflows_at_import.ts', /import failed: Maximum call stack size exceeded/);
-  });
+  }, 120_000);
 
   it('row 9: process.exit(0) at import is a failure naming the module, not a silent exit 0', async () => {
     expectOneLine(await runBin(['serve', '--agent', fixture('exits_at_import.ts'), '--port', '0']), 'exits_at_import.ts', /called process\.exit\(0\) while being imported/);
-  });
+  }, 120_000);
 });
 
 describe('serve and agent: a provider URL with credentials is redacted in the start line', () => {
@@ -222,5 +222,5 @@ describe('serve and agent: a provider URL with credentials is redacted in the st
       expect(line).not.toContain('s3cret');
       expect(line).not.toContain('alice');
     }
-  });
+  }, 120_000);
 });
