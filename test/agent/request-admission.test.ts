@@ -94,7 +94,7 @@ describe('request admission on serve: a two-model tree, ADK protocol', () => {
     return post(`${served.url}${path}`, { appName: 'loop_tools', userId: 'u', sessionId, newMessage: { role: 'user', parts: [{ text }] } });
   }
 
-  it('funds the request on both models; one it cannot fund in time is 429 with Retry-After and detail on /run and /run_sse', async () => {
+  it('funds the request on both models; one it cannot fund in time is 429 with Retry-After and the error on /run and /run_sse', async () => {
     const warm = await run('/run', 's1');
     expect(warm.status).toBe(200);
     const callsBefore = sumOfMetric(await metricsText(mock.url), 'mock_provider_requests_total');
@@ -102,7 +102,7 @@ describe('request admission on serve: a two-model tree, ADK protocol', () => {
       const shed = await run(path, session);
       expect(shed.status, path).toBe(429);
       expect(Number(shed.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      expect(((await shed.json()) as { detail: string }).detail).toMatch(/^request shed by limiter/);
+      expect(((await shed.json()) as { error: string }).error).toMatch(/^request shed by limiter/);
     }
     expect(sumOfMetric(await metricsText(mock.url), 'mock_provider_requests_total')).toBe(callsBefore);
     const metrics = await metricsText(served.url);
