@@ -3,10 +3,11 @@
 import { Command } from 'commander';
 import { z } from 'zod';
 import { type AccessLog, AccessLogError, openAccessLog } from '../agent/access-log.ts';
-import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentServiceOptionsSchema } from '../agent/config.ts';
+import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentServiceOptionsSchema, modelLimiterOptions } from '../agent/config.ts';
+import { formatPerModel, type PerModel } from '../agent/per-model.ts';
 import type { AgentService } from '../agent/service.ts';
 import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpec, parseFlags, serverLimitFlags } from './flags.ts';
+import { FlagSet, type FlagSpec, parseFlags, parsePerModel, serverLimitFlags } from './flags.ts';
 
 const field = agentServiceFields.shape;
 
@@ -19,7 +20,22 @@ export const SERVICE_FLAGS = {
   model: { flag: 'model', env: 'AGENT_MODEL', help: 'model name', schema: field.model, value: 'name' },
   limiterName: { flag: 'limiter-name', env: 'LIMITER_NAME', help: 'limiter label of the llm_limiter_* metrics', schema: field.limiterName, value: 'name' },
   permits: { flag: 'permits', env: 'LIMITER_PERMITS', help: 'concurrent model calls per replica', schema: field.permits, value: 'n' },
-  tokensPerMinute: { flag: 'tokens-per-minute', env: 'LIMITER_TOKENS_PER_MINUTE', help: 'token budget of the whole fleet, per quota window', schema: field.tokensPerMinute, value: 'n' },
+  tokensPerMinute: {
+    flag: 'tokens-per-minute',
+    env: 'LIMITER_TOKENS_PER_MINUTE',
+    help: "token budget of the whole fleet per quota window: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); each model's limiter takes its own",
+    schema: field.tokensPerMinute,
+    value: 'n|model=n,…',
+    parse: parsePerModel,
+    defaultText: (v) => formatPerModel(v as PerModel),
+  },
+  quotaScope: {
+    flag: 'quota-scope',
+    env: 'LIMITER_QUOTA_SCOPE',
+    help: "the provider quota's scope: model (each model its own quota and budget, as Gemini counts) or key (every model shares one budget)",
+    schema: field.quotaScope,
+    value: 'scope',
+  },
   countedTokens: {
     flag: 'counted-tokens',
     env: 'LIMITER_COUNTED_TOKENS',
@@ -150,12 +166,13 @@ export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
 
 /** The quota-sharing mode and budget for the start line (the Redis URL without its password). */
 function budgetDescription(service: AgentServiceOptions): string {
-  const share = Math.round(service.tokensPerMinute * service.replicaShare);
+  const { tokensPerMinute } = modelLimiterOptions(service, service.model);
+  const share = Math.round(tokensPerMinute * service.replicaShare);
   if (service.quotaSharing === 'central') {
     const url = new URL(service.redisUrl as string);
     url.username = '';
     url.password = '';
-    return `quota sharing central: ${service.tokensPerMinute} tokens/min shared in Redis ${url.host}, fallback ${share} tokens/min`;
+    return `quota sharing central: ${tokensPerMinute} tokens/min shared in Redis ${url.host}, fallback ${share} tokens/min`;
   }
   return `quota sharing ${service.quotaSharing}, budget ${share} tokens/min`;
 }

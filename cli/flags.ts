@@ -62,14 +62,6 @@ export function parsePerModel(text: string): number | Record<string, number> {
   return out;
 }
 
-/** The flag text of a per-model value: the inverse of parsePerModel. */
-export function formatPerModel(value: unknown): string {
-  if (typeof value !== 'object' || value === null) return String(value);
-  return Object.entries(value as Record<string, number>)
-    .map(([model, n]) => (model === '*' ? String(n) : `${model}=${n}`))
-    .join(',');
-}
-
 interface ZodLike {
   unwrap?: () => ZodLike;
   options?: readonly unknown[];

@@ -19,7 +19,8 @@ import {
 import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
 import type { MockProvider } from '../mock-provider/server.ts';
 import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpec, formatPerModel, parseFlags, parsePerModel, serverLimitFlags } from './flags.ts';
+import { formatPerModel } from '../agent/per-model.ts';
+import { FlagSet, type FlagSpec, parseFlags, parsePerModel, serverLimitFlags } from './flags.ts';
 
 const config = mockConfigSchema.shape;
 const faults = faultsSchema.shape;
@@ -106,7 +107,7 @@ const SPECS = {
     schema: config.requestsPerMinute,
     value: 'n|model=n,…',
     parse: parsePerModel,
-    defaultText: formatPerModel,
+    defaultText: (v) => formatPerModel(v as number),
   },
   tokensPerMinute: {
     flag: 'tokens-per-minute',
@@ -114,7 +115,7 @@ const SPECS = {
     schema: config.tokensPerMinute,
     value: 'n|model=n,…',
     parse: parsePerModel,
-    defaultText: formatPerModel,
+    defaultText: (v) => formatPerModel(v as number),
   },
   requestsPerDay: { flag: 'requests-per-day', help: "requests/day per quota scope, or 'off'", schema: config.requestsPerDay, value: 'n|off', parse: offOrNumber },
   maxConcurrent: { flag: 'max-concurrent', help: "concurrent requests per quota scope, or 'off'", schema: config.maxConcurrent, value: 'n|off', parse: offOrNumber },

@@ -57,11 +57,14 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   }
 }
 
-function describeDecisions(decisions: readonly ModelDecision[]): string {
+/** Who uses which limiter, with each limiter's budget (tokens/min of this replica); what was left as it is. */
+function describeDecisions(decisions: readonly ModelDecision[], budgets: ReadonlyMap<string, number>, sharedScope: boolean): string {
   const byLimiter = new Map<string, string[]>();
   const kept: string[] = [];
   for (const d of decisions) {
-    if (d.action === 'wrapped') byLimiter.set(`${d.limiter} (${d.model})`, [...(byLimiter.get(`${d.limiter} (${d.model})`) ?? []), d.agent]);
+    const budget = budgets.get(d.action === 'wrapped' ? d.model : '');
+    const label = d.action === 'wrapped' ? `${d.limiter} (${d.model}, ${budget} tokens/min${sharedScope ? ' shared by every model' : ''})` : '';
+    if (d.action === 'wrapped') byLimiter.set(label, [...(byLimiter.get(label) ?? []), d.agent]);
     else if (d.action === 'kept') kept.push(`${d.agent}: ${d.reason}`);
   }
   const parts = [...byLimiter].map(([limiter, agents]) => `limiter ${limiter}: ${agents.join(', ')}`);
@@ -91,7 +94,7 @@ async function serve(options: ServeOptions): Promise<void> {
   say(
     `serve: app "${served.appName}" (${served.module.file}#${served.module.exportName}) listening on ${served.url}; ` +
       `${options.wrap ? `provider ${options.providerUrl}, permits ${options.permits} per model, maxWait ${options.maxWaitMs} ms; ` : 'models not wrapped; '}` +
-      describeDecisions(served.models),
+      describeDecisions(served.models, new Map([...served.limiters].map(([model, limiter]) => [model, limiter.budget.capacity])), options.quotaScope === 'key'),
   );
   const stop = async (signal: string) => {
     say(`serve: ${signal}, stopping`);
