@@ -14,18 +14,18 @@ const modelKey = z
   .max(200)
   .regex(/^(\*|[A-Za-z0-9][\w.:/-]*)$/, 'a model name (letters, digits, . _ - : /) or * for every other model');
 
-/** A per-model setting of `each`'s bounds; an error names the model whose value is wrong. */
-export function perModelSchema(each: z.ZodNumber, fallback: number) {
+/** A per-model setting of `each`'s bounds (required when there is no fallback); an error names the model whose value is wrong. */
+export function perModelSchema(each: z.ZodNumber, fallback: number): z.ZodDefault<z.ZodType<PerModel>>;
+export function perModelSchema(each: z.ZodNumber): z.ZodType<PerModel>;
+export function perModelSchema(each: z.ZodNumber, fallback?: number): z.ZodType<PerModel> {
   const perModel = z
     .record(modelKey, each)
     .refine((r) => Object.keys(r).length >= 1 && Object.keys(r).length <= 1000, 'name 1 to 1000 models');
-  return z
-    .custom<PerModel>(() => true)
-    .superRefine((value, ctx) => {
-      const result = (typeof value === 'object' && value !== null ? perModel : each).safeParse(value);
-      for (const issue of result.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
-    })
-    .default(fallback);
+  const schema = z.custom<PerModel>(() => true).superRefine((value, ctx) => {
+    const result = (typeof value === 'object' && value !== null ? perModel : each).safeParse(value);
+    for (const issue of result.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+  });
+  return fallback === undefined ? schema : schema.default(fallback);
 }
 
 /** The value for `model`: its own, else `*`, else `fallback`. */

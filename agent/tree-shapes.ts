@@ -39,12 +39,23 @@ export const TREE_SHAPES: Readonly<Record<TreeName, TreeShape | null>> = {
 
 export const modelCallsPerRequest = (s: TreeShape): number => s.parallelBranches * s.callsPerBranch + s.sequentialSteps;
 
+/** One model's share of a published tree: its calls per request, their shape, and the limiter they go through. */
+export interface PublishedModel {
+  model: string;
+  /** The `limiter` label of that model's llm_limiter_* metrics; absent when the model is not wrapped. */
+  limiter?: string;
+  modelCallsPerRequest: number;
+  shape: TreeShape;
+}
+
 /** One entry of GET /v1/agents. */
 export interface PublishedAgent {
   name: string;
   /** Null where the count is not fixed (see TREE_SHAPES). */
   modelCallsPerRequest: number | null;
   shape: TreeShape | null;
+  /** Per model, when the tree's count is fixed (each model has its own quota and limiter). */
+  models?: PublishedModel[];
 }
 
 export function publishedAgents(): PublishedAgent[] {

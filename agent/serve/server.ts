@@ -11,7 +11,7 @@ import { AgentConfigError, formatIssues } from '../config.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-server.ts';
 import { createAgentMetrics } from '../metrics.ts';
 import { mountNativeRun } from '../native-run.ts';
-import { countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount } from '../tree-count.ts';
+import { countModelCalls, DEFAULT_TOOL_TURNS, modelShares, shapeOfCount } from '../tree-count.ts';
 import type { PublishedAgent } from '../tree-shapes.ts';
 import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../tree-walk.ts';
 import { adkProtocolRouter } from './adk-protocol.ts';
@@ -41,10 +41,16 @@ export interface ServedAgent {
  * The tree's entry of GET /v1/agents: its counted calls per request and shape, what plan vs
  * measured compares with; null where the count is not fixed (an unbounded loop, routes, code).
  */
-function publishedAgent(appName: string, tree: AgentTreeNode): PublishedAgent {
+function publishedAgent(appName: string, tree: AgentTreeNode, limiters: WrappedModels['limiters']): PublishedAgent {
   try {
     const counted = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS });
-    if (counted.calls > 0) return { name: appName, modelCallsPerRequest: counted.calls, shape: shapeOfCount(counted) };
+    if (counted.calls > 0) {
+      const models = modelShares(counted).map((share) => {
+        const limiter = limiters.get(share.model)?.model.name;
+        return { model: share.model, ...(limiter ? { limiter } : {}), modelCallsPerRequest: share.calls, shape: shapeOfCount(share) };
+      });
+      return { name: appName, modelCallsPerRequest: counted.calls, shape: shapeOfCount(counted), models };
+    }
   } catch {
     // Not countable statically: published as not fixed.
   }
@@ -76,7 +82,6 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   const tree = walkAgentTree(module.root);
   const agents = llmAgentsOf(tree);
   const branches = eventAuthorsOf(tree);
-  const published = publishedAgent(appName, tree);
 
   const ownAccessLog: AccessLog | undefined = options.accessLog ? openAccessLog(options.accessLog) : undefined;
   const registry = new Registry();
@@ -94,6 +99,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   }
   const models = wrapped?.decisions ?? describeModels(agents);
   const limiters: WrappedModels['limiters'] = wrapped?.limiters ?? new Map();
+  const published = publishedAgent(appName, tree, limiters);
   const runner = new InMemoryRunner({ agent: module.root, appName });
 
   const inFlight = new Set<AbortController>();

@@ -2,11 +2,14 @@
 // zod schema (the `plan` command's --agent and --tool-turns flags are made from it).
 import { z } from 'zod';
 import { DEFAULT_TOOL_TURNS } from '../../agent/tree-count.ts';
+import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 
 export const agentPlanOptionsSchema = z.object({
   /** The module and export holding the root agent: `FILE[#export]`, export `rootAgent` by default. */
   agent: z.string().min(1, 'required: FILE[#export]').max(4096),
   /** Extra model calls of an LlmAgent with tools, one per round of tool calls. */
   toolTurns: z.int('must be a whole number').min(0, 'must be >= 0').max(50, 'must be <= 50').default(DEFAULT_TOOL_TURNS),
+  /** Tokens of the user message the calibration request sends (the load test's message size). */
+  messageTokens: z.int('must be a whole number').min(101, 'must be >= 101').max(1_000_000, 'must be <= 1000000').default(WORKED_EXAMPLE.inputTokensPerCall),
 });
 export type AgentPlanOptions = z.infer<typeof agentPlanOptionsSchema>;

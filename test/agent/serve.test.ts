@@ -16,7 +16,7 @@ const WORKFLOW = fixture('workflow_graph.ts');
 
 /** The planner's count (`plan --agent FILE`), one tool turn as the mock answers tools once. */
 async function plannedCalls(spec: string): Promise<number> {
-  return (await countAgent(spec, 1)).calls;
+  return (await countAgent(spec, 1)).tree.calls;
 }
 
 async function mockCalls(mock: MockProvider): Promise<number> {
