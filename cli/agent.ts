@@ -192,7 +192,14 @@ async function serve({ service, replicas }: CliConfig, accessLogOrigin: string):
   // should fail at once), and tracing starts BEFORE @google/adk is imported: see tracing.ts.
   const { startTracing } = await import('../agent/tracing.ts');
   const tracing = startTracing({ serviceName: 'quotascope-agent' });
-  const { startAgentService } = await import('../agent/service.ts');
+  const [{ startAgentService }, { checkProviderReachable }] = await Promise.all([import('../agent/service.ts'), import('../agent/provider-model.ts')]);
+  try {
+    await checkProviderReachable(service.providerUrl);
+  } catch (error) {
+    await accessLog?.close();
+    await tracing?.shutdown();
+    throw error;
+  }
 
   const started: AgentService[] = [];
   const release = async () => {

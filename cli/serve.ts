@@ -69,6 +69,7 @@ function describeDecisions(decisions: readonly ModelDecision[], budgets: Readonl
   }
   const parts = [...byLimiter].map(([limiter, agents]) => `limiter ${limiter}: ${agents.join(', ')}`);
   if (kept.length > 0) parts.push(`left as is: ${kept.join(', ')}`);
+  if (decisions.some((d) => d.action === 'kept' && d.reason === 'already rate-limited')) parts.push('the limiter metrics of your own wrappers are served at /metrics too');
   return parts.join('; ') || 'no models';
 }
 
@@ -77,14 +78,20 @@ async function serve(options: ServeOptions): Promise<void> {
   // is taken at import time), and ADK takes seconds to import.
   const { startTracing } = await import('../agent/tracing.ts');
   const tracing = startTracing({ serviceName: 'quotascope-serve' });
-  const [{ startServe }, { AgentModuleError }, { AgentTreeError }] = await Promise.all([
+  const [{ startServe }, { AgentModuleError, loadAgentModule }, { AgentTreeError }, { checkProviderReachable, lendProviderKey }] = await Promise.all([
     import('../agent/serve/server.ts'),
     import('../agent/agent-module.ts'),
     import('../agent/tree-walk.ts'),
+    import('../agent/provider-model.ts'),
   ]);
   let served: Awaited<ReturnType<typeof startServe>>;
   try {
-    served = await startServe(options);
+    // The module first (a wrong file or export is a usage error), then the provider.
+    lendProviderKey(options.apiKey);
+    const module = await loadAgentModule(options.agent);
+    // Every wrapped model calls it: an unreachable provider is one line and exit 1, not a 200 per run with "fetch failed".
+    if (options.wrap) await checkProviderReachable(options.providerUrl);
+    served = await startServe(options, module);
   } catch (error) {
     await tracing?.shutdown();
     if ([AgentConfigError, AgentModuleError, AgentTreeError].some((kind) => error instanceof kind)) throw new UsageError((error as Error).message);

@@ -10,6 +10,7 @@ import { type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
 import { AgentConfigError, formatIssues } from '../config.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-server.ts';
 import { createAgentMetrics } from '../metrics.ts';
+import { lendProviderKey } from '../provider-model.ts';
 import { mountNativeRun } from '../native-run.ts';
 import { countModelCalls, DEFAULT_TOOL_TURNS, modelShares, shapeOfCount } from '../tree-count.ts';
 import type { PublishedAgent } from '../tree-shapes.ts';
@@ -17,6 +18,7 @@ import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '
 import { adkProtocolRouter } from './adk-protocol.ts';
 import { APP_NAME_PATTERN, type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './options.ts';
 import { describeModels, type ModelDecision, type WrappedModels, wrapModels } from './wrap-models.ts';
+import { mergeLimiterFamilies, wrapperRegistries } from './wrapper-metrics.ts';
 
 // The classic agents log a deprecation WARN per construction.
 setLogLevel(LogLevel.ERROR);
@@ -74,6 +76,8 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   const parsed = serveOptionsSchema.safeParse(input);
   if (!parsed.success) throw new AgentConfigError(`invalid serve options: ${formatIssues(parsed.error, (k) => k)}`);
   const options = parsed.data;
+  // A module building `new Gemini({ model })` loads without a key of its own: ADK gets serve's.
+  lendProviderKey(options.apiKey);
   const module = loaded ?? (await loadAgentModule(options.agent));
   const appName = options.appName ?? module.appName;
   if (!APP_NAME_PATTERN.test(appName)) {
@@ -121,8 +125,12 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     res.json({ status: 'ok', app: appName, agents: branches, models, limiters: limiterState });
   });
 
+  // The user's own wrappers report to their registry (any prom-client copy): served here too.
+  const wrapperRegistriesOfModule = wrapperRegistries(agents, registry);
   app.get('/metrics', async (_req, res) => {
-    res.type(registry.contentType).send(await registry.metrics());
+    const own = await registry.metrics();
+    const text = wrapperRegistriesOfModule.length === 0 ? own : mergeLimiterFamilies(own, await Promise.all(wrapperRegistriesOfModule.map((r) => r.metrics())));
+    res.type(registry.contentType).send(text);
   });
 
   app.use(adkProtocolRouter({ appName, runner, metrics, branches, inFlight, runs }));

@@ -3,6 +3,7 @@
 // per request at that peak width (the flags are cli/plan.ts's).
 import { type BaseAgent, LogLevel, setLogLevel } from '@google/adk';
 import { type LoadedAgentModule, loadAgentModule } from '../../agent/agent-module.ts';
+import { lendProviderKey, PLACEHOLDER_PROVIDER_KEY } from '../../agent/provider-model.ts';
 import { checkModelsResolve } from '../../agent/serve/server.ts';
 import { type CountedNode, countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount, TreeCountError } from '../../agent/tree-count.ts';
 import { type AgentTreeNode, llmAgentsOf, walkAgentTree } from '../../agent/tree-walk.ts';
@@ -41,6 +42,8 @@ export interface CountedAgent {
  * TreeCountError, or AgentConfigError for an agent with no model to call (as serve does).
  */
 export async function countAgent(spec: string, toolTurns = DEFAULT_TOOL_TURNS, cwd?: string): Promise<CountedAgent> {
+  // Counting and planning make no provider call: a module that needs a key to load gets a placeholder.
+  lendProviderKey(PLACEHOLDER_PROVIDER_KEY);
   const module = await loadAgentModule(spec, cwd);
   const walked = walkAgentTree(module.root);
   checkModelsResolve(llmAgentsOf(walked));

@@ -56,6 +56,9 @@ export async function resolveAgentTarget(
   const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../agent/tree-count.ts');
   const { LogLevel, setLogLevel } = await import('@google/adk');
   setLogLevel(LogLevel.ERROR); // the classic agents log a deprecation WARN per construction
+  const { lendProviderKey, PLACEHOLDER_PROVIDER_KEY } = await import('../../agent/provider-model.ts');
+  // The run serves against its own mock: a module that needs a key to load gets a placeholder (serve gets one too).
+  lendProviderKey(PLACEHOLDER_PROVIDER_KEY);
   let module: Awaited<ReturnType<typeof loadAgentModule>>;
   let tree: ReturnType<typeof walkAgentTree>;
   try {
