@@ -56,16 +56,27 @@ export class ProviderUnreachableError extends Error {
 
 /**
  * Checks that something answers HTTP at the provider's base URL (any status will do: the
- * mock, Gemini and a proxy all answer). A refused connection, an unknown host or no answer
- * within `timeoutMs` is a ProviderUnreachableError naming the URL and the reason.
+ * mock, Gemini and a proxy all answer), trying again for `waitMs` (a provider started at the
+ * same moment may not listen yet). Still nothing: a ProviderUnreachableError naming the URL
+ * and the reason (refused, unknown host, no answer).
  */
-export async function checkProviderReachable(providerUrl: string, timeoutMs = 5_000): Promise<void> {
-  try {
-    const res = await fetch(providerUrl, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
-    await res.body?.cancel();
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : (cause?.code ?? cause?.message ?? (error as Error).message);
-    throw new ProviderUnreachableError(`provider ${redactUrl(providerUrl)} is unreachable (${reason}): start it (quotascope mock-provider) or pass --provider-url`);
+export async function checkProviderReachable(providerUrl: string, waitMs = 10_000): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      const res = await fetch(providerUrl, { signal: AbortSignal.timeout(Math.max(1_000, deadline - Date.now())), redirect: 'manual' });
+      await res.body?.cancel();
+      return;
+    } catch (error) {
+      if (Date.now() + 250 < deadline && (error as Error).name !== 'TimeoutError') {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        continue;
+      }
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      const reason = (error as Error).name === 'TimeoutError' ? 'no answer' : (cause?.code ?? cause?.message ?? (error as Error).message);
+      throw new ProviderUnreachableError(
+        `provider ${redactUrl(providerUrl)} is unreachable (${reason}, for ${waitMs / 1000} s): start it (quotascope mock-provider) or pass --provider-url`,
+      );
+    }
   }
 }
