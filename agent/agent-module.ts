@@ -10,6 +10,9 @@ import { isRunnableRoot } from './adk-brands.ts';
 
 export const DEFAULT_AGENT_EXPORT = 'rootAgent';
 
+/** The first Node that loads a .ts module without flags (type stripping on by default). */
+export const TYPE_STRIPPING_NODE = '22.18.0';
+
 const MODULE_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs', '.cjs', '.cts'];
 
 export class AgentModuleError extends Error {
@@ -61,6 +64,11 @@ export async function loadAgentModule(spec: string, cwd?: string): Promise<Loade
     exports = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
     const message = (error as Error)?.message ?? String(error);
+    if ((error as { code?: string })?.code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(file)) {
+      throw new AgentModuleError(
+        `agent module ${file}: Node ${process.versions.node} cannot load TypeScript by itself: use Node >= ${TYPE_STRIPPING_NODE} (or NODE_OPTIONS=--experimental-strip-types on Node >= 22.12), or point at the compiled .js`,
+      );
+    }
     throw new AgentModuleError(`agent module ${file}: import failed: ${message.split('\n')[0]}`);
   }
   if (!Object.hasOwn(exports, exportName)) {
