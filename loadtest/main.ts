@@ -137,7 +137,7 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
       maxWaitSeconds: flags.maxWaitMs / 1000,
       burstUsers: Math.max(1, flags.burstUsers),
       permits: flags.permits,
-      ...(target.kind === 'serve' && target.inputTokensPerModel ? { inputTokensPerModel: target.inputTokensPerModel } : {}),
+      ...(target.kind === 'serve' && target.inputTokensPerModel ? { inputTokensPerModel: target.inputTokensPerModel, inputTokensPerAgent: target.inputTokensPerAgent } : {}),
     },
   });
   const record: RunRecord = {

@@ -17,7 +17,7 @@ import { type PlanInput, plan } from '../planner/index.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 import { type AgentShapes, fetchAgentShapes, type ModelShape, scrapedAgentUrl } from './agent-shapes.ts';
 import type { GaugeProbe } from './gauge-probe.ts';
-import { queryScalar } from './prometheus-client.ts';
+import { query, queryScalar } from './prometheus-client.ts';
 import { type StackParameters, steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from './steady-state.ts';
 
 export interface Measured {
@@ -103,14 +103,33 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   };
 }
 
-/** One model's steady-state figures: its limiter's successful calls and calls in flight. */
-async function measureModel(prometheusUrl: string, start: number, end: number, limiter: string): Promise<{ okCallsPerMinute: number; callsInFlight: number }> {
+/** One model's steady-state figures: its limiter's successful calls (per agent too) and calls in flight. */
+async function measureModel(
+  prometheusUrl: string,
+  start: number,
+  end: number,
+  limiter: string,
+): Promise<{ okCallsPerMinute: number; okCallsPerMinuteByAgent: Map<string, number>; callsInFlight: number }> {
   const seconds = Math.max(1, Math.round((end - start) / 1000));
   const w = `[${seconds}s]`;
   const l = `limiter=${JSON.stringify(limiter)}`;
-  const okCalls = (await queryScalar(prometheusUrl, `sum(increase(${limiterMetrics.calls.name}{outcome="ok",${l}}${w}))`, end)) ?? 0;
+  const byAgent = await query(prometheusUrl, `sum by (agent) (increase(${limiterMetrics.calls.name}{outcome="ok",${l}}${w}))`, end);
+  const okCallsPerMinuteByAgent = new Map(byAgent.map((s) => [s.metric.agent ?? 'unknown', (s.value / seconds) * 60]));
   const callsInFlight = (await queryScalar(prometheusUrl, `sum(rate(${limiterMetrics.callDuration.name}_sum{${l}}${w}))`, end)) ?? 0;
-  return { okCallsPerMinute: (okCalls / seconds) * 60, callsInFlight };
+  return { okCallsPerMinute: [...okCallsPerMinuteByAgent.values()].reduce((a, b) => a + b, 0), okCallsPerMinuteByAgent, callsInFlight };
+}
+
+/**
+ * A model's completed work in whole-request equivalents per minute: its successful calls,
+ * each weighted by its agent's calibrated tokens per call, over a request's tokens on that
+ * model (a call counts for what it costs the budget: a shed request's cheap calls are not a
+ * whole request). Without calibration, calls over calls per request.
+ */
+function wholeRequestsPerMinute(okByAgent: ReadonlyMap<string, number>, callsPerRequest: number, tokensPerCall: number, tokensOfAgent?: Readonly<Record<string, number>>): number {
+  const calls = [...okByAgent.values()].reduce((a, b) => a + b, 0);
+  if (!tokensOfAgent || [...okByAgent.keys()].some((agent) => tokensOfAgent[agent] === undefined)) return calls / callsPerRequest;
+  const tokens = [...okByAgent].reduce((sum, [agent, perMinute]) => sum + perMinute * (tokensOfAgent[agent] as number), 0);
+  return tokens / (tokensPerCall * callsPerRequest);
 }
 
 /**
@@ -142,7 +161,8 @@ async function compareModels(
     const inFlight = p.inFlight.perReplica * replicas;
     const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
     permitsPlanned += overloaded && r.stack.permits ? r.stack.permits * replicas : inFlight;
-    rows.push({ quantity: `user requests/min ${m.model}`, planned: p.overload.servedUserRequestsPerMinute, measured: measured.okCallsPerMinute / p.tree.callsPerRequest, relativeError: 0 });
+    const served = wholeRequestsPerMinute(measured.okCallsPerMinuteByAgent, p.tree.callsPerRequest, p.input.inputTokensPerCall, r.stack.inputTokensPerAgent);
+    rows.push({ quantity: `user requests/min ${m.model}`, planned: p.overload.servedUserRequestsPerMinute, measured: served, relativeError: 0 });
     rows.push({ quantity: `calls in flight ${m.model}`, planned: inFlight, measured: measured.callsInFlight, relativeError: 0 });
     callSecondsSum += measured.callsInFlight;
     callsSum += measured.okCallsPerMinute / 60;

@@ -72,6 +72,8 @@ export interface StackParameters {
   quotaTokensPerMinute: PerModel;
   /** Input tokens per call of each model, measured from one request through the tree (planned per model when given). */
   inputTokensPerModel?: Readonly<Record<string, number>>;
+  /** The same per agent (what each agent's calls weigh in a request's work). */
+  inputTokensPerAgent?: Readonly<Record<string, number>>;
   /** Permits of each limiter per replica (what saturates when a model's budget binds). */
   permits?: number;
   budgetFraction: number;

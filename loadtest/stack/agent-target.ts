@@ -29,6 +29,8 @@ export type AgentTarget =
       readonly countNote?: string;
       /** Input tokens per call of each model, from one calibration request through the tree (when asked for and it worked). */
       readonly inputTokensPerModel?: Readonly<Record<string, number>>;
+      /** The same per agent. */
+      readonly inputTokensPerAgent?: Readonly<Record<string, number>>;
       /** Each agent's calibrated input tokens per call, or why the calibration could not run. */
       readonly calibrationNote?: string;
     };
@@ -84,6 +86,7 @@ export async function resolveAgentTarget(
     countNote = error.message;
   }
   let inputTokensPerModel: Record<string, number> | undefined;
+  let inputTokensPerAgent: Record<string, number> | undefined;
   let calibrationNote: string | undefined;
   if (choice.calibrate) {
     const { calibrateAgent, tokensNote } = await import('../planner/agent-plan.ts');
@@ -92,13 +95,14 @@ export async function resolveAgentTarget(
       const counted = { module, walked: tree, tree: countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS }) };
       const calibration = await calibrateAgent(counted, choice.calibrate);
       inputTokensPerModel = Object.fromEntries(perModel(calibration));
+      inputTokensPerAgent = Object.fromEntries(calibration.agents.map((a) => [a.agent, a.inputTokens / a.calls]));
       calibrationNote = tokensNote(calibration);
     } catch (error) {
       if (!(error instanceof CalibrationError || error instanceof TreeCountError)) throw error;
       calibrationNote = `not calibrated (${error.message}): the plan takes every call at the request's input tokens`;
     }
   }
-  return { kind: 'serve', spec: `${module.file}#${module.exportName}`, app, modelCallsPerRequest, countNote, inputTokensPerModel, calibrationNote };
+  return { kind: 'serve', spec: `${module.file}#${module.exportName}`, app, modelCallsPerRequest, countNote, inputTokensPerModel, inputTokensPerAgent, calibrationNote };
 }
 
 /** The tree a built-in scenario calls on this target when no --tree is given. */
