@@ -193,13 +193,6 @@ async function serve({ service, replicas }: CliConfig, accessLogOrigin: string):
   const { startTracing } = await import('../agent/tracing.ts');
   const tracing = startTracing({ serviceName: 'quotascope-agent' });
   const [{ startAgentService }, { checkProviderReachable }] = await Promise.all([import('../agent/service.ts'), import('../agent/provider-model.ts')]);
-  try {
-    await checkProviderReachable(service.providerUrl);
-  } catch (error) {
-    await accessLog?.close();
-    await tracing?.shutdown();
-    throw error;
-  }
 
   const started: AgentService[] = [];
   const release = async () => {
@@ -216,17 +209,27 @@ async function serve({ service, replicas }: CliConfig, accessLogOrigin: string):
   process.once('SIGTERM', () => void stop('SIGTERM'));
 
   try {
+    // Every model call goes there: an unreachable provider is one line and exit 1 (after a
+    // port problem, which the listen reports first), not a run of failed branches.
+    const reachable = checkProviderReachable(service.providerUrl).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const lines: string[] = [];
     for (let i = 0; i < replicas; i++) {
       const port = service.port === 0 ? 0 : service.port + i;
       const replica = await startAgentService({ ...service, port }, { accessLog });
       started.push(replica);
       // The API key is deliberately not printed.
-      say(
+      lines.push(
         `agent: replica ${i + 1}/${replicas} listening on ${replica.url} ` +
           `(provider ${service.providerUrl}, model ${service.model}, permits ${service.permits} (batch ≤ ${replica.limiter.batchMaxPermits ?? 'no cap'}), ` +
           `${budgetDescription(service)}, maxWait ${service.maxWaitMs} ms)`,
       );
     }
+    const unreachable = await reachable;
+    if (unreachable) throw unreachable;
+    for (const line of lines) say(line);
   } catch (error) {
     await release();
     throw error;

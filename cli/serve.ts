@@ -86,12 +86,22 @@ async function serve(options: ServeOptions): Promise<void> {
   ]);
   let served: Awaited<ReturnType<typeof startServe>>;
   try {
-    // The module first (a wrong file or export is a usage error), then the provider.
+    // The module (a wrong file or export is a usage error) and the port first, then the provider.
     lendProviderKey(options.apiKey);
     const module = await loadAgentModule(options.agent);
-    // Every wrapped model calls it: an unreachable provider is one line and exit 1, not a 200 per run with "fetch failed".
-    if (options.wrap) await checkProviderReachable(options.providerUrl);
+    const reachable = options.wrap
+      ? checkProviderReachable(options.providerUrl).then(
+          () => undefined,
+          (error: unknown) => error,
+        )
+      : Promise.resolve(undefined);
     served = await startServe(options, module);
+    // Every wrapped model calls it: an unreachable provider is one line and exit 1, not a 200 per run with "fetch failed".
+    const unreachable = await reachable;
+    if (unreachable) {
+      await served.close();
+      throw unreachable;
+    }
   } catch (error) {
     await tracing?.shutdown();
     if ([AgentConfigError, AgentModuleError, AgentTreeError].some((kind) => error instanceof kind)) throw new UsageError((error as Error).message);
