@@ -158,8 +158,8 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
     await Promise.all([
       import('../loadtest/planner/agent-plan.ts'),
       import('../agent/agent-module.ts'),
-      import('../agent/tree-walk.ts'),
-      import('../agent/tree-count.ts'),
+      import('../instrumentation/tree/tree-walk.ts'),
+      import('../instrumentation/tree/tree-count.ts'),
       import('../agent/config.ts'),
       import('../loadtest/planner/calibrate.ts'),
       import('../loadtest/planner/model-plans.ts'),

@@ -81,7 +81,7 @@ async function serve(options: ServeOptions): Promise<void> {
   const [{ startServe }, { AgentModuleError, loadAgentModule }, { AgentTreeError }, { checkProviderReachable, lendProviderKey }] = await Promise.all([
     import('../agent/serve/server.ts'),
     import('../agent/agent-module.ts'),
-    import('../agent/tree-walk.ts'),
+    import('../instrumentation/tree/tree-walk.ts'),
     import('../agent/provider-model.ts'),
   ]);
   let served: Awaited<ReturnType<typeof startServe>>;

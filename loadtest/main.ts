@@ -78,6 +78,8 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
       tokensPerMinute: mapPerModel(flags.quotaTpm, (quota) => Math.round(quota * BUDGET_FRACTION)),
       quotaScope: flags.quotaScope,
       maxWaitMs: flags.maxWaitMs,
+      admission: flags.admission,
+      requestDeadlineMs: flags.requestDeadlineMs,
       countedTokens: flags.countedTokens,
     },
     mockConfig,
@@ -137,6 +139,7 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
       maxWaitSeconds: flags.maxWaitMs / 1000,
       burstUsers: Math.max(1, flags.burstUsers),
       permits: flags.permits,
+      admission: flags.admission,
       ...(target.kind === 'serve' && target.inputTokensPerModel ? { inputTokensPerModel: target.inputTokensPerModel, inputTokensPerAgent: target.inputTokensPerAgent } : {}),
     },
   });

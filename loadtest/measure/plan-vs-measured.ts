@@ -154,21 +154,25 @@ async function compareModels(
   let permitsPlanned = 0;
   let callSecondsSum = 0;
   let callsSum = 0;
+  const binding = plans.models.find((m) => m.model === plans.binding);
+  // Whole requests at the door: a request is funded on every limiter or shed, so every model
+  // serves what the binding one sustains. Call by call: each model serves its own share.
+  const wholeRequests = r.stack.admission !== 'call';
   for (const m of plans.models) {
     const p = m.plan;
     const measured = await measureModel(r.prometheusUrl, window.start, window.end, m.limiter as string);
     const replicas = p.fleet.replicas;
-    const inFlight = p.inFlight.perReplica * replicas;
+    const servedPlanned = wholeRequests ? (binding?.plan.overload.servedUserRequestsPerMinute ?? p.overload.servedUserRequestsPerMinute) : p.overload.servedUserRequestsPerMinute;
+    const inFlight = wholeRequests ? ((servedPlanned * p.tree.callsPerRequest) / 60) * p.input.latencySeconds : p.inFlight.perReplica * replicas;
     const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
-    permitsPlanned += overloaded && r.stack.permits ? r.stack.permits * replicas : inFlight;
+    permitsPlanned += !wholeRequests && overloaded && r.stack.permits ? r.stack.permits * replicas : inFlight;
     const served = wholeRequestsPerMinute(measured.okCallsPerMinuteByAgent, p.tree.callsPerRequest, p.input.inputTokensPerCall, r.stack.inputTokensPerAgent);
-    rows.push({ quantity: `user requests/min ${m.model}`, planned: p.overload.servedUserRequestsPerMinute, measured: served, relativeError: 0 });
+    rows.push({ quantity: `user requests/min ${m.model}`, planned: servedPlanned, measured: served, relativeError: 0 });
     rows.push({ quantity: `calls in flight ${m.model}`, planned: inFlight, measured: measured.callsInFlight, relativeError: 0 });
     callSecondsSum += measured.callsInFlight;
     callsSum += measured.okCallsPerMinute / 60;
   }
   if (probed !== undefined) rows.push({ quantity: 'permits in use', planned: permitsPlanned, measured: probed, relativeError: 0 });
-  const binding = plans.models.find((m) => m.model === plans.binding);
   return {
     binding: `${binding?.plan.binding.axis ?? 'tokens'} of ${plans.binding}`,
     models: plans.models.map((m) => ({ model: m.model, limiter: m.limiter as string, sustainedUserRequestsPerMinute: m.sustainedUserRequestsPerMinute, binding: m.model === plans.binding })),

@@ -76,6 +76,8 @@ export interface StackParameters {
   inputTokensPerAgent?: Readonly<Record<string, number>>;
   /** Permits of each limiter per replica (what saturates when a model's budget binds). */
   permits?: number;
+  /** request: a request is funded whole on every limiter or shed (every model serves the binding model's rate); call: each call alone. */
+  admission?: 'request' | 'call';
   budgetFraction: number;
   replicas: number;
   maxWaitSeconds?: number;

@@ -6,8 +6,8 @@
 // request and given back afterwards.
 import { type BaseAgent, BaseLlm, InMemoryRunner, type LlmAgent, type LlmRequest, type LlmResponse } from '@google/adk';
 import { ProviderGemini } from '../../agent/provider-model.ts';
-import type { AgentTreeNode } from '../../agent/tree-walk.ts';
-import { llmAgentsOf } from '../../agent/tree-walk.ts';
+import type { AgentTreeNode } from '../../instrumentation/tree/tree-walk.ts';
+import { llmAgentsOf } from '../../instrumentation/tree/tree-walk.ts';
 import { agentNameOf } from '../../instrumentation/rate-limited-llm.ts';
 import { startMockProvider } from '../../mock-provider/index.ts';
 

@@ -7,6 +7,7 @@ import { TREE_NAMES } from '../../agent/tree-shapes.ts';
 import type { QuotaScope } from '../../agent/config.ts';
 import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
+import type { AdmissionMode } from '../../instrumentation/defaults.ts';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
 import { DEFAULT_TREE } from '../scenario/request.ts';
 import { scenarioTrees, withTree } from '../scenario/trees.ts';
@@ -52,10 +53,10 @@ export async function resolveAgentTarget(
   if (choice.agent === undefined) return { kind: 'service' };
   // Loaded only for --agent: importing ADK takes seconds.
   const { AgentModuleError, loadAgentModule } = await import('../../agent/agent-module.ts');
-  const { AgentTreeError, llmAgentsOf, walkAgentTree } = await import('../../agent/tree-walk.ts');
+  const { AgentTreeError, llmAgentsOf, walkAgentTree } = await import('../../instrumentation/tree/tree-walk.ts');
   const { checkModelsResolve } = await import('../../agent/serve/server.ts');
   const { AgentConfigError } = await import('../../agent/config.ts');
-  const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../agent/tree-count.ts');
+  const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../instrumentation/tree/tree-count.ts');
   const { LogLevel, setLogLevel } = await import('@google/adk');
   setLogLevel(LogLevel.ERROR); // the classic agents log a deprecation WARN per construction
   const { lendProviderKey, PLACEHOLDER_PROVIDER_KEY } = await import('../../agent/provider-model.ts');
@@ -137,6 +138,8 @@ export interface AgentLimits {
   /** The provider quota's scope: each model its own budget, or one shared by every model. */
   quotaScope?: QuotaScope;
   maxWaitMs?: number;
+  admission?: AdmissionMode;
+  requestDeadlineMs?: number;
   /** Which tokens the budget counts, as the provider's quota does. */
   countedTokens?: CountedTokenKind;
   estimatedTokensPerCall?: number;
@@ -148,6 +151,8 @@ function limiterFlags(limits: AgentLimits): string[] {
     ['--tokens-per-minute', limits.tokensPerMinute === undefined ? undefined : formatPerModel(limits.tokensPerMinute)],
     ['--quota-scope', limits.quotaScope],
     ['--max-wait-ms', limits.maxWaitMs],
+    ['--admission', limits.admission],
+    ['--request-deadline-ms', limits.requestDeadlineMs],
     ['--counted-tokens', limits.countedTokens],
     ['--estimated-tokens-per-call', limits.estimatedTokensPerCall],
   ];
