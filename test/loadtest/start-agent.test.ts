@@ -65,8 +65,17 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
     expect(summary.stack.requests).toBe(summary.k6.requests);
     expect(summary.stack.modelCalls).toBe(LOOP_TOOLS_CALLS * summary.k6.requests);
     expect(summary.stack.timeouts).toBe(0);
-    expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
+    // Two models, each planned against its own quota; the demand fits both.
+    expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual([
+      'user requests/min gemini-2.5-flash',
+      'calls in flight gemini-2.5-flash',
+      'user requests/min gemini-2.5-pro',
+      'calls in flight gemini-2.5-pro',
+      'permits in use',
+    ]);
     expect(summary.planVsMeasured.rows[0].planned).toBe(30);
+    expect(summary.planVsMeasured.rows[2].planned).toBe(30);
+    expect(summary.planVsMeasured.tokens).toBe('calibrated');
     for (const row of summary.planVsMeasured.rows) expect(row.measured, row.quantity).toBeGreaterThan(0);
     expect(summary.processes.map((p: { name: string }) => p.name)).toEqual(['mock-provider', 'serve-1', 'serve-2', 'prometheus']);
     const [runId] = readdirSync(reports);
