@@ -15,6 +15,9 @@ export const DEFAULT_AGENT_EXPORT = 'rootAgent';
 export const DEFAULT_IMPORT_TIMEOUT_MS = 60_000;
 export const MAX_IMPORT_TIMEOUT_MS = 600_000;
 
+/** The first Node that loads a .ts module without flags (type stripping on by default). */
+export const TYPE_STRIPPING_NODE = '22.18.0';
+
 const MODULE_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs', '.cjs', '.cts'];
 
 export class AgentModuleError extends Error {
@@ -86,6 +89,11 @@ async function importModule(file: string, timeoutMs: number): Promise<Record<str
     if (exited) throw fail(`called process.exit(${exitCode}) while being imported`);
     if (error instanceof AgentModuleError) throw error;
     const message = (error as Error)?.message ?? String(error);
+    if ((error as { code?: string })?.code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(file)) {
+      throw fail(
+        `Node ${process.versions.node} cannot load TypeScript by itself: use Node >= ${TYPE_STRIPPING_NODE} (or NODE_OPTIONS=--experimental-strip-types on Node >= 22.12), or point at the compiled .js`,
+      );
+    }
     throw fail(`import failed: ${message.split('\n')[0]}`);
   } finally {
     clearTimeout(timer);

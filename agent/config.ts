@@ -16,10 +16,15 @@ import {
   MIN_WINDOW_MS,
 } from '../instrumentation/defaults.ts';
 import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
+import { perModelSchema, valueForModel } from './per-model.ts';
 import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from './worked-example.ts';
 
 export const QUOTA_SHARING_MODES = ['static', 'central', 'adaptive'] as const;
 export type QuotaSharing = (typeof QUOTA_SHARING_MODES)[number];
+
+/** Who shares a provider quota: each model its own (Gemini's scope, per project and model), or every model of the key one. */
+export const QUOTA_SCOPES = ['model', 'key'] as const;
+export type QuotaScope = (typeof QUOTA_SCOPES)[number];
 
 export const BUDGET_WINDOW_MODES = ['rolling', 'bucket'] as const;
 export type BudgetWindow = (typeof BUDGET_WINDOW_MODES)[number];
@@ -47,8 +52,17 @@ export const agentServiceFields = z.object({
   limiterName: z.string().regex(/^[a-z][a-z0-9_-]*$/).default('gemini'),
   /** Concurrent model calls per replica. */
   permits: z.int().min(1).max(10_000).default(WORKED_EXAMPLE.permits),
-  /** Token budget per minute (per quota window) for the WHOLE fleet; each replica gets replicaShare of it. */
-  tokensPerMinute: z.int().min(1).max(MAX_TOKENS_PER_MINUTE).default(WORKED_EXAMPLE_TOKENS_PER_MINUTE),
+  /**
+   * Token budget per minute (per quota window) for the WHOLE fleet, each replica getting
+   * replicaShare of it: one number for every model, or one per model (`{ "gemini-2.5-pro":
+   * 450000, "*": 900000 }`), each model's limiter taking its own model's.
+   */
+  tokensPerMinute: perModelSchema(z.int().min(1).max(MAX_TOKENS_PER_MINUTE), WORKED_EXAMPLE_TOKENS_PER_MINUTE),
+  /**
+   * The provider quota's scope: `model` (each model its own quota and limiter budget, as
+   * Gemini counts) or `key` (every model draws from one quota: the limiters share one budget).
+   */
+  quotaScope: z.enum(QUOTA_SCOPES).default('model'),
   /** Which tokens the budget counts, as the provider's quota does: `input` (Gemini's TPM) or `total`. */
   countedTokens: z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
   /** The provider quota's window, ms: the budget holds and refills tokensPerMinute per window. */
@@ -138,7 +152,7 @@ export function checkServerLimits(options: Pick<ServerLimits, 'headersTimeoutMs'
 }
 
 /** The limiter fields a command takes from agentServiceFields; the cross-field rules below need them. */
-type LimiterRuleFields = Pick<z.infer<typeof agentServiceFields>, 'quotaSharing' | 'redisUrl' | 'adaptiveMaxPermits' | 'permits' | 'batchMaxPermits'>;
+type LimiterRuleFields = Pick<z.infer<typeof agentServiceFields>, 'quotaSharing' | 'redisUrl' | 'adaptiveMaxPermits' | 'permits' | 'batchMaxPermits' | 'quotaScope' | 'tokensPerMinute'>;
 
 /** Cross-field rules of the limiter options, shared by every command that takes them. */
 export function checkLimiterOptions(options: LimiterRuleFields, ctx: z.RefinementCtx): void {
@@ -147,6 +161,9 @@ export function checkLimiterOptions(options: LimiterRuleFields, ctx: z.Refinemen
   }
   if (options.adaptiveMaxPermits !== undefined && options.adaptiveMaxPermits < options.permits) {
     ctx.addIssue({ code: 'custom', path: ['adaptiveMaxPermits'], message: `must be >= permits (${options.permits})` });
+  }
+  if (options.quotaScope === 'key' && typeof options.tokensPerMinute !== 'number') {
+    ctx.addIssue({ code: 'custom', path: ['tokensPerMinute'], message: 'per-model values need quotaScope "model" (with quotaScope "key" every model shares one budget)' });
   }
   if (typeof options.batchMaxPermits === 'number' && options.batchMaxPermits > options.permits) {
     ctx.addIssue({ code: 'custom', path: ['batchMaxPermits'], message: `must be <= permits (${options.permits}), or "off"` });
@@ -166,6 +183,7 @@ export const LIMITER_OPTION_KEYS = [
   'limiterName',
   'permits',
   'tokensPerMinute',
+  'quotaScope',
   'countedTokens',
   'quotaWindowMs',
   'replicaShare',
@@ -184,6 +202,14 @@ export const LIMITER_OPTION_KEYS = [
   'batchMaxPermits',
 ] as const satisfies readonly (keyof AgentServiceOptions)[];
 export type LimiterOptions = Pick<AgentServiceOptions, (typeof LIMITER_OPTION_KEYS)[number]>;
+/** The options of one model's limiter: its own model's budget. */
+export type ModelLimiterOptions = Omit<LimiterOptions, 'tokensPerMinute' | 'quotaScope'> & { readonly tokensPerMinute: number };
+
+/** The options of `model`'s limiter: its own model's budget (a model not named takes `*`, else the default), under `limiterName`. */
+export function modelLimiterOptions(options: LimiterOptions, model: string, limiterName = options.limiterName): ModelLimiterOptions {
+  const { quotaScope: _scope, ...rest } = options;
+  return { ...rest, limiterName, tokensPerMinute: valueForModel(options.tokensPerMinute, model, WORKED_EXAMPLE_TOKENS_PER_MINUTE) };
+}
 
 /** The batch lane's permit cap, or undefined when lanes are off (`off`, or a cap equal to permits). */
 export function batchLanePermits(options: Pick<AgentServiceOptions, 'permits' | 'batchMaxPermits'>): number | undefined {

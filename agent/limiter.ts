@@ -21,6 +21,10 @@
 // window, and a full bucket draining admits up to 2× its rate in one. The Redis bucket of
 // central mode is the bucket alone.
 //
+// Quota scope: each model has its own quota (Gemini's scope) and each model's limiter its own
+// budget; when every model of the key shares one quota, the limiters share one budget
+// (createSharedBudget), built once and closed by its owner.
+//
 // Traffic-class lanes: every model call runs in its request's lane (the body's trafficClass,
 // read from the run context), and the `batch` lane may hold at most batchLanePermits(config)
 // permits, so a batch backfill never takes every permit from interactive users.
@@ -38,7 +42,7 @@ import {
 } from '../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, redactUrl, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { RequestAdmission } from '../instrumentation/request-admission.ts';
-import { type BudgetWindow, batchLanePermits, type LimiterOptions, type QuotaSharing } from './config.ts';
+import { type BudgetWindow, batchLanePermits, type LimiterOptions, type ModelLimiterOptions, type QuotaSharing } from './config.ts';
 
 /** The lane whose permits are capped (the request body's trafficClass value). */
 export const BATCH_LANE = 'batch';
@@ -60,14 +64,16 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
-export async function createLimiter(
-  config: LimiterOptions,
-  delegate: BaseLlm,
-  registry: Registry,
-  onCallEnd: (report: CallReport) => void,
-  trafficClassOf: () => string | undefined = () => undefined,
-  log: (line: string) => void = console.error,
-): Promise<Limiter> {
+/** A token budget with what its owner closes. */
+export interface OwnedBudget {
+  readonly budget: Budget;
+  /** The static share (tokensPerMinute × replicaShare): the local bucket's size, central's fallback. */
+  readonly staticShare: number;
+  close(): Promise<void>;
+}
+
+/** The token budget of one limiter (or of every model's, when they share one quota). */
+export async function createBudget(config: ModelLimiterOptions, registry: Registry, log: (line: string) => void = console.error): Promise<OwnedBudget> {
   const staticShare = Math.max(1, Math.floor(config.tokensPerMinute * config.replicaShare));
   let redis: BudgetRedisClient | undefined;
   let budget: Budget;
@@ -103,6 +109,31 @@ export async function createLimiter(
       windowMs: config.quotaWindowMs,
     });
   }
+  return {
+    budget,
+    staticShare,
+    async close() {
+      await budget.close(); // a shared budget's pending settlements are bounded by its command deadline
+      await redis?.close(); // bounded too: a hung Redis gets its socket destroyed
+    },
+  };
+}
+
+/**
+ * One model's limiter. `shared`: a budget the limiters of several models share (quota scope
+ * key); its owner closes it, not the limiter.
+ */
+export async function createLimiter(
+  config: ModelLimiterOptions,
+  delegate: BaseLlm,
+  registry: Registry,
+  onCallEnd: (report: CallReport) => void,
+  trafficClassOf: () => string | undefined = () => undefined,
+  log: (line: string) => void = console.error,
+  shared?: OwnedBudget,
+): Promise<Limiter> {
+  const owned = shared ?? (await createBudget(config, registry, log));
+  const { budget, staticShare } = owned;
   const adaptiveLimit =
     config.quotaSharing === 'adaptive'
       ? new AimdLimit({
@@ -145,8 +176,7 @@ export async function createLimiter(
     snapshot: () => model.snapshot(),
     async close() {
       model.close();
-      await budget.close(); // a shared budget's pending settlements are bounded by its command deadline
-      await redis?.close(); // bounded too: a hung Redis gets its socket destroyed
+      if (!shared) await owned.close();
     },
   };
 }

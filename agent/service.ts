@@ -5,7 +5,7 @@ import { type BaseLlm, InMemoryRunner, LogLevel, setLogLevel } from '@google/adk
 import express, { type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type AccessLog, openAccessLog } from './access-log.ts';
-import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts';
+import { type AgentServiceOptionsInput, modelLimiterOptions, parseServiceOptions } from './config.ts';
 import { BATCH_LANE, createLimiter, createRequestAdmission, type Limiter } from './limiter.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from './http-server.ts';
 import { createAgentMetrics } from './metrics.ts';
@@ -66,7 +66,7 @@ export async function startAgentService(
     new ProviderGemini({ providerUrl: config.providerUrl, apiKey: config.apiKey, model: config.model, httpTimeoutMs: config.httpTimeoutMs });
   let limiter: Limiter;
   try {
-    limiter = await createLimiter(config, delegate, registry, recordCallReport, currentTrafficClass);
+    limiter = await createLimiter(modelLimiterOptions(config, config.model), delegate, registry, recordCallReport, currentTrafficClass);
   } catch (error) {
     await ownAccessLog?.close();
     throw error;

@@ -42,12 +42,21 @@ export const TREE_SHAPES: Readonly<Record<TreeName, TreeShape | null>> = {
  * A counted tree as the planner's shape: its width as the fan-out, one call per branch,
  * the rest of its calls after it (exact for the total, the burst's worst first wave).
  */
-export function shapeOfCount(tree: CountedNode): TreeShape {
+export function shapeOfCount(tree: Pick<CountedNode, 'calls' | 'width'>): TreeShape {
   const width = Math.max(1, Math.min(tree.width, tree.calls));
   return { parallelBranches: width, callsPerBranch: 1, sequentialSteps: tree.calls - width };
 }
 
 export const modelCallsPerRequest = (s: TreeShape): number => s.parallelBranches * s.callsPerBranch + s.sequentialSteps;
+
+/** One model's share of a published tree: its calls per request, their shape, and the limiter they go through. */
+export interface PublishedModel {
+  model: string;
+  /** The `limiter` label of that model's llm_limiter_* metrics; absent when the model is not wrapped. */
+  limiter?: string;
+  modelCallsPerRequest: number;
+  shape: TreeShape;
+}
 
 /** One entry of GET /v1/agents. */
 export interface PublishedAgent {
@@ -55,6 +64,8 @@ export interface PublishedAgent {
   /** Null where the count is not fixed (see TREE_SHAPES). */
   modelCallsPerRequest: number | null;
   shape: TreeShape | null;
+  /** Per model, when the tree's count is fixed (each model has its own quota and limiter). */
+  models?: PublishedModel[];
 }
 
 export function publishedAgents(): PublishedAgent[] {

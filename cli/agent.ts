@@ -3,11 +3,12 @@
 import { Command } from 'commander';
 import { z } from 'zod';
 import { type AccessLog, AccessLogError, openAccessLog } from '../agent/access-log.ts';
-import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentServiceOptionsSchema } from '../agent/config.ts';
+import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentServiceOptionsSchema, modelLimiterOptions } from '../agent/config.ts';
+import { formatPerModel, type PerModel } from '../agent/per-model.ts';
 import type { AgentService } from '../agent/service.ts';
 import { redactUrl } from '../instrumentation/redact-url.ts';
 import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpec, parseFlags, serverLimitFlags } from './flags.ts';
+import { FlagSet, type FlagSpec, parseFlags, parsePerModel, serverLimitFlags } from './flags.ts';
 
 const field = agentServiceFields.shape;
 
@@ -20,7 +21,22 @@ export const SERVICE_FLAGS = {
   model: { flag: 'model', env: 'AGENT_MODEL', help: 'model name', schema: field.model, value: 'name' },
   limiterName: { flag: 'limiter-name', env: 'LIMITER_NAME', help: 'limiter label of the llm_limiter_* metrics', schema: field.limiterName, value: 'name' },
   permits: { flag: 'permits', env: 'LIMITER_PERMITS', help: 'concurrent model calls per replica', schema: field.permits, value: 'n' },
-  tokensPerMinute: { flag: 'tokens-per-minute', env: 'LIMITER_TOKENS_PER_MINUTE', help: 'token budget of the whole fleet, per quota window', schema: field.tokensPerMinute, value: 'n' },
+  tokensPerMinute: {
+    flag: 'tokens-per-minute',
+    env: 'LIMITER_TOKENS_PER_MINUTE',
+    help: "token budget of the whole fleet per quota window: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); each model's limiter takes its own",
+    schema: field.tokensPerMinute,
+    value: 'n|model=n,…',
+    parse: parsePerModel,
+    defaultText: (v) => formatPerModel(v as PerModel),
+  },
+  quotaScope: {
+    flag: 'quota-scope',
+    env: 'LIMITER_QUOTA_SCOPE',
+    help: "the provider quota's scope: model (each model its own quota and budget, as Gemini counts) or key (every model shares one budget)",
+    schema: field.quotaScope,
+    value: 'scope',
+  },
   countedTokens: {
     flag: 'counted-tokens',
     env: 'LIMITER_COUNTED_TOKENS',
@@ -165,9 +181,10 @@ export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
 
 /** The quota-sharing mode and budget for the start line (the Redis URL without its password). */
 function budgetDescription(service: AgentServiceOptions): string {
-  const share = Math.round(service.tokensPerMinute * service.replicaShare);
+  const { tokensPerMinute } = modelLimiterOptions(service, service.model);
+  const share = Math.round(tokensPerMinute * service.replicaShare);
   if (service.quotaSharing === 'central') {
-    return `quota sharing central: ${service.tokensPerMinute} tokens/min shared in Redis ${redactUrl(service.redisUrl as string)}, fallback ${share} tokens/min`;
+    return `quota sharing central: ${tokensPerMinute} tokens/min shared in Redis ${redactUrl(service.redisUrl as string)}, fallback ${share} tokens/min`;
   }
   return `quota sharing ${service.quotaSharing}, budget ${share} tokens/min`;
 }
@@ -187,7 +204,7 @@ async function serve({ service, replicas }: CliConfig, accessLogOrigin: string):
   // should fail at once), and tracing starts BEFORE @google/adk is imported: see tracing.ts.
   const { startTracing } = await import('../agent/tracing.ts');
   const tracing = startTracing({ serviceName: 'quotascope-agent' });
-  const { startAgentService } = await import('../agent/service.ts');
+  const [{ startAgentService }, { checkProviderReachable }] = await Promise.all([import('../agent/service.ts'), import('../agent/provider-model.ts')]);
 
   const started: AgentService[] = [];
   const release = async () => {
@@ -204,17 +221,27 @@ async function serve({ service, replicas }: CliConfig, accessLogOrigin: string):
   process.once('SIGTERM', () => void stop('SIGTERM'));
 
   try {
+    // Every model call goes there: an unreachable provider is one line and exit 1 (after a
+    // port problem, which the listen reports first), not a run of failed branches.
+    const reachable = checkProviderReachable(service.providerUrl).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const lines: string[] = [];
     for (let i = 0; i < replicas; i++) {
       const port = service.port === 0 ? 0 : service.port + i;
       const replica = await startAgentService({ ...service, port }, { accessLog });
       started.push(replica);
       // The API key is deliberately not printed.
-      say(
+      lines.push(
         `agent: replica ${i + 1}/${replicas} listening on ${replica.url} ` +
           `(provider ${redactUrl(service.providerUrl)}, model ${service.model}, permits ${service.permits} (batch ≤ ${replica.limiter.batchMaxPermits ?? 'no cap'}), ` +
           `${budgetDescription(service)}, maxWait ${service.maxWaitMs} ms)`,
       );
     }
+    const unreachable = await reachable;
+    if (unreachable) throw unreachable;
+    for (const line of lines) say(line);
   } catch (error) {
     await release();
     throw error;

@@ -9,7 +9,13 @@ import { FlagSet } from './flags.ts';
 
 const FLAGS = {
   config: { flag: 'config', value: 'file', help: "a user's stack: selectors, datasource, thresholds (YAML or JSON, dashboards/config.ts); needs --out", schema: z.string().min(1).optional(), defaultText: "quotascope's own stack" },
-  out: { flag: 'out', value: 'dir', help: 'folder to write (emptied first) or to check', schema: z.string().min(1).optional(), defaultText: 'dashboards/generated and the Helm chart files' },
+  out: {
+    flag: 'out',
+    value: 'dir',
+    help: 'folder to write the generated files into (files of your own there are left as they are) or to check',
+    schema: z.string().min(1).optional(),
+    defaultText: 'dashboards/generated and the Helm chart files',
+  },
 } as const;
 
 export function dashboardsCommand(): Command {

@@ -88,3 +88,17 @@ export function reportFailure(command: string, error: unknown): number {
   if (process.env.QUOTASCOPE_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
   return exitCode;
 }
+
+/**
+ * Runs `fn` with everything written to stdout sent to stderr instead (a module's own ADK copy
+ * logs its WARN lines to stdout), so a command's result is alone on stdout.
+ */
+export async function withStdoutOnStderr<T>(fn: () => Promise<T>): Promise<T> {
+  const write = process.stdout.write;
+  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+  try {
+    return await fn();
+  } finally {
+    process.stdout.write = write;
+  }
+}

@@ -39,6 +39,29 @@ export function serverLimitFlags(
   };
 }
 
+/**
+ * A per-model flag value: `N` for every model, `MODEL=N,MODEL=N` per model, or both
+ * (`N,MODEL=N`: N for every model not named, as `*=N`). A number alone stays a number.
+ */
+export function parsePerModel(text: string): number | Record<string, number> {
+  const parts = text.split(',').map((part) => part.trim());
+  const toNumber = (value: string, what: string) => {
+    const n = value === '' ? Number.NaN : Number(value);
+    if (!Number.isFinite(n)) throw new Error(`${what}: '${value}' is not a number (give N, or MODEL=N,MODEL=N, or N,MODEL=N)`);
+    return n;
+  };
+  if (parts.length === 1 && !parts[0].includes('=')) return toNumber(parts[0], 'every model');
+  const out: Record<string, number> = {};
+  for (const part of parts) {
+    const eq = part.indexOf('=');
+    const [model, value] = eq < 0 ? ['*', part] : [part.slice(0, eq).trim(), part.slice(eq + 1).trim()];
+    if (model === '') throw new Error(`'${part}' names no model (give MODEL=N)`);
+    if (Object.hasOwn(out, model)) throw new Error(`${model === '*' ? 'every other model' : model} is given twice`);
+    out[model] = toNumber(value, model === '*' ? 'every other model' : model);
+  }
+  return out;
+}
+
 interface ZodLike {
   unwrap?: () => ZodLike;
   options?: readonly unknown[];

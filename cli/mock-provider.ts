@@ -19,7 +19,8 @@ import {
 import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
 import type { MockProvider } from '../mock-provider/server.ts';
 import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpec, parseFlags, serverLimitFlags } from './flags.ts';
+import { formatPerModel } from '../agent/per-model.ts';
+import { FlagSet, type FlagSpec, parseFlags, parsePerModel, serverLimitFlags } from './flags.ts';
 
 const config = mockConfigSchema.shape;
 const faults = faultsSchema.shape;
@@ -99,10 +100,25 @@ const SPECS = {
   },
   ...serverLimitFlags(limits),
   seed: { flag: 'seed', help: 'seed for output text, sampling, throttling and faults', schema: config.seed, value: 'n' },
-  requestsPerMinute: { flag: 'requests-per-minute', help: 'requests/min per API key', schema: config.requestsPerMinute, value: 'n' },
-  tokensPerMinute: { flag: 'tokens-per-minute', help: 'tokens/min per API key', schema: config.tokensPerMinute, value: 'n' },
-  requestsPerDay: { flag: 'requests-per-day', help: "requests/day per API key, or 'off'", schema: config.requestsPerDay, value: 'n|off', parse: offOrNumber },
-  maxConcurrent: { flag: 'max-concurrent', help: "concurrent requests per API key, or 'off'", schema: config.maxConcurrent, value: 'n|off', parse: offOrNumber },
+  quotaScope: { flag: 'quota-scope', help: "who shares a quota: each API key's every model apart (model, as Gemini counts), or all of a key's models together (key)", schema: config.quotaScope, value: 'scope' },
+  requestsPerMinute: {
+    flag: 'requests-per-minute',
+    help: 'requests/min per quota scope: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others)',
+    schema: config.requestsPerMinute,
+    value: 'n|model=n,…',
+    parse: parsePerModel,
+    defaultText: (v) => formatPerModel(v as number),
+  },
+  tokensPerMinute: {
+    flag: 'tokens-per-minute',
+    help: 'tokens/min per quota scope: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others)',
+    schema: config.tokensPerMinute,
+    value: 'n|model=n,…',
+    parse: parsePerModel,
+    defaultText: (v) => formatPerModel(v as number),
+  },
+  requestsPerDay: { flag: 'requests-per-day', help: "requests/day per quota scope, or 'off'", schema: config.requestsPerDay, value: 'n|off', parse: offOrNumber },
+  maxConcurrent: { flag: 'max-concurrent', help: "concurrent requests per quota scope, or 'off'", schema: config.maxConcurrent, value: 'n|off', parse: offOrNumber },
   quotaWindow: { flag: 'quota-window', help: 'quota window', schema: config.quotaWindow, value: 'kind' },
   quotaWindowMs: { flag: 'quota-window-ms', help: 'length of the quota window, ms: the per-minute quotas count per window this long', schema: config.quotaWindowMs, value: 'ms' },
   countedTokens: { flag: 'counted-tokens', help: 'tokens charged to tokens/min', schema: config.countedTokens, value: 'which' },
@@ -237,7 +253,7 @@ export function startLine(provider: Pick<MockProvider, 'host' | 'port' | 'url'>,
   const bound = `http://${provider.host.includes(':') ? `[${provider.host}]` : provider.host}:${provider.port}`;
   return (
     `mock-provider listening on ${bound}${provider.url === bound ? '' : ` (base URL ${provider.url})`} ` +
-    `(${config.requestsPerMinute} RPM, ${config.tokensPerMinute} TPM, ` +
+    `(${formatPerModel(config.requestsPerMinute)} RPM, ${formatPerModel(config.tokensPerMinute)} TPM per ${config.quotaScope === 'model' ? 'key and model' : 'key'}, ` +
     `${config.quotaWindow} window, seed ${config.seed}; admin ${adminToken ? 'token required' : 'loopback only'})`
   );
 }

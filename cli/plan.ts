@@ -1,15 +1,16 @@
 // `quotascope plan`: prints the capacity plan as a table, or as JSON with --json. Each
 // numeric flag sets one planner input field; an --example gives the rest.
 import { Command } from 'commander';
-import type { z } from 'zod';
+import { z } from 'zod';
+import { isPerModel, type PerModel, perModelSchema, valueForModel } from '../agent/per-model.ts';
 import { type ExampleName, examples } from '../loadtest/planner/examples.ts';
 import { formatPlan } from '../loadtest/planner/format.ts';
 import { agentPlanOptionsSchema } from '../loadtest/planner/agent-options.ts';
 import type { AgentPlanResult } from '../loadtest/planner/agent-plan.ts';
 import { type PlanInputField, parsePlanInput, planInputIssues, planInputSchema, type ValidPlanInput } from '../loadtest/planner/input.ts';
 import { plan } from '../loadtest/planner/plan.ts';
-import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpec } from './flags.ts';
+import { UsageError, withStdoutOnStderr } from './errors.ts';
+import { FlagSet, type FlagSpec, parsePerModel } from './flags.ts';
 
 const field = planInputSchema.shape;
 
@@ -27,6 +28,15 @@ export function parseTree(text: string): Pick<ValidPlanInput, 'parallelBranches'
 }
 
 const numeric = (flag: string, help: string, schema: z.ZodType): FlagSpec => ({ flag, help, schema, value: 'n', parse: number });
+/** A quota each model has its own of: N for every model, or MODEL=N,… (with --agent, whose tree names the models). */
+const perModelFlag = (flag: string, help: string): FlagSpec => ({
+  flag,
+  help: `${help} of each model: N, or MODEL=N,MODEL=N (N,MODEL=N: N for the others; with --agent)`,
+  schema: perModelSchema(z.number().positive('must be > 0').max(1e12, 'must be <= 1e12')),
+  value: 'n|model=n,…',
+  parse: parsePerModel,
+});
+const QUOTA_KEYS = ['quotaRequestsPerMinute', 'quotaTokensPerMinute'] as const;
 
 /** Flag → planner input field; the field's schema bounds it and gives its default. */
 const INPUT_FLAGS = {
@@ -39,8 +49,8 @@ const INPUT_FLAGS = {
   inputTokensPerCall: numeric('input-tokens', 'average input tokens per model call', field.inputTokensPerCall),
   outputTokensPerCall: numeric('output-tokens', 'average output tokens per model call', field.outputTokensPerCall),
   latencySeconds: numeric('latency', 'average model call latency, seconds', field.latencySeconds),
-  quotaRequestsPerMinute: numeric('quota-rpm', 'provider quota, requests per minute', field.quotaRequestsPerMinute),
-  quotaTokensPerMinute: numeric('quota-tpm', 'provider quota, tokens per minute', field.quotaTokensPerMinute),
+  quotaRequestsPerMinute: perModelFlag('quota-rpm', 'provider quota, requests per minute'),
+  quotaTokensPerMinute: perModelFlag('quota-tpm', 'provider quota, tokens per minute'),
   countedTokens: { flag: 'counted-tokens', value: 'kind', help: "which tokens the quota counts: input (Gemini's TPM) or total", schema: field.countedTokens },
   budgetFraction: numeric('budget-fraction', 'share of the quota the limiters may use', field.budgetFraction),
   replicas: numeric('replicas', 'agent service replicas sharing the budget equally', field.replicas),
@@ -61,6 +71,13 @@ const FLAGS = {
     schema: agentField.agent.optional(),
   },
   toolTurns: { flag: 'tool-turns', value: 'n', help: 'with --agent: rounds of tool calls an LlmAgent with tools makes', schema: agentField.toolTurns, parse: number },
+  messageTokens: {
+    flag: 'message-tokens',
+    value: 'n',
+    help: "with --agent: tokens of the user message the calibration request sends (each agent's input tokens are measured from it; --input-tokens instead plans every call at that size)",
+    schema: agentField.messageTokens,
+    parse: number,
+  },
   tree: { flag: 'tree', value: 'BxC[+S]', help: 'the tree in one flag: B parallel branches × C calls + S sequential steps, e.g. 4x1+1', parse: parseTree },
   example: {
     flag: 'example',
@@ -78,12 +95,26 @@ const TREE_KEYS = ['parallelBranches', 'callsPerBranch', 'sequentialSteps'] as c
 
 /** The validated planner input the flags describe (over a counted agent's tree); throws UsageError naming the flag. */
 function inputFrom(flags: FlagSet<Key>, counted: Partial<Record<PlanInputField, number | string>> = {}): ValidPlanInput {
-  const { tree, example, agent: _agent, toolTurns: _toolTurns, ...values } = flags.given() as Partial<Record<PlanInputField, number | string>> & {
+  const {
+    tree,
+    example,
+    agent: _agent,
+    toolTurns: _toolTurns,
+    messageTokens: _messageTokens,
+    ...values
+  } = flags.given() as Partial<Record<PlanInputField, number | string>> & {
     tree?: ReturnType<typeof parseTree>;
     example?: ExampleName;
     agent?: string;
     toolTurns?: number;
+    messageTokens?: number;
   };
+  for (const key of QUOTA_KEYS) {
+    const value = values[key] as PerModel | undefined;
+    if (value === undefined || !isPerModel(value)) continue;
+    if (!(key in counted)) throw new UsageError(`${flags.nameOf(key)}: per-model values need --agent (its tree names the models)`);
+    delete values[key]; // the counted model's own value is in `counted`
+  }
   if (tree && TREE_KEYS.some((key) => flags.isGiven(key))) {
     throw new UsageError(`--tree: give either --tree or ${TREE_KEYS.map((k) => `--${INPUT_FLAGS[k].flag}`).join('/')}, not both`);
   }
@@ -104,27 +135,71 @@ function inputFrom(flags: FlagSet<Key>, counted: Partial<Record<PlanInputField, 
 /** The tree flags an agent's count replaces. */
 const COUNTED_KEYS = ['tree', 'callsPerRequest', ...TREE_KEYS] as const;
 
-/** Counts the agent's tree; plans it too when traffic, quota or an example is given. */
+/** The planner input fields the flags (or the example) give, before a tree is counted. */
+function typedValue(flags: FlagSet<Key>, key: PlanInputField): unknown {
+  const example = flags.values().example as ExampleName | undefined;
+  return flags.isGiven(key) ? flags.values()[key] : example ? (examples[example] as Partial<Record<PlanInputField, unknown>>)[key] : undefined;
+}
+
+/** A quota of one model: its own value, else the one for every model (`*` or a number). */
+function quotaFor(flags: FlagSet<Key>, key: (typeof QUOTA_KEYS)[number], model: string): number | undefined {
+  const value = typedValue(flags, key) as PerModel | undefined;
+  if (value === undefined) return undefined;
+  const quota = valueForModel(value, model, Number.NaN);
+  if (Number.isNaN(quota)) throw new UsageError(`${flags.nameOf(key)}: no quota for model ${model} (give ${model}=N, or N for every other model)`);
+  return quota;
+}
+
+/** Counts the agent's tree; plans it per model too when traffic, quota or an example is given (calibrating the tokens per call from the tree). */
 async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanResult> {
   const typedTree = COUNTED_KEYS.find((key) => flags.isGiven(key));
   if (typedTree) throw new UsageError(`${flags.nameOf(typedTree)}: the tree is counted from --agent; give one or the other`);
-  const [{ countAgent, treePlanInput }, { AgentModuleError }, { AgentTreeError }, { TreeCountError }] = await Promise.all([
-    import('../loadtest/planner/agent-plan.ts'),
-    import('../agent/agent-module.ts'),
-    import('../instrumentation/tree/tree-walk.ts'),
-    import('../instrumentation/tree/tree-count.ts'),
-  ]);
-  let tree: AgentPlanResult['tree'];
+  const [{ countAgent, calibrateAgent, treePlanInput }, { AgentModuleError }, { AgentTreeError }, { TreeCountError, modelShares }, { AgentConfigError }, { CalibrationError, inputTokensPerModel }, { planModels }] =
+    await Promise.all([
+      import('../loadtest/planner/agent-plan.ts'),
+      import('../agent/agent-module.ts'),
+      import('../instrumentation/tree/tree-walk.ts'),
+      import('../instrumentation/tree/tree-count.ts'),
+      import('../agent/config.ts'),
+      import('../loadtest/planner/calibrate.ts'),
+      import('../loadtest/planner/model-plans.ts'),
+    ]);
+  let counted: Awaited<ReturnType<typeof countAgent>>;
   try {
-    tree = await countAgent(agent, flags.values().toolTurns as number);
+    counted = await countAgent(agent, flags.values().toolTurns as number);
   } catch (error) {
     if (error instanceof AgentModuleError) throw new UsageError(`${flags.nameOf('agent')}: ${error.message}`);
-    if (error instanceof AgentTreeError || error instanceof TreeCountError) throw new UsageError(error.message);
+    if (error instanceof AgentTreeError || error instanceof TreeCountError || error instanceof AgentConfigError) throw new UsageError(error.message);
     throw error;
   }
-  const counted = { tree, callsPerRequest: tree.calls, peakWidth: tree.width };
+  const { tree } = counted;
+  const result = { tree, callsPerRequest: tree.calls, peakWidth: tree.width };
   const planFlags = [...(Object.keys(INPUT_FLAGS) as Key[]), 'example' as const];
-  return planFlags.some((key) => flags.isGiven(key)) ? { ...counted, plan: plan(inputFrom(flags, treePlanInput(tree))) } : counted;
+  if (!planFlags.some((key) => flags.isGiven(key))) return result;
+  // --input-tokens plans every call at that size; otherwise one request measures each agent's.
+  let calibration: AgentPlanResult['calibration'];
+  let tokensOf: (model: string) => number | undefined = () => undefined;
+  if (!flags.isGiven('inputTokensPerCall')) {
+    const outputTokens = typedValue(flags, 'outputTokensPerCall');
+    if (typeof outputTokens !== 'number') throw new UsageError(`${flags.nameOf('outputTokensPerCall')}: output tokens per call is required (the calibration request answers with that many)`);
+    try {
+      calibration = await calibrateAgent(counted, { messageTokens: flags.values().messageTokens as number, outputTokensPerCall: outputTokens });
+    } catch (error) {
+      if (error instanceof CalibrationError) throw new UsageError(`--agent: cannot calibrate the tokens per call (${error.message}): give --input-tokens N to plan every call at N tokens`);
+      throw error;
+    }
+    const perModel = inputTokensPerModel(calibration);
+    tokensOf = (model) => perModel.get(model);
+  }
+  const models = planModels(modelShares(tree), (share) =>
+    inputFrom(flags, {
+      ...treePlanInput(tree),
+      ...Object.fromEntries(QUOTA_KEYS.flatMap((key) => (quotaFor(flags, key, share.model) === undefined ? [] : [[key, quotaFor(flags, key, share.model) as number]]))),
+      ...(tokensOf(share.model) === undefined ? {} : { inputTokensPerCall: Math.round(tokensOf(share.model) as number) }),
+    }),
+  );
+  const binding = models.models.find((m) => m.model === models.binding);
+  return { ...result, plan: binding?.plan, models, calibration };
 }
 
 export function planCommand(): Command {
@@ -140,7 +215,8 @@ export function planCommand(): Command {
       process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : formatPlan(result));
       return;
     }
-    const result = await planAgent(flags, agent);
+    // A module's own ADK copy may log to stdout while it loads and runs: only the plan goes there.
+    const result = await withStdoutOnStderr(() => planAgent(flags, agent));
     const { formatAgentPlan } = await import('../loadtest/planner/agent-plan.ts');
     process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : formatAgentPlan(result));
   });

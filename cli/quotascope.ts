@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // `quotascope <command>`: the one bin. `quotascope --help` lists the commands.
+// The Node check comes first: imports run in order, before anything that needs a newer Node.
+import './node-version.ts';
 import { reportFailure } from './errors.ts';
 import { stopWhenOrphaned } from './follow-npm.ts';
 import { runCli } from './program.ts';

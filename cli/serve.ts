@@ -79,15 +79,19 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   }
 }
 
-function describeDecisions(decisions: readonly ModelDecision[]): string {
+/** Who uses which limiter, with each limiter's budget (tokens/min of this replica); what was left as it is. */
+function describeDecisions(decisions: readonly ModelDecision[], budgets: ReadonlyMap<string, number>, sharedScope: boolean): string {
   const byLimiter = new Map<string, string[]>();
   const kept: string[] = [];
   for (const d of decisions) {
-    if (d.action === 'wrapped') byLimiter.set(`${d.limiter} (${d.model})`, [...(byLimiter.get(`${d.limiter} (${d.model})`) ?? []), d.agent]);
+    const budget = budgets.get(d.action === 'wrapped' ? d.model : '');
+    const label = d.action === 'wrapped' ? `${d.limiter} (${d.model}, ${budget} tokens/min${sharedScope ? ' shared by every model' : ''})` : '';
+    if (d.action === 'wrapped') byLimiter.set(label, [...(byLimiter.get(label) ?? []), d.agent]);
     else if (d.action === 'kept') kept.push(`${d.agent}: ${d.reason}`);
   }
   const parts = [...byLimiter].map(([limiter, agents]) => `limiter ${limiter}: ${agents.join(', ')}`);
   if (kept.length > 0) parts.push(`left as is: ${kept.join(', ')}`);
+  if (decisions.some((d) => d.action === 'kept' && d.reason === 'already rate-limited')) parts.push('the limiter metrics of your own wrappers are served at /metrics too');
   return parts.join('; ') || 'no models';
 }
 
@@ -96,14 +100,30 @@ async function serve(options: ServeOptions): Promise<void> {
   // is taken at import time), and ADK takes seconds to import.
   const { startTracing } = await import('../agent/tracing.ts');
   const tracing = startTracing({ serviceName: 'quotascope-serve' });
-  const [{ startServe }, { AgentModuleError }, { AgentTreeError }] = await Promise.all([
+  const [{ startServe }, { AgentModuleError, loadAgentModule }, { AgentTreeError }, { checkProviderReachable, lendProviderKey }] = await Promise.all([
     import('../agent/serve/server.ts'),
     import('../agent/agent-module.ts'),
     import('../instrumentation/tree/tree-walk.ts'),
+    import('../agent/provider-model.ts'),
   ]);
   let served: Awaited<ReturnType<typeof startServe>>;
   try {
-    served = await startServe(options);
+    // The module (a wrong file or export is a usage error) and the port first, then the provider.
+    lendProviderKey(options.apiKey);
+    const module = await loadAgentModule(options.agent);
+    const reachable = options.wrap
+      ? checkProviderReachable(options.providerUrl).then(
+          () => undefined,
+          (error: unknown) => error,
+        )
+      : Promise.resolve(undefined);
+    served = await startServe(options, module);
+    // Every wrapped model calls it: an unreachable provider is one line and exit 1, not a 200 per run with "fetch failed".
+    const unreachable = await reachable;
+    if (unreachable) {
+      await served.close();
+      throw unreachable;
+    }
   } catch (error) {
     await tracing?.shutdown();
     if ([AgentConfigError, AgentModuleError, AgentTreeError].some((kind) => error instanceof kind)) throw new UsageError((error as Error).message);
@@ -113,7 +133,7 @@ async function serve(options: ServeOptions): Promise<void> {
   say(
     `serve: app "${served.appName}" (${served.module.file}#${served.module.exportName}) listening on ${served.url}; ` +
       `${options.wrap ? `provider ${redactUrl(options.providerUrl)}, permits ${options.permits} per model, maxWait ${options.maxWaitMs} ms; ` : 'models not wrapped; '}` +
-      describeDecisions(served.models),
+      describeDecisions(served.models, new Map([...served.limiters].map(([model, limiter]) => [model, limiter.budget.capacity])), options.quotaScope === 'key'),
   );
   const stop = async (signal: string) => {
     say(`serve: ${signal}, stopping`);

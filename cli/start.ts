@@ -3,7 +3,8 @@
 import { Command } from 'commander';
 import { type StartOptions, startOptionsSchema } from '../loadtest/start-options.ts';
 import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpecs } from './flags.ts';
+import { formatPerModel, type PerModel } from '../agent/per-model.ts';
+import { FlagSet, type FlagSpecs, parsePerModel } from './flags.ts';
 
 const field = startOptionsSchema.shape;
 
@@ -26,8 +27,28 @@ const FLAGS: FlagSpecs<keyof StartOptions> = {
   rate: { flag: 'rate', help: 'steady user requests per minute', schema: field.rate, value: 'n' },
   burstUsers: { flag: 'burst-users', help: 'users clicking at once at the start', schema: field.burstUsers, value: 'n' },
   replicas: { flag: 'replicas', help: 'agent service replicas sharing the budget', schema: field.replicas, value: 'n' },
-  quotaTpm: { flag: 'quota-tpm', help: 'provider tokens per minute', schema: field.quotaTpm, value: 'n' },
-  quotaRpm: { flag: 'quota-rpm', help: 'provider requests per minute', schema: field.quotaRpm, value: 'n' },
+  quotaTpm: {
+    flag: 'quota-tpm',
+    help: 'provider tokens per minute of each model: N, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); the mock, the limiters and the planner take it from here',
+    schema: field.quotaTpm,
+    value: 'n|model=n,…',
+    parse: parsePerModel,
+    defaultText: (v) => formatPerModel(v as PerModel),
+  },
+  quotaRpm: {
+    flag: 'quota-rpm',
+    help: 'provider requests per minute of each model, likewise',
+    schema: field.quotaRpm,
+    value: 'n|model=n,…',
+    parse: parsePerModel,
+    defaultText: (v) => formatPerModel(v as PerModel),
+  },
+  quotaScope: {
+    flag: 'quota-scope',
+    help: "the quota's scope: model (each model its own quota, as Gemini counts) or key (every model shares one quota and one budget)",
+    schema: field.quotaScope,
+    value: 'scope',
+  },
   callSeconds: { flag: 'call-seconds', help: 'model call latency at the mock, seconds', schema: field.callSeconds, value: 's' },
   tokens: { flag: 'tokens', help: 'input tokens per model call', schema: field.tokens, value: 'n' },
   permits: { flag: 'permits', help: 'permits per replica', schema: field.permits, value: 'n' },
@@ -52,7 +73,9 @@ export function startCommand(): Command {
   const command = new Command('start').description('run the whole stack on loopback: a fan-out burst, then steady traffic, a summary and a report');
   const flags = new FlagSet(command, FLAGS, { envPrefix: 'QUOTASCOPE_START_' });
   command.action(async () => {
-    const options = startOptionsSchema.parse(flags.values());
+    const parsed = startOptionsSchema.safeParse(flags.values());
+    if (!parsed.success) throw new UsageError(flags.describe(parsed.error));
+    const options = parsed.data;
     const [{ runStart }, { ScenarioError }, { AgentTargetError }, { UnservedTreeError }] = await Promise.all([
       import('../loadtest/main.ts'),
       import('../loadtest/scenario/schema.ts'),

@@ -194,21 +194,27 @@ export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
       ],
     },
     {
-      name: 'agents using 140 % and 60 % of their reserved tokens fire with the suggested estimate; an exact one does not',
+      name: 'agents using 140 % and 60 % of their reserved tokens fire with the suggested estimate once they made enough calls; an exact one and a rare one do not',
       series: [
         // 5000 tokens reserved per call, one call per minute each.
         ...['reviewer', 'synthesizer', 'classifier'].flatMap((agent) => [
-          at(m.tokensReserved, { ...replica('agent-1:8080'), agent }, '0+5000x40'),
-          at(`${m.acquireDuration}_count`, { ...replica('agent-1:8080'), agent, outcome: 'acquired' }, '0+1x40'),
+          at(m.tokensReserved, { ...replica('agent-1:8080'), agent }, '0+5000x60'),
+          at(`${m.acquireDuration}_count`, { ...replica('agent-1:8080'), agent, outcome: 'acquired' }, '0+1x60'),
         ]),
-        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'reviewer' }, '0+7000x40'),
-        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'synthesizer' }, '0+3000x40'),
-        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'classifier' }, '0+5000x40'),
+        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'reviewer' }, '0+7000x60'),
+        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'synthesizer' }, '0+3000x60'),
+        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'classifier' }, '0+5000x60'),
+        // A call every 5 minutes, 140 % of its estimate: too few calls in the window to say.
+        at(m.tokensReserved, { ...replica('agent-1:8080'), agent: 'rare' }, '0+1000x60'),
+        at(`${m.acquireDuration}_count`, { ...replica('agent-1:8080'), agent: 'rare', outcome: 'acquired' }, '0+0.2x60'),
+        at(m.tokensActual, { ...replica('agent-1:8080'), agent: 'rare' }, '0+1400x60'),
       ],
       checks: [
         { atMinute: 10, alert: 'LimiterTokenEstimateDrift', firing: [] },
+        // Drifting from the start, but with fewer than estimateMinCalls calls until about minute 20: still pending.
+        { atMinute: 30, alert: 'LimiterTokenEstimateDrift', firing: [] },
         {
-          atMinute: 25,
+          atMinute: 45,
           alert: 'LimiterTokenEstimateDrift',
           firing: [
             { labels: { ...perLimiter(), agent: 'reviewer' }, value: '140%', extras: { suggested: '7k' } },

@@ -5,7 +5,7 @@
 import type { AlertName } from './alertNames.ts';
 import { type DashboardsConfig, type Severity, selectorsOf } from './config.ts';
 import { limiter as m } from './metrics.ts';
-import { quantile, series, sumOf, sumRate } from './promql.ts';
+import { quantile, series, sumIncrease, sumOf, sumRate } from './promql.ts';
 import { joinSelectors } from './selector.ts';
 
 export interface RecordingRuleSpec {
@@ -43,7 +43,18 @@ export interface AlertSpec {
   readonly extras?: Readonly<Record<string, { readonly metric: string; readonly labels: readonly string[] }>>;
   /** The dashboard panel that shows it (Grafana links the rule to it). */
   readonly panel: { readonly dashboardUid: string; readonly key: string };
+  /**
+   * Series, one per thing the alert watches (a limiter, a replica, a target), present whenever
+   * the metrics it reads are reported: Grafana tells "the condition is false" (Normal) from
+   * "nothing is reported" (its no-data state) with it.
+   */
+  readonly present: string;
+  /** What a Grafana-managed rule does when nothing it reads is reported, and why. */
+  readonly noData: { readonly state: NoDataState; readonly why: string };
 }
+
+/** Grafana's no-data states: NoData (an alert saying the data is missing), Alerting (silence is danger), OK. */
+export type NoDataState = 'NoData' | 'Alerting' | 'OK';
 
 export type Records = ReturnType<typeof recordsOf>;
 
@@ -109,6 +120,12 @@ const limiterPanel = (key: string) => ({ dashboardUid: 'quotascope-limiter', key
 
 type AlertBody = Omit<AlertSpec, 'name' | 'severity' | 'for'>;
 
+/** A guard of the quota: when nothing is reported it cannot see, and says so. */
+const QUOTA_GUARD: AlertSpec['noData'] = {
+  state: 'NoData',
+  why: 'guards the quota: with no limiter metrics it cannot see, so it raises a no-data alert instead of reading as OK',
+};
+
 export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
   const records = recordsOf(config);
   const { windows: w, thresholds: t } = config;
@@ -116,6 +133,9 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
   const sel = selectorsOf(config);
   const warn = t.acquireWarnFractionOfMaxWait;
   const scrapes = [sel.agentScrape, ...(sel.mockScrape === null ? [] : [sel.mockScrape])];
+  /** Every limiter the agents report, by (job, limiter); by replica too with `instance`. */
+  const limiters = `${sumOf(m.permitsLimit, sel.agentScrape, ['job', 'limiter'])} * 0`;
+  const replicas = `${sumOf(m.permitsLimit, sel.agentScrape, replicaKeys)} * 0`;
   const bodies: Record<AlertName, AlertBody> = {
     LimiterAcquireTimeRising: {
       expr: `${records.acquireP95Short} > on (job, limiter) ${warn} * ${records.maxWait}\nand\n${records.acquireP95Short} > ${t.acquireRiseFactor} * ${records.acquireP95Baseline}`,
@@ -123,6 +143,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       description: (x) =>
         `The ${w.acquireShort} p95 time to acquire a permit and budget of the admitted calls on limiter ${x.label('limiter')} (job ${x.label('job')}) is ${x.value('duration')}: above ${warn} × its maxWait of ${x.extra('maxWait', 'duration')} and ${t.acquireRiseFactor}× its median over the last ${w.acquireBaseline}. Demand is outgrowing the budget; timeouts and 429s come next.`,
       extras: { maxWait: { metric: records.maxWait, labels: ['job', 'limiter'] } },
+      present: limiters,
+      noData: QUOTA_GUARD,
       panel: limiterPanel('acquire-quantiles'),
     },
     LimiterMaxWaitMissing: {
@@ -131,6 +153,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'A limiter exports no maxWait, so its acquire-time alert cannot fire.',
       description: (x) =>
         `Limiter ${x.label('limiter')} (job ${x.label('job')}) exports ${m.permitsLimit} but not ${m.maxWait}: LimiterAcquireTimeRising compares the acquire time with that gauge and stays silent for this limiter. Run a wrapper version that exports it.`,
+      present: limiters,
+      noData: QUOTA_GUARD,
       panel: limiterPanel('acquire-quantiles'),
     },
     LimiterTimeouts: {
@@ -138,6 +162,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'Limiter calls are refused admission: maxWait expired, or the wait queue was full.',
       description: (x) =>
         `${x.value('rate')} calls/s on limiter ${x.label('limiter')} (job ${x.label('job')}) were refused admission, reason ${x.label('reason')} (permit, budget: maxWait expired waiting for it; queue_full: maxWaiting calls were already waiting). Those model calls never ran: branches go missing.`,
+      present: limiters,
+      noData: QUOTA_GUARD,
       panel: limiterPanel('timeouts'),
     },
     ProviderRateLimitedDespiteLimiter: {
@@ -145,6 +171,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'The provider answers 429 although the limiter should keep within the quota.',
       description: (x) =>
         `The provider rate-limited ${x.value('rate')} calls/s from limiter ${x.label('limiter')} (job ${x.label('job')}) although the limiter should keep the fleet within the quota. The budget or replica share is set above the real quota.`,
+      present: limiters,
+      noData: QUOTA_GUARD,
       panel: limiterPanel('rate-limited'),
     },
     LimiterPermitsSaturated: {
@@ -152,6 +180,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'Every permit of a limiter replica is in use.',
       description: (x) =>
         `Permits in use / limit on ${x.label('instance')} (limiter ${x.label('limiter')}) is ${x.value('percent')} for ${fors.LimiterPermitsSaturated}: calls queue for permits.`,
+      present: replicas,
+      noData: QUOTA_GUARD,
       panel: limiterPanel('permit-utilisation'),
     },
     LimiterBudgetExhausted: {
@@ -159,6 +189,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'The token budget of a limiter replica is exhausted.',
       description: (x) =>
         `Only ${x.value('number')} tokens are left in the budget of limiter ${x.label('limiter')} on ${x.label('instance')} (below ${t.budgetExhaustedFractionOfCapacity} × its capacity) for ${fors.LimiterBudgetExhausted}: calls wait for budget.`,
+      present: `${sumOf(m.budgetCapacity, sel.agentScrape, replicaKeys)} * 0`,
+      noData: QUOTA_GUARD,
       panel: limiterPanel('budget-level'),
     },
     LimiterBudgetNegative: {
@@ -166,14 +198,19 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'The token budget of a limiter replica stays negative.',
       description: (x) =>
         `The budget of limiter ${x.label('limiter')} on ${x.label('instance')} is ${x.value('number')} tokens and has been negative for ${fors.LimiterBudgetNegative}: calls use more tokens than reserved; see LimiterTokenEstimateDrift.`,
+      present: `${sumOf(m.budgetCapacity, sel.agentScrape, replicaKeys)} * 0`,
+      noData: QUOTA_GUARD,
       panel: limiterPanel('budget-level'),
     },
     LimiterTokenEstimateDrift: {
-      expr: `${records.estimateRatio} < ${t.estimateBand.low}\nor\n${records.estimateRatio} > ${t.estimateBand.high}`,
+      // Only agents with enough admitted calls in the window: a handful of calls proves nothing.
+      expr: `(\n${records.estimateRatio} < ${t.estimateBand.low}\nor\n${records.estimateRatio} > ${t.estimateBand.high}\n)\nand on (job, limiter, agent)\n${sumIncrease(`${m.acquireDuration}_count`, joinSelectors(sel.agentScrape, 'outcome="acquired"'), w.drift, agentKeys)} >= ${t.estimateMinCalls}`,
       summary: `The token estimate (${config.countedTokens} tokens) of an agent is off.`,
       description: (x) =>
-        `Over ${w.drift}, agent ${x.label('agent')} on limiter ${x.label('limiter')} used ${x.value('percent')} of the ${config.countedTokens} tokens it reserved (band ${t.estimateBand.low}–${t.estimateBand.high}). Suggested estimate: ${x.extra('suggested', 'number')} ${config.countedTokens} tokens per call.`,
+        `Over ${w.drift} (at least ${t.estimateMinCalls} admitted calls), agent ${x.label('agent')} on limiter ${x.label('limiter')} used ${x.value('percent')} of the ${config.countedTokens} tokens it reserved (band ${t.estimateBand.low}–${t.estimateBand.high}). Suggested estimate: ${x.extra('suggested', 'number')} ${config.countedTokens} tokens per call.`,
       extras: { suggested: { metric: records.actualTokensPerCall, labels: agentKeys } },
+      present: limiters,
+      noData: QUOTA_GUARD,
       panel: limiterPanel('estimate-accuracy'),
     },
     LimiterPermitLeak: {
@@ -181,6 +218,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'A limiter holds permits while no call finishes.',
       description: (x) =>
         `${x.value('number')} permits have been held on ${x.label('instance')} (limiter ${x.label('limiter')}) for ${w.leak} while no admitted call finished: a permit leak.`,
+      present: replicas,
+      noData: { state: 'OK', why: 'watches permits, not the quota: no limiter reported means no permit to leak (the quota alerts and QuotascopeTargetDown say the metrics are missing)' },
       panel: limiterPanel('littles-law'),
     },
     LimiterPermitsReclaimed: {
@@ -188,6 +227,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'A limiter reclaimed permits from calls held past the maximum call time.',
       description: (x) =>
         `${x.value('number')} permits were reclaimed on ${x.label('instance')} (limiter ${x.label('limiter')}) in ${w.leak}: calls held them past the maximum call time.`,
+      present: replicas,
+      noData: { state: 'OK', why: 'watches permits, not the quota: no limiter reported means none reclaimed (the quota alerts and QuotascopeTargetDown say the metrics are missing)' },
       panel: limiterPanel('permits-reclaimed'),
     },
     QuotascopeTargetDown: {
@@ -195,6 +236,8 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       summary: 'Prometheus cannot scrape a target the limiter alerts depend on.',
       description: (x) =>
         `Prometheus cannot scrape ${x.label('instance')} of job ${x.label('job')}: its limiter metrics and alerts are blind.`,
+      present: scrapes.map((s) => `${series('up', s)} * 0`).join('\nor\n'),
+      noData: { state: 'Alerting', why: 'silence means danger: no `up` series at all means Prometheus lost every target it should scrape, and every other alert is blind' },
       panel: limiterPanel('permits'),
     },
   };

@@ -202,6 +202,8 @@ export const dashboardsConfigSchema = z.strictObject({
       estimateBand: z
         .strictObject({ low: fraction(1).default(0.8), high: z.number().gte(1).lte(10).default(1.2) })
         .prefault({}),
+      /** Admitted calls of an agent within the drift window before its estimate drift may pend: a few calls prove nothing. */
+      estimateMinCalls: z.int().min(1).max(1_000_000).default(20),
     })
     .prefault({}),
   /** Fixed windows of the recording and alerting rules (panels use $__rate_interval). */

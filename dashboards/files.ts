@@ -45,11 +45,12 @@ function yamlFile(value: unknown): string {
 export function generatedFiles(config: DashboardsConfig): Map<string, string> {
   const dashboards = buildDashboards(config);
   const alerts = buildAlerts(config);
-  const rules = prometheusRuleFile(config, buildRecordingRules(config), alerts);
+  const recordingRules = buildRecordingRules(config);
+  const rules = prometheusRuleFile(config, recordingRules, alerts);
   const files = new Map<string, string>();
   files.set(generatedPaths.datasource, yamlFile(datasourceProvisioning(config)));
   files.set(generatedPaths.dashboardProvider, yamlFile(dashboardProviderProvisioning(config)));
-  files.set(generatedPaths.alerting, yamlFile(grafanaAlertProvisioning(config, alerts, dashboards)));
+  files.set(generatedPaths.alerting, yamlFile(grafanaAlertProvisioning(config, alerts, dashboards, recordingRules)));
   for (const spec of dashboards) {
     const json = `${JSON.stringify(grafanaDashboard(spec), null, 2)}\n`;
     files.set(`${generatedPaths.dashboardsDir}/${spec.uid}.json`, json);

@@ -130,7 +130,9 @@ export function runDashboards(args: DashboardsArgs): number {
       console.log(`${targets.map((t) => t.label).join(' and ')} ${targets.length > 1 ? 'are' : 'is'} up to date`);
       return 0;
     }
-    console.error(`generated files are out of date; run \`npm run dashboards\`:\n  ${stale.join('\n  ')}`);
+    // The command that writes them: quotascope's own stack, or the user's --config/--out.
+    const rerun = args.out === undefined ? 'npm run dashboards' : `quotascope dashboards${args.config === undefined ? '' : ` --config ${args.config}`} --out ${args.out}`;
+    console.error(`generated files are out of date; run \`${rerun}\`:\n  ${stale.join('\n  ')}`);
     return 1;
   }
   for (const t of targets) console.log(`wrote ${t.write().length} files to ${t.label}/`);

@@ -4,6 +4,7 @@
 // prints a summary and writes reports/<run-id>/. A run whose requests all failed exits 1.
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { formatPerModel, mapPerModel } from '../agent/per-model.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
@@ -60,6 +61,7 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
   const perTokenMs = (flags.callSeconds * 1000 * STREAMING_SHARE) / (OUTPUT_TOKENS - 1);
   const mockConfig = {
+    quotaScope: flags.quotaScope,
     requestsPerMinute: flags.quotaRpm,
     tokensPerMinute: flags.quotaTpm,
     countedTokens: MOCK_COUNTED_TOKENS[flags.countedTokens],
@@ -72,14 +74,16 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
     limits: {
       replicas: flags.replicas,
       permits: flags.permits,
-      tokensPerMinute: Math.round(flags.quotaTpm * BUDGET_FRACTION),
+      // Each model's limiter gets its own model's share of its own quota.
+      tokensPerMinute: mapPerModel(flags.quotaTpm, (quota) => Math.round(quota * BUDGET_FRACTION)),
+      quotaScope: flags.quotaScope,
       maxWaitMs: flags.maxWaitMs,
       admission: flags.admission,
       requestDeadlineMs: flags.requestDeadlineMs,
       countedTokens: flags.countedTokens,
     },
     mockConfig,
-    mockNote: `quota ${flags.quotaRpm} req/min, ${flags.quotaTpm} ${flags.countedTokens} tokens/min, ~${flags.callSeconds} s per call`,
+    mockNote: `quota ${formatPerModel(flags.quotaRpm)} req/min, ${formatPerModel(flags.quotaTpm)} ${flags.countedTokens} tokens/min per ${flags.quotaScope === 'model' ? 'model' : 'key'}, ~${flags.callSeconds} s per call`,
     prometheusDir: join(reportDir, 'prometheus'),
     scrapeIntervalSeconds: SCRAPE_SECONDS,
     say: (line) => console.log(`[main] ${line}`),
@@ -134,6 +138,9 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
       replicas: flags.replicas,
       maxWaitSeconds: flags.maxWaitMs / 1000,
       burstUsers: Math.max(1, flags.burstUsers),
+      permits: flags.permits,
+      admission: flags.admission,
+      ...(target.kind === 'serve' && target.inputTokensPerModel ? { inputTokensPerModel: target.inputTokensPerModel, inputTokensPerAgent: target.inputTokensPerAgent } : {}),
     },
   });
   const record: RunRecord = {
@@ -197,7 +204,9 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
  * UnservedTreeError for a tree the agent side does not serve.
  */
 export async function runStart(flags: StartOptions): Promise<number> {
-  const target = await resolveAgentTarget({ agent: flags.agent, tree: flags.tree });
+  // The tree's own prompts (one request with its session history) size the plan per model.
+  const target = await resolveAgentTarget({ agent: flags.agent, tree: flags.tree, calibrate: { messageTokens: flags.tokens, outputTokensPerCall: OUTPUT_TOKENS } });
+  if (target.kind === 'serve' && target.calibrationNote) console.log(`[main] ${target.calibrationNote}`);
   const tree = flags.tree ?? defaultTreeOf(target);
   // --tree sends every request of a scenario file to that tree too.
   const chosen = flags.scenario ? loadScenario(flags.scenario) : mainScenario(flags, tree);

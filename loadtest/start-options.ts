@@ -1,6 +1,8 @@
 // What `npm start` (`quotascope start`) takes: the worked example's run, each figure
 // overridable. Kept apart from the run so --help shows the defaults without loading it.
 import { z } from 'zod';
+import { QUOTA_SCOPES } from '../agent/config.ts';
+import { perModelSchema } from '../agent/per-model.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
 import {
@@ -29,10 +31,12 @@ export const startOptionsSchema = z.object({
   burstUsers: z.int().min(0).max(10_000).default(EX.burstUsers),
   /** Agent service replicas sharing the budget. */
   replicas: z.int().min(1).max(32).default(EX.replicas),
-  /** Provider tokens per minute. */
-  quotaTpm: z.int().positive().max(1e12).default(EX.quotaTokensPerMinute),
-  /** Provider requests per minute. */
-  quotaRpm: z.int().positive().max(1e9).default(EX.quotaRequestsPerMinute),
+  /** Provider tokens per minute of each model: one number for every model, or per model (`*` for the others). */
+  quotaTpm: perModelSchema(z.int().positive().max(1e12), EX.quotaTokensPerMinute),
+  /** Provider requests per minute of each model, likewise. */
+  quotaRpm: perModelSchema(z.int().positive().max(1e9), EX.quotaRequestsPerMinute),
+  /** The quota's scope at the mock and in the limiters: each model its own (Gemini's), or every model of the key one. */
+  quotaScope: z.enum(QUOTA_SCOPES).default('model'),
   /** Model call latency at the mock, seconds. */
   callSeconds: z.number().positive().max(600).default(EX.callSeconds),
   /** Input tokens per model call. */

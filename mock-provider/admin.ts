@@ -62,7 +62,8 @@ export function adminRouter(state: MockState, adminToken: string | undefined): R
       countedTokens: config.countedTokens,
       tokensPerWindow: config.tokensPerMinute,
       requestsPerWindow: config.requestsPerMinute,
-      windows: state.quota.windows(),
+      quotaScope: config.quotaScope,
+      windows: state.quota.windows(config),
     });
   });
   router.post('/admin/reset', (_req, res) => {

@@ -199,7 +199,7 @@ export async function serveCompletion(
     format.rateLimited(res, request, { reason: 'random' });
     return;
   }
-  const admission = state.quota.admit(request.apiKey, request.inputTokens, config);
+  const admission = state.quota.admit(request.apiKey, request.model, request.inputTokens, config);
   format.commonHeaders?.(res, request); // after admission: "remaining" includes this request
   if (!admission.ok) {
     metrics.rateLimited.inc({ api, reason: admission.quota });

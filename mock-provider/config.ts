@@ -101,12 +101,55 @@ const timelineStepSchema = z.strictObject({
   set: z.record(z.string(), z.unknown()),
 });
 
+/** The key of a per-model quota that applies to every model not named: `*`. */
+export const EVERY_OTHER_MODEL = '*';
+/** Model names as a per-model quota names them (Gemini's and OpenAI's ids), or `*`. */
+const quotaModelKey = z
+  .string()
+  .max(200)
+  .regex(/^(\*|[A-Za-z0-9][\w.:/-]*)$/, 'a model name (letters, digits, . _ - : /) or * for every other model');
+
+/**
+ * One quota for every model (a number), or per model: `{ "gemini-2.5-pro": 500000, "*": 1000000 }`.
+ * A model not named takes `*`, else the field's default.
+ */
+function perModelLimit(limit: z.ZodNumber, fallback: number) {
+  const perModel = z.record(quotaModelKey, limit).refine((r) => Object.keys(r).length >= 1 && Object.keys(r).length <= 1000, 'name 1 to 1000 models');
+  // One branch per input kind, so an error names what is wrong with the value given.
+  return z
+    .custom<PerModelLimit>(() => true)
+    .superRefine((value, ctx) => {
+      const result = (typeof value === 'object' && value !== null ? perModel : limit).safeParse(value);
+      for (const issue of result.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    })
+    .default(fallback);
+}
+const DEFAULT_REQUESTS_PER_MINUTE = 1000;
+const DEFAULT_TOKENS_PER_MINUTE = 1_000_000;
+/** A per-model limit as the config holds it. */
+export type PerModelLimit = number | Readonly<Record<string, number>>;
+
+/** The limit of `model` under a per-model limit (a model not named takes `*`, else `fallback`). */
+export function limitForModel(limit: PerModelLimit, model: string, fallback: number): number {
+  if (typeof limit === 'number') return limit;
+  return limit[model] ?? limit[EVERY_OTHER_MODEL] ?? fallback;
+}
+
+/** Where quotas are counted: `model` (Gemini's: per project and per model) or `key` (one quota per key shared by every model). */
+export const QUOTA_SCOPES = ['model', 'key'] as const;
+export type QuotaScope = (typeof QUOTA_SCOPES)[number];
+
 /** Every field has a default, so `{}` is a valid configuration (the worked example's quota). */
 export const mockConfigSchema = z.strictObject({
-  /** Requests per minute per API key. */
-  requestsPerMinute: z.number().int().positive().max(MAX_REQUESTS_PER_MINUTE).default(1000),
-  /** Tokens per minute per API key; which tokens count is `countedTokens`. */
-  tokensPerMinute: z.number().int().positive().max(MAX_TOKENS_PER_MINUTE).default(1_000_000),
+  /**
+   * Who shares a quota: `model` (the default, as Gemini counts: each API key or project has
+   * its own quotas per model) or `key` (every model of a key draws from one quota).
+   */
+  quotaScope: z.enum(QUOTA_SCOPES).default('model'),
+  /** Requests per minute per quota scope; a number for every model, or per model (quotaScope model). */
+  requestsPerMinute: perModelLimit(z.number().int().positive().max(MAX_REQUESTS_PER_MINUTE), DEFAULT_REQUESTS_PER_MINUTE),
+  /** Tokens per minute per quota scope (which tokens count is `countedTokens`); a number, or per model. */
+  tokensPerMinute: perModelLimit(z.number().int().positive().max(MAX_TOKENS_PER_MINUTE), DEFAULT_TOKENS_PER_MINUTE),
   /** Requests per day per API key (fixed UTC day); null = no daily quota. */
   requestsPerDay: z.number().int().positive().max(MAX_REQUESTS_PER_MINUTE * 1440).nullable().default(null),
   /** Concurrent requests per API key; null = unlimited. */
@@ -195,8 +238,23 @@ export function parseConfig(input: unknown): MockConfig {
   if (!result.success) {
     throw new ConfigError(`invalid mock-provider config: ${formatIssues(result.error)}`, result.error.issues.map((issue) => issue.path.join('.')));
   }
-  validateTimeline(result.data);
-  return result.data;
+  const config = result.data;
+  if (config.quotaScope === 'key') {
+    const perModel = (['requestsPerMinute', 'tokensPerMinute'] as const).find((field) => typeof config[field] !== 'number');
+    if (perModel) {
+      throw new ConfigError(`invalid mock-provider config: ${perModel}: per-model values need quotaScope "model" (with quotaScope "key" every model shares one quota)`, [perModel]);
+    }
+  }
+  validateTimeline(config);
+  return config;
+}
+
+/** The per-minute limits of one model. */
+export function modelLimits(config: Pick<MockConfig, 'requestsPerMinute' | 'tokensPerMinute'>, model: string): { requestsPerMinute: number; tokensPerMinute: number } {
+  return {
+    requestsPerMinute: limitForModel(config.requestsPerMinute, model, DEFAULT_REQUESTS_PER_MINUTE),
+    tokensPerMinute: limitForModel(config.tokensPerMinute, model, DEFAULT_TOKENS_PER_MINUTE),
+  };
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -233,5 +291,5 @@ function validateTimeline(config: MockConfig): void {
   });
 }
 
-/** The defaults (the worked example: 1,000 RPM, 1,000,000 TPM, calls of about 8 s). */
+/** The defaults (the worked example: 1,000 RPM, 1,000,000 TPM per model, calls of about 8 s). */
 export const defaultConfig: MockConfig = parseConfig({});

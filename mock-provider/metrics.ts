@@ -38,13 +38,13 @@ export function createMockMetrics(readQuota: () => QuotaFigures): MockMetrics {
   // Registered first, so its collect() runs before either gauge is serialized.
   const limit = new Gauge({
     name: 'mock_provider_quota_limit',
-    help: 'Configured limit of each quota (absent when that quota is off)',
+    help: 'Configured limit of each quota (absent when that quota is off); per-minute quotas: the limit of the quota closest to it',
     labelNames: ['quota'],
     registers: [], // registered below, after `used`
   });
   const used = new Gauge({
     name: 'mock_provider_quota_used',
-    help: "Current window's usage of each quota (the API key closest to its limit); concurrent = requests in flight",
+    help: "Current window's usage of each quota (the quota, per API key and model or per key, closest to its limit); concurrent = requests in flight",
     labelNames: ['quota'],
     registers,
     collect() {

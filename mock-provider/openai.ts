@@ -102,7 +102,7 @@ interface OpenAiExtras {
 
 const openAiFormat = (state: MockState, extras: WeakMap<CompletionRequest, OpenAiExtras>): ApiFormat => ({
   commonHeaders(res: ServerResponse, request: CompletionRequest) {
-    const status = state.quota.status(request.apiKey, state.config);
+    const status = state.quota.status(request.apiKey, request.model, state.config);
     res.setHeader('x-ratelimit-limit-requests', String(status.requests.limit));
     res.setHeader('x-ratelimit-limit-tokens', String(status.tokens.limit));
     res.setHeader('x-ratelimit-remaining-requests', String(status.requests.remaining));

@@ -1,10 +1,11 @@
-// Provider quotas per API key: requests/min and tokens/min over a fixed window, a sliding
-// window or a continuously refilling bucket; requests/day over a fixed UTC day; and
-// concurrent requests. The limit is passed on every call so a config change (PUT, timeline)
-// takes effect at once without losing the usage already recorded. State is kept for at most
-// MAX_QUOTA_KEYS keys: a key whose every quota is back to zero is forgotten (exactly as if it
-// had never been seen), and past the bound the least recently used key not in flight is.
-import type { MockConfig } from './config.ts';
+// Provider quotas per API key and model (quotaScope model, Gemini's scope) or per API key
+// (quotaScope key): requests/min and tokens/min over a fixed window, a sliding window or a
+// continuously refilling bucket; requests/day over a fixed UTC day; and concurrent requests.
+// The limit is passed on every call so a config change (PUT, timeline) takes effect at once
+// without losing the usage already recorded. State is kept for at most MAX_QUOTA_KEYS quotas:
+// one whose every quota is back to zero is forgotten (exactly as if it had never been seen),
+// and past the bound the least recently used one not in flight is.
+import { type MockConfig, modelLimits } from './config.ts';
 
 /** Milliseconds; injectable so quota tests run on a fake clock. */
 export interface Clock {
@@ -162,6 +163,8 @@ export interface QuotaLease {
 }
 
 interface KeyState {
+  /** The model whose quota this is (quotaScope model); undefined when the key's models share one. */
+  readonly model: string | undefined;
   readonly requests: RateWindow;
   readonly tokens: RateWindow;
   readonly day: FixedWindow;
@@ -189,6 +192,11 @@ export interface WindowCount {
   readonly requests: number;
   /** Requests refused with 429 for a quota in this window. */
   readonly rateLimited: number;
+  /** The model whose quota counted it (quotaScope model). */
+  readonly model?: string;
+  /** That quota's limits per window. */
+  readonly tokensLimit: number;
+  readonly requestsLimit: number;
 }
 
 /** Windows remembered per key for GET /admin/quota/windows. */
@@ -200,12 +208,14 @@ const WINDOWS_KEPT = 1_000;
  */
 class WindowLog {
   readonly #byKey = new Map<string, Map<number, { tokens: number; requests: number; rateLimited: number }>>();
+  readonly #modelOf = new Map<string, string | undefined>();
 
-  record(key: string, now: number, windowMs: number, tokens: number, requests: number, rateLimited = 0): void {
+  record(key: string, model: string | undefined, now: number, windowMs: number, tokens: number, requests: number, rateLimited = 0): void {
     let windows = this.#byKey.get(key);
     if (!windows) {
       windows = new Map();
       this.#byKey.set(key, windows);
+      this.#modelOf.set(key, model);
     }
     const start = Math.floor(now / windowMs) * windowMs;
     const entry = windows.get(start);
@@ -219,27 +229,35 @@ class WindowLog {
     }
   }
 
-  /** Windows of forgotten keys: per window start, the count of the one that counted most. */
-  readonly #retired = new Map<number, { tokens: number; requests: number; rateLimited: number }>();
+  /** Windows of forgotten quotas: per window start, the count of the one that came closest to its token limit. */
+  readonly #retired = new Map<number, { count: { tokens: number; requests: number; rateLimited: number }; model: string | undefined }>();
 
   /** Stops keeping `key`'s windows apart, keeping what windows() reports. */
-  retire(key: string): void {
+  retire(key: string, config: MockConfig): void {
     const windows = this.#byKey.get(key);
+    const model = this.#modelOf.get(key);
     this.#byKey.delete(key);
+    this.#modelOf.delete(key);
+    const ratio = (tokens: number, of: string | undefined) => tokens / modelLimits(config, of ?? '').tokensPerMinute;
     for (const [start, count] of windows ?? []) {
       const best = this.#retired.get(start);
-      if (!best || count.tokens > best.tokens) this.#retired.set(start, count);
+      if (!best || ratio(count.tokens, model) > ratio(best.count.tokens, best.model)) this.#retired.set(start, { count, model });
     }
     while (this.#retired.size > WINDOWS_KEPT) this.#retired.delete(Math.min(...this.#retired.keys()));
   }
 
-  /** Per window start (oldest first), the count of the key that counted the most tokens. */
-  windows(): WindowCount[] {
+  /** Per window start (oldest first), the count of the quota that came closest to its token limit. */
+  windows(config: MockConfig): WindowCount[] {
     const peak = new Map<number, WindowCount>();
-    for (const windows of [this.#retired, ...this.#byKey.values()]) {
+    const retired = [...this.#retired].map(([start, { count, model }]) => ({ model, windows: new Map([[start, count]]) }));
+    const live = [...this.#byKey].map(([key, windows]) => ({ model: this.#modelOf.get(key), windows }));
+    for (const { model, windows } of [...retired, ...live]) {
+      const limits = modelLimits(config, model ?? '');
       for (const [start, count] of windows) {
         const best = peak.get(start);
-        if (!best || count.tokens > best.tokens) peak.set(start, { start, ...count });
+        if (!best || count.tokens / limits.tokensPerMinute > best.tokens / best.tokensLimit) {
+          peak.set(start, { start, ...count, ...(model === undefined ? {} : { model }), tokensLimit: limits.tokensPerMinute, requestsLimit: limits.requestsPerMinute });
+        }
       }
     }
     return [...peak.values()].sort((a, b) => a.start - b.start);
@@ -272,46 +290,50 @@ export class QuotaBook {
   }
 
   /** What each clock-aligned window counted, oldest first (the last ones are kept). */
-  windows(): WindowCount[] {
-    return this.#log.windows();
+  windows(config: MockConfig): WindowCount[] {
+    return this.#log.windows(config);
   }
 
-  /** API keys whose state is kept now. */
+  /** Quotas (API keys, or key and model) whose state is kept now. */
   get keyCount(): number {
     return this.#keys.size;
   }
 
-  /** Keys forgotten so far: idle (usage back to zero, exact) or capacity (over MAX_QUOTA_KEYS). */
+  /** Quotas forgotten so far: idle (usage back to zero, exact) or capacity (over MAX_QUOTA_KEYS). */
   readonly forgotten = { idle: 0, capacity: 0 };
 
-  /** Forgets every key whose usage of the quotas in force is back to zero and that has nothing in flight: a new state would answer the same. */
+  /** Forgets every quota whose usage is back to zero and that has nothing in flight: a new state would answer the same. */
   forgetIdle(config: MockConfig): void {
     const now = this.#clock.now();
     for (const [key, state] of this.#keys) {
+      const { requestsPerMinute, tokensPerMinute } = modelLimits(config, state.model ?? '');
       const idle =
         state.inFlight === 0 &&
-        state.requests.used(now, config.requestsPerMinute) === 0 &&
-        state.tokens.used(now, config.tokensPerMinute) === 0 &&
+        state.requests.used(now, requestsPerMinute) === 0 &&
+        state.tokens.used(now, tokensPerMinute) === 0 &&
         (config.requestsPerDay === null || state.day.used(now) === 0);
-      if (idle) this.#forget(key, 'idle');
+      if (idle) this.#forget(key, 'idle', config);
     }
   }
 
-  #forget(key: string, reason: keyof QuotaBook['forgotten']): void {
+  #forget(key: string, reason: keyof QuotaBook['forgotten'], config: MockConfig): void {
     this.#keys.delete(key);
-    this.#log.retire(key);
+    this.#log.retire(key, config);
     this.forgotten[reason]++;
   }
 
-  #state(key: string, config: MockConfig): KeyState {
+  /** The quota a call of `model` by `key` draws from: the key's own per model, or the key's. */
+  #state(key: string, model: string, config: MockConfig): { scope: string; state: KeyState } {
     if (config.quotaWindow !== this.#kind || config.quotaWindowMs !== this.#windowMs) this.reset(config.quotaWindow, config.quotaWindowMs);
-    let state = this.#keys.get(key);
+    const perModel = config.quotaScope === 'model';
+    const scope = perModel ? `${key}\u0000${model}` : key;
+    let state = this.#keys.get(scope);
     if (state) {
       // Least recently used first.
-      this.#keys.delete(key);
-      this.#keys.set(key, state);
+      this.#keys.delete(scope);
+      this.#keys.set(scope, state);
     } else {
-      // Idle keys are looked for once a window, and at the bound at most once a second.
+      // Idle quotas are looked for once a window, and at the bound at most once a second.
       const now = this.#clock.now();
       const sinceSweep = now - this.#lastSweep;
       if (sinceSweep >= this.#windowMs || (this.#keys.size >= MAX_QUOTA_KEYS && sinceSweep >= 1_000)) {
@@ -321,31 +343,33 @@ export class QuotaBook {
       if (this.#keys.size >= MAX_QUOTA_KEYS) {
         for (const [oldest, s] of this.#keys) {
           if (s.inFlight > 0) continue;
-          this.#forget(oldest, 'capacity');
+          this.#forget(oldest, 'capacity', config);
           break;
         }
       }
       state = {
+        model: perModel ? model : undefined,
         requests: createWindow(this.#kind, this.#windowMs),
         tokens: createWindow(this.#kind, this.#windowMs),
         day: new FixedWindow(DAY_MS),
         inFlight: 0,
       };
-      this.#keys.set(key, state);
+      this.#keys.set(scope, state);
     }
-    return state;
+    return { scope, state };
   }
 
-  /** Checks every quota and charges them only if all pass (a refused request costs nothing). */
-  admit(key: string, inputTokens: number, config: MockConfig): QuotaLease | QuotaRejection {
+  /** Checks every quota of `model` for `key` and charges them only if all pass (a refused request costs nothing). */
+  admit(key: string, model: string, inputTokens: number, config: MockConfig): QuotaLease | QuotaRejection {
     const now = this.#clock.now();
-    const state = this.#state(key, config);
-    const answer = this.#admit(now, key, state, inputTokens, config);
-    if (!answer.ok) this.#log.record(key, now, this.#windowMs, 0, 0, 1);
+    const { scope, state } = this.#state(key, model, config);
+    const answer = this.#admit(now, scope, state, inputTokens, config);
+    if (!answer.ok) this.#log.record(scope, state.model, now, this.#windowMs, 0, 0, 1);
     return answer;
   }
 
   #admit(now: number, key: string, state: KeyState, inputTokens: number, config: MockConfig): QuotaLease | QuotaRejection {
+    const { requestsPerMinute, tokensPerMinute } = modelLimits(config, state.model ?? '');
     if (config.maxConcurrent !== null && state.inFlight >= config.maxConcurrent) {
       return { ok: false, quota: 'concurrent', limit: config.maxConcurrent, retryMs: CONCURRENT_RETRY_MS };
     }
@@ -353,20 +377,20 @@ export class QuotaBook {
       const wait = state.day.waitMs(now, 1, config.requestsPerDay);
       if (wait > 0) return { ok: false, quota: 'requests_per_day', limit: config.requestsPerDay, retryMs: wait };
     }
-    const requestWait = state.requests.waitMs(now, 1, config.requestsPerMinute);
+    const requestWait = state.requests.waitMs(now, 1, requestsPerMinute);
     if (requestWait > 0) {
-      return { ok: false, quota: 'requests_per_minute', limit: config.requestsPerMinute, retryMs: requestWait };
+      return { ok: false, quota: 'requests_per_minute', limit: requestsPerMinute, retryMs: requestWait };
     }
-    const tokenWait = state.tokens.waitMs(now, inputTokens, config.tokensPerMinute);
+    const tokenWait = state.tokens.waitMs(now, inputTokens, tokensPerMinute);
     if (tokenWait > 0) {
-      return { ok: false, quota: 'tokens_per_minute', limit: config.tokensPerMinute, retryMs: tokenWait };
+      return { ok: false, quota: 'tokens_per_minute', limit: tokensPerMinute, retryMs: tokenWait };
     }
     state.day.add(now, 1);
     state.requests.add(now, 1);
     state.tokens.add(now, inputTokens);
     const log = this.#log;
     const windowMs = this.#windowMs;
-    log.record(key, now, windowMs, inputTokens, 1);
+    log.record(key, state.model, now, windowMs, inputTokens, 1);
     state.inFlight++;
     let finished = false;
     return {
@@ -378,43 +402,61 @@ export class QuotaBook {
         if (config.countedTokens === 'input+output' && outputTokens > 0) {
           const end = this.#clock.now();
           state.tokens.add(end, outputTokens);
-          log.record(key, end, windowMs, outputTokens, 0);
+          log.record(key, state.model, end, windowMs, outputTokens, 0);
         }
       },
     };
   }
 
-  /** Requests and tokens per minute for one key, as OpenAI reports them in headers. */
-  status(key: string, config: MockConfig): { requests: RateStatus; tokens: RateStatus } {
+  /** Requests and tokens per minute of the quota a call of `model` by `key` draws from, as OpenAI reports them in headers. */
+  status(key: string, model: string, config: MockConfig): { requests: RateStatus; tokens: RateStatus } {
     const now = this.#clock.now();
-    const state = this.#state(key, config);
+    const { state } = this.#state(key, model, config);
+    const limits = modelLimits(config, state.model ?? '');
     const figures = (window: RateWindow, limit: number): RateStatus => ({
       limit,
       remaining: Math.max(0, Math.floor(limit - window.used(now, limit))),
       resetMs: Math.max(0, window.resetMs(now, limit)),
     });
     return {
-      requests: figures(state.requests, config.requestsPerMinute),
-      tokens: figures(state.tokens, config.tokensPerMinute),
+      requests: figures(state.requests, limits.requestsPerMinute),
+      tokens: figures(state.tokens, limits.tokensPerMinute),
     };
   }
 
-  /** The highest current usage of each quota over all keys (the key closest to its limit). */
-  peakUsage(config: MockConfig): Record<QuotaName, number> {
+  /**
+   * The current usage of each quota closest to its limit, over every key (and model), with
+   * that quota's per-minute limits (the default model's limits when nothing was counted yet).
+   */
+  peakUsage(config: MockConfig): { used: Record<QuotaName, number>; requestsPerMinute: number; tokensPerMinute: number } {
     const now = this.#clock.now();
-    const peak: Record<QuotaName, number> = {
+    const used: Record<QuotaName, number> = {
       requests_per_minute: 0,
       tokens_per_minute: 0,
       requests_per_day: 0,
       concurrent: 0,
     };
-    if (config.quotaWindow !== this.#kind || config.quotaWindowMs !== this.#windowMs) return peak;
+    let { requestsPerMinute, tokensPerMinute } = modelLimits(config, '');
+    if (config.quotaWindow !== this.#kind || config.quotaWindowMs !== this.#windowMs) return { used, requestsPerMinute, tokensPerMinute };
+    let requestShare = -1;
+    let tokenShare = -1;
     for (const state of this.#keys.values()) {
-      peak.requests_per_minute = Math.max(peak.requests_per_minute, state.requests.used(now, config.requestsPerMinute));
-      peak.tokens_per_minute = Math.max(peak.tokens_per_minute, state.tokens.used(now, config.tokensPerMinute));
-      peak.requests_per_day = Math.max(peak.requests_per_day, state.day.used(now));
-      peak.concurrent = Math.max(peak.concurrent, state.inFlight);
+      const limits = modelLimits(config, state.model ?? '');
+      const requests = state.requests.used(now, limits.requestsPerMinute);
+      const tokens = state.tokens.used(now, limits.tokensPerMinute);
+      if (requests / limits.requestsPerMinute > requestShare) {
+        requestShare = requests / limits.requestsPerMinute;
+        used.requests_per_minute = requests;
+        requestsPerMinute = limits.requestsPerMinute;
+      }
+      if (tokens / limits.tokensPerMinute > tokenShare) {
+        tokenShare = tokens / limits.tokensPerMinute;
+        used.tokens_per_minute = tokens;
+        tokensPerMinute = limits.tokensPerMinute;
+      }
+      used.requests_per_day = Math.max(used.requests_per_day, state.day.used(now));
+      used.concurrent = Math.max(used.concurrent, state.inFlight);
     }
-    return peak;
+    return { used, requestsPerMinute, tokensPerMinute };
   }
 }

@@ -71,11 +71,12 @@ export class MockState {
 
   #quotaFigures(): QuotaFigures {
     const config = this.config;
+    const peak = this.quota.peakUsage(config);
     return {
-      used: this.quota.peakUsage(config),
+      used: peak.used,
       limit: {
-        requests_per_minute: config.requestsPerMinute,
-        tokens_per_minute: config.tokensPerMinute,
+        requests_per_minute: peak.requestsPerMinute,
+        tokens_per_minute: peak.tokensPerMinute,
         requests_per_day: config.requestsPerDay,
         concurrent: config.maxConcurrent,
       },

@@ -6,7 +6,19 @@
 #   chromium (Debian's, headless: the report's screenshots and its browser test).
 # Does nothing for a tool that is already there. Fails with one line naming the tool and
 # the command that installs it when it cannot be had.
+#
+#   bash scripts/tools.sh          every tool (npm test, npm run tools)
+#   bash scripts/tools.sh start    only what `npm start` uses: k6, prometheus and promtool,
+#                                  chromium (the report's screenshots); not helm, redis,
+#                                  alertmanager or docker-compose (helm alone is about 2 minutes
+#                                  of building on a fresh machine)
 set -euo pipefail
+SET="${1:-all}"
+case "$SET" in
+  all|start) ;;
+  *) echo "tools: unknown set '$SET' (all or start)" >&2; exit 2 ;;
+esac
+want() { [ "$SET" = all ] || case " k6 prometheus promtool chromium " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 K6_VERSION="${K6_VERSION:-v2.2.0}"
 K6_MODULE="go.k6.io/k6/v2"
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
@@ -18,9 +30,9 @@ fail() { echo "tools: $1 is missing; install it with: $2" >&2; exit 1; }
 apt_packages=()
 command -v prometheus >/dev/null || apt_packages+=(prometheus)
 command -v promtool >/dev/null || apt_packages+=(prometheus)
-command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null || apt_packages+=(prometheus-alertmanager)
-command -v redis-server >/dev/null || apt_packages+=(redis-server)
-command -v docker-compose >/dev/null || apt_packages+=(docker-compose)
+if want alertmanager; then command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null || apt_packages+=(prometheus-alertmanager); fi
+if want redis-server; then command -v redis-server >/dev/null || apt_packages+=(redis-server); fi
+if want docker-compose; then command -v docker-compose >/dev/null || apt_packages+=(docker-compose); fi
 command -v chromium >/dev/null || apt_packages+=(chromium)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -50,7 +62,7 @@ if [ ! -x "$BIN_DIR/k6" ] || ! "$BIN_DIR/k6" version 2>/dev/null | grep -q "k6 $
     || fail k6 "GOBIN=$BIN_DIR go install ${K6_MODULE}@${K6_VERSION}"
 fi
 
-if [ ! -x "$BIN_DIR/helm" ] || ! "$BIN_DIR/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION}"; then
+if want helm && { [ ! -x "$BIN_DIR/helm" ] || ! "$BIN_DIR/helm" version --short 2>/dev/null | grep -q "^${HELM_VERSION}"; }; then
   command -v go >/dev/null || fail helm "go install helm.sh/helm/v3/cmd/helm@${HELM_VERSION} (needs Go >= 1.25)"
   echo "[tools] building helm ${HELM_VERSION} with go install (about 2 minutes the first time)…"
   # A module-mode build has no release stamp; -X sets the one `helm version` prints.
@@ -59,11 +71,13 @@ if [ ! -x "$BIN_DIR/helm" ] || ! "$BIN_DIR/helm" version --short 2>/dev/null | g
     || fail helm "GOBIN=$BIN_DIR go install helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
 fi
 
-alertmanager_bin=$(command -v prometheus-alertmanager || command -v alertmanager)
 echo "k6:           $(K6_NO_USAGE_REPORT=true "$BIN_DIR/k6" version | head -1)"
-echo "helm:         $("$BIN_DIR/helm" version --short)"
+if want helm; then echo "helm:         $("$BIN_DIR/helm" version --short)"; fi
 echo "prometheus:   $(prometheus --version 2>&1 | head -1)"
 echo "promtool:     $(promtool --version 2>&1 | head -1)"
-echo "alertmanager: $("$alertmanager_bin" --version 2>&1 | head -1)"
-echo "redis-server: $(redis-server --version | head -1)"
+if want alertmanager; then
+  alertmanager_bin=$(command -v prometheus-alertmanager || command -v alertmanager)
+  echo "alertmanager: $("$alertmanager_bin" --version 2>&1 | head -1)"
+fi
+if want redis-server; then echo "redis-server: $(redis-server --version | head -1)"; fi
 echo "chromium:     $(chromium --version 2>/dev/null | head -1)"

@@ -11,14 +11,16 @@ import { AgentConfigError, formatIssues } from '../config.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-server.ts';
 import { createAgentMetrics } from '../metrics.ts';
 import { createRequestAdmission } from '../limiter.ts';
+import { lendProviderKey } from '../provider-model.ts';
 import { mountNativeRun } from '../native-run.ts';
-import { countModelCalls, DEFAULT_TOOL_TURNS } from '../../instrumentation/tree/tree-count.ts';
+import { countModelCalls, DEFAULT_TOOL_TURNS, modelShares } from '../../instrumentation/tree/tree-count.ts';
 import { type PublishedAgent, shapeOfCount } from '../tree-shapes.ts';
 import { AgentTreeError, type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { adkProtocolRouter } from './adk-protocol.ts';
 import { APP_NAME_PATTERN, type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './options.ts';
 import { BoundedSessionService } from './sessions.ts';
 import { describeModels, type ModelDecision, type WrappedModels, wrapModels } from './wrap-models.ts';
+import { mergeLimiterFamilies, wrapperRegistries } from './wrapper-metrics.ts';
 
 // The classic agents log a deprecation WARN per construction.
 setLogLevel(LogLevel.ERROR);
@@ -43,10 +45,16 @@ export interface ServedAgent {
  * The tree's entry of GET /v1/agents: its counted calls per request and shape, what plan vs
  * measured compares with; null where the count is not fixed (an unbounded loop, routes, code).
  */
-function publishedAgent(appName: string, tree: AgentTreeNode): PublishedAgent {
+function publishedAgent(appName: string, tree: AgentTreeNode, limiters: WrappedModels['limiters']): PublishedAgent {
   try {
     const counted = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS });
-    if (counted.calls > 0) return { name: appName, modelCallsPerRequest: counted.calls, shape: shapeOfCount(counted) };
+    if (counted.calls > 0) {
+      const models = modelShares(counted).map((share) => {
+        const limiter = limiters.get(share.model)?.model.name;
+        return { model: share.model, ...(limiter ? { limiter } : {}), modelCallsPerRequest: share.calls, shape: shapeOfCount(share) };
+      });
+      return { name: appName, modelCallsPerRequest: counted.calls, shape: shapeOfCount(counted), models };
+    }
   } catch {
     // Not countable statically: published as not fixed.
   }
@@ -81,6 +89,8 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   const parsed = serveOptionsSchema.safeParse(input);
   if (!parsed.success) throw new AgentConfigError(`invalid serve options: ${formatIssues(parsed.error, (k) => k)}`);
   const options = parsed.data;
+  // A module building `new Gemini({ model })` loads without a key of its own: ADK gets serve's.
+  lendProviderKey(options.apiKey);
   const module = loaded ?? (await loadAgentModule(options.agent, undefined, options.importTimeoutMs));
   const appName = options.appName ?? module.appName;
   if (!APP_NAME_PATTERN.test(appName)) {
@@ -89,7 +99,6 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   const tree = treeOf(module);
   const agents = llmAgentsOf(tree);
   const branches = eventAuthorsOf(tree);
-  const published = publishedAgent(appName, tree);
 
   const ownAccessLog: AccessLog | undefined = options.accessLog ? openAccessLog(options.accessLog) : undefined;
   const registry = new Registry();
@@ -107,6 +116,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   }
   const models = wrapped?.decisions ?? describeModels(agents);
   const limiters: WrappedModels['limiters'] = wrapped?.limiters ?? new Map();
+  const published = publishedAgent(appName, tree, limiters);
   const sessionService = new BoundedSessionService({ maxSessions: options.maxSessions, idleMs: options.sessionIdleMs }, registry);
   const runner = new Runner({
     agent: module.root,
@@ -135,8 +145,12 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     res.json({ status: 'ok', app: appName, agents: branches, models, limiters: limiterState });
   });
 
+  // The user's own wrappers report to their registry (any prom-client copy): served here too.
+  const wrapperRegistriesOfModule = wrapperRegistries(agents, registry);
   app.get('/metrics', async (_req, res) => {
-    res.type(registry.contentType).send(await registry.metrics());
+    const own = await registry.metrics();
+    const text = wrapperRegistriesOfModule.length === 0 ? own : mergeLimiterFamilies(own, await Promise.all(wrapperRegistriesOfModule.map((r) => r.metrics())));
+    res.type(registry.contentType).send(text);
   });
 
   // Only wrapped models are funded at the door; a module's own wrappers are found in the tree too.

@@ -1,6 +1,7 @@
 // Gives every LlmAgent of a user's tree a rate-limited model: one shared RateLimitedLlm per
-// model name (each model name has its own provider quota), around ADK's Gemini pointed at
-// the chosen provider. A model given as a name or as an ADK Gemini is replaced; one the user
+// model name, around ADK's Gemini pointed at the chosen provider. Each model has its own
+// provider quota (quotaScope model, Gemini's scope), so each limiter gets its own model's
+// budget (tokensPerMinute per model); with quotaScope key the limiters share one budget. A model given as a name or as an ADK Gemini is replaced; one the user
 // already wrapped (a RateLimitedLlm), or any other BaseLlm, is left as it is. Both are
 // recognised by brand, so models built with the user's own copy of @google/adk count too. An agent
 // without a model inherits its parent LlmAgent's at run time, so it needs nothing.
@@ -8,8 +9,8 @@ import type { LlmAgent } from '@google/adk';
 import type { Registry } from 'prom-client';
 import { isRateLimitedLlm } from '../../instrumentation/index.ts';
 import { isGemini } from '../../instrumentation/tree/adk-brands.ts';
-import type { LimiterOptions } from '../config.ts';
-import { createLimiter, type Limiter } from '../limiter.ts';
+import { type LimiterOptions, modelLimiterOptions } from '../config.ts';
+import { createBudget, createLimiter, type Limiter, type OwnedBudget } from '../limiter.ts';
 import { ProviderGemini } from '../provider-model.ts';
 import { currentTrafficClass, recordCallReport } from '../run-context.ts';
 
@@ -68,14 +69,18 @@ export async function wrapModels(
 ): Promise<WrappedModels> {
   const names = [...new Set(agents.map((a) => wrappableModelName(a.model)).filter((n): n is string => n !== undefined))];
   const limiters = new Map<string, Limiter>();
+  let shared: OwnedBudget | undefined;
   try {
+    // One quota for every model of the key: one budget (the key's), under the configured name.
+    if (limiterOptions.quotaScope === 'key' && names.length > 0) shared = await createBudget(modelLimiterOptions(limiterOptions, names[0]), registry);
     for (const model of names) {
       const delegate = new ProviderGemini({ ...provider, model });
-      const config = { ...limiterOptions, limiterName: limiterNameFor(limiterOptions.limiterName, model, names.length) };
-      limiters.set(model, await createLimiter(config, delegate, registry, recordCallReport, currentTrafficClass));
+      const config = modelLimiterOptions(limiterOptions, model, limiterNameFor(limiterOptions.limiterName, model, names.length));
+      limiters.set(model, await createLimiter(config, delegate, registry, recordCallReport, currentTrafficClass, console.error, shared));
     }
   } catch (error) {
     await Promise.allSettled([...limiters.values()].map((l) => l.close()));
+    await shared?.close();
     throw error;
   }
   const decisions: ModelDecision[] = agents.map((agent) => {
@@ -93,6 +98,7 @@ export async function wrapModels(
     decisions,
     async close() {
       await Promise.allSettled([...limiters.values()].map((l) => l.close()));
+      await shared?.close();
     },
   };
 }

@@ -13,7 +13,9 @@ export function datasourceProvisioning(config: DashboardsConfig) {
         access: 'proxy',
         orgId: 1,
         url: ds.url,
-        isDefault: true,
+        // Not the default: in a user's Grafana that would take over their own default datasource
+        // (the dashboards and rules name this one by uid).
+        isDefault: false,
         editable: false,
         jsonData: {
           httpMethod: 'POST',

@@ -8,6 +8,8 @@
 //               width: the widest step (nodes the same number of edges from START), i.e. as
 //               if every call took the same time; branches of unequal length can overlap more
 // and the calls on its critical path (the depth: what one request takes end to end, in calls).
+// The same counts per model (`models`): a quota is per model, so each model's calls and
+// width are what its limiter and the planner size (an inherited model counts as its parent's).
 // What cannot be counted statically (a loop without a bound, routes chosen at run time, code
 // nodes whose model calls are invisible) is a TreeCountError naming the node. The planner
 // plans with it; `serve` publishes it at GET /v1/agents for plan vs measured; request
@@ -20,6 +22,12 @@ export const DEFAULT_TOOL_TURNS = 1;
 export interface CountOptions {
   /** Extra model calls of an LlmAgent with tools: one per round of tool calls it makes. */
   readonly toolTurns: number;
+}
+
+/** One model's share of a node's calls. */
+export interface ModelCount {
+  readonly calls: number;
+  readonly width: number;
 }
 
 /** One node of the tree with its count. */
@@ -42,6 +50,8 @@ export interface CountedNode {
   readonly iterations?: number;
   /** How the children are reached: an AgentTool's agent, a transfer target (not counted). */
   readonly role?: 'agent-tool' | 'transfer-target';
+  /** Per model name (an inherited model as its parent's): the calls and width of that model alone. */
+  readonly models: Readonly<Record<string, ModelCount>>;
   readonly children: readonly CountedNode[];
 }
 
@@ -55,6 +65,31 @@ function modelName(node: Extract<AgentTreeNode, { kind: 'llm' }>): string {
   const model = node.agent.model;
   if (model === undefined || model === '') return 'inherited';
   return typeof model === 'string' ? model : model.model;
+}
+
+/** The model an LlmAgent's calls go to: its own, else the one it inherits (`unknown` when none resolves). */
+function servedModelName(node: Extract<AgentTreeNode, { kind: 'llm' }>): string {
+  const own = modelName(node);
+  if (own !== 'inherited') return own;
+  try {
+    return node.agent.canonicalModel.model;
+  } catch {
+    return 'unknown';
+  }
+}
+
+type ModelCounts = Record<string, ModelCount>;
+
+/** Per model: calls added up, widths combined by `width` (sum: side by side; max: one after another). */
+function combine(parts: readonly Readonly<ModelCounts>[], width: 'sum' | 'max', times = 1): ModelCounts {
+  const out: ModelCounts = {};
+  for (const part of parts) {
+    for (const [model, c] of Object.entries(part)) {
+      const prev = out[model] ?? { calls: 0, width: 0 };
+      out[model] = { calls: prev.calls + c.calls * times, width: width === 'sum' ? prev.width + c.width : Math.max(prev.width, c.width) };
+    }
+  }
+  return out;
 }
 
 /** Counts the model calls of one run of `tree`. */
@@ -72,6 +107,9 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
       const innerCalls = tools.reduce((sum, t) => sum + t.calls, 0);
       const innerWidth = tools.reduce((sum, t) => sum + t.width, 0);
       const innerDepth = Math.max(0, ...tools.map((t) => t.depth));
+      const inner = turns > 0 ? combine(tools.map((t) => t.models), 'sum', turns) : {};
+      // The agent's own calls, then its tools' (one turn's width at a time).
+      const models = combine([{ [servedModelName(node)]: { calls: 1 + turns, width: 1 } }, inner], 'max');
       return {
         name: node.name,
         kind: node.kind,
@@ -82,6 +120,7 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
         depth: 1 + turns * (innerDepth + 1),
         turns,
         model: modelName(node),
+        models,
         children: [...tools, ...transfers],
       };
     }
@@ -91,9 +130,13 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
       const calls = children.reduce((sum, c) => sum + c.calls, 0);
       const width =
         node.kind === 'parallel' ? children.reduce((sum, c) => sum + c.width, 0) : Math.max(0, ...children.map((c) => c.width));
+      const models = combine(
+        children.map((c) => c.models),
+        node.kind === 'parallel' ? 'sum' : 'max',
+      );
       const depth =
         node.kind === 'parallel' ? Math.max(0, ...children.map((c) => c.depth)) : children.reduce((sum, c) => sum + c.depth, 0);
-      return { name: node.name, kind: node.kind, calls, width, depth, children };
+      return { name: node.name, kind: node.kind, calls, width, depth, models, children };
     }
     case 'loop': {
       if (node.maxIterations === undefined) {
@@ -108,13 +151,18 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
         width: Math.max(0, ...children.map((c) => c.width)),
         depth: children.reduce((sum, c) => sum + c.depth, 0) * node.maxIterations,
         iterations: node.maxIterations,
+        models: combine(
+          children.map((c) => c.models),
+          'max',
+          node.maxIterations,
+        ),
         children,
       };
     }
     case 'workflow':
       return countWorkflow(node, options);
     case 'join':
-      return { name: node.name, kind: node.kind, calls: 0, width: 0, depth: 0, children: [] };
+      return { name: node.name, kind: node.kind, calls: 0, width: 0, depth: 0, models: {}, children: [] };
     case 'tool': {
       const inner = node.inner ? [{ ...count(node.inner, options), role: 'agent-tool' as const }] : [];
       return {
@@ -123,6 +171,7 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
         calls: inner[0]?.calls ?? 0,
         width: inner[0]?.width ?? 0,
         depth: inner[0]?.depth ?? 0,
+        models: inner[0]?.models ?? {},
         children: inner,
       };
     }
@@ -195,8 +244,23 @@ function countWorkflow(node: Extract<AgentTreeNode, { kind: 'workflow' }>, optio
       .slice(0, cap)
       .reduce((sum, w) => sum + w, 0);
   const width = Math.max(0, ...[...widthsByStep.values()].map(stepWidth));
+  // Per model: every node's calls × its runs; the width of the widest step of that model's nodes.
+  const models: ModelCounts = {};
+  for (const c of children) {
+    for (const [model, m] of Object.entries(c.models)) models[model] = { calls: (models[model]?.calls ?? 0) + m.calls * (c.runs ?? 0), width: 0 };
+  }
+  for (const model of Object.keys(models)) {
+    const byStep = new Map<number, number[]>();
+    for (const c of children) {
+      const m = c.models[model];
+      if (!c.runs || !m) continue;
+      const s = step.get(c.name) ?? 0;
+      byStep.set(s, [...(byStep.get(s) ?? []), ...Array<number>(c.runs).fill(m.width)]);
+    }
+    models[model] = { calls: models[model].calls, width: Math.max(0, ...[...byStep.values()].map(stepWidth)) };
+  }
   const depth = Math.max(0, ...node.nodes.map((n) => pathDepth.get(n.name) ?? 0));
-  return { name: node.name, kind: node.kind, calls, width, depth, children };
+  return { name: node.name, kind: node.kind, calls, width, depth, models, children };
 }
 
 /**
@@ -219,6 +283,14 @@ export function callsByAgent(root: CountedNode): Map<string, number> {
   };
   visit(root, 1);
   return calls;
+}
+
+/** The models the tree calls, most calls first, each with its share. */
+export function modelShares(tree: CountedNode): { model: string; calls: number; width: number }[] {
+  return Object.entries(tree.models)
+    .filter(([, c]) => c.calls > 0)
+    .map(([model, c]) => ({ model, ...c }))
+    .sort((a, b) => b.calls - a.calls || a.model.localeCompare(b.model));
 }
 
 /** Every node of a counted tree, depth first (for tests and reports). */

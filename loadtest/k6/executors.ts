@@ -50,9 +50,13 @@ export function rateUnit(perMinuteRates: number[]): { factor: number; timeUnit: 
   return whole ? { factor: 1, timeUnit: '60s' } : { factor: 100, timeUnit: '6000s' };
 }
 
-/** VUs to pre-allocate for an open-model rate: Little's law with a generous request time. */
+/**
+ * VUs to pre-allocate for an open-model rate: Little's law with a generous request time (up to
+ * 3 minutes: a tree of many sequential calls takes over a minute per request, and VUs k6 must
+ * still start mid-run drop arrivals meanwhile).
+ */
 export function vusFor(peakPerMinute: number, requestTimeoutS: number): { preAllocatedVUs: number; maxVUs: number } {
-  const inFlight = Math.ceil((peakPerMinute / 60) * Math.min(requestTimeoutS, 60));
+  const inFlight = Math.ceil((peakPerMinute / 60) * Math.min(requestTimeoutS, 180));
   const preAllocatedVUs = Math.max(2, inFlight + 2);
   return { preAllocatedVUs, maxVUs: Math.max(preAllocatedVUs, Math.ceil((peakPerMinute / 60) * requestTimeoutS) + 2) };
 }

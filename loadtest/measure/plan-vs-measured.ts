@@ -11,11 +11,13 @@
 import { agentMetrics } from '../../agent/metrics.ts';
 import { jobs } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
+import type { TreeShape } from '../../agent/tree-shapes.ts';
+import { planModels } from '../planner/model-plans.ts';
 import { type PlanInput, plan } from '../planner/index.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
-import { type AgentShapes, fetchAgentShapes, scrapedAgentUrl } from './agent-shapes.ts';
+import { type AgentShapes, fetchAgentShapes, type ModelShape, scrapedAgentUrl } from './agent-shapes.ts';
 import type { GaugeProbe } from './gauge-probe.ts';
-import { queryScalar } from './prometheus-client.ts';
+import { query, queryScalar } from './prometheus-client.ts';
 import { type StackParameters, steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from './steady-state.ts';
 
 export interface Measured {
@@ -48,7 +50,12 @@ export interface ComparisonRow {
 }
 
 export interface PlanVsMeasured {
+  /** The binding quota axis (and, for a tree of several models, the binding model). */
   binding: string;
+  /** Per model, for a tree of several: each model planned against its own quota. */
+  models?: { model: string; limiter: string; sustainedUserRequestsPerMinute: number; binding: boolean }[];
+  /** What the plan's input tokens per call came from. */
+  tokens?: 'calibrated' | 'given';
   /** Which tokens the plan, the budget and the quota counted. */
   countedTokens: string;
   /** The latency the planner was given, s (compare with measured.callSeconds). */
@@ -96,6 +103,89 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   };
 }
 
+/** One model's steady-state figures: its limiter's successful calls (per agent too) and calls in flight. */
+async function measureModel(
+  prometheusUrl: string,
+  start: number,
+  end: number,
+  limiter: string,
+): Promise<{ okCallsPerMinute: number; okCallsPerMinuteByAgent: Map<string, number>; callsInFlight: number }> {
+  const seconds = Math.max(1, Math.round((end - start) / 1000));
+  const w = `[${seconds}s]`;
+  const l = `limiter=${JSON.stringify(limiter)}`;
+  const byAgent = await query(prometheusUrl, `sum by (agent) (increase(${limiterMetrics.calls.name}{outcome="ok",${l}}${w}))`, end);
+  const okCallsPerMinuteByAgent = new Map(byAgent.map((s) => [s.metric.agent ?? 'unknown', (s.value / seconds) * 60]));
+  const callsInFlight = (await queryScalar(prometheusUrl, `sum(rate(${limiterMetrics.callDuration.name}_sum{${l}}${w}))`, end)) ?? 0;
+  return { okCallsPerMinute: [...okCallsPerMinuteByAgent.values()].reduce((a, b) => a + b, 0), okCallsPerMinuteByAgent, callsInFlight };
+}
+
+/**
+ * A model's completed work in whole-request equivalents per minute: its successful calls,
+ * each weighted by its agent's calibrated tokens per call, over a request's tokens on that
+ * model (a call counts for what it costs the budget: a shed request's cheap calls are not a
+ * whole request). Without calibration, calls over calls per request.
+ */
+function wholeRequestsPerMinute(okByAgent: ReadonlyMap<string, number>, callsPerRequest: number, tokensPerCall: number, tokensOfAgent?: Readonly<Record<string, number>>): number {
+  const calls = [...okByAgent.values()].reduce((a, b) => a + b, 0);
+  if (!tokensOfAgent || [...okByAgent.keys()].some((agent) => tokensOfAgent[agent] === undefined)) return calls / callsPerRequest;
+  const tokens = [...okByAgent].reduce((sum, [agent, perMinute]) => sum + perMinute * (tokensOfAgent[agent] as number), 0);
+  return tokens / (tokensPerCall * callsPerRequest);
+}
+
+/**
+ * Plan vs measured per model, for a tree whose models each have their own quota and limiter:
+ * each model's share planned against its quota (its calibrated tokens per call when known),
+ * beside what its limiter completed: user requests per minute in whole-request equivalents of
+ * that model's calls, and its calls in flight; permits in use over every limiter.
+ */
+async function compareModels(
+  r: RunComparisonInput,
+  phase: NonNullable<ReturnType<typeof steadyPhase>>,
+  models: readonly ModelShape[],
+  window: { start: number; end: number },
+  probed: number | undefined,
+): Promise<PlanVsMeasured> {
+  const latencySeconds = r.stack.latencySeconds;
+  const plans = planModels(
+    models.map((m) => ({ model: m.model, limiter: m.limiter, calls: m.modelCallsPerRequest, width: m.shape.parallelBranches })),
+    (share) => steadyPlanInput(phase, models.find((m) => m.model === share.model)?.shape as TreeShape, r.stack, share.model),
+  );
+  const rows: ComparisonRow[] = [];
+  let permitsPlanned = 0;
+  let callSecondsSum = 0;
+  let callsSum = 0;
+  const binding = plans.models.find((m) => m.model === plans.binding);
+  // Whole requests at the door: a request is funded on every limiter or shed, so every model
+  // serves what the binding one sustains. Call by call: each model serves its own share.
+  const wholeRequests = r.stack.admission !== 'call';
+  for (const m of plans.models) {
+    const p = m.plan;
+    const measured = await measureModel(r.prometheusUrl, window.start, window.end, m.limiter as string);
+    const replicas = p.fleet.replicas;
+    const servedPlanned = wholeRequests ? (binding?.plan.overload.servedUserRequestsPerMinute ?? p.overload.servedUserRequestsPerMinute) : p.overload.servedUserRequestsPerMinute;
+    const inFlight = wholeRequests ? ((servedPlanned * p.tree.callsPerRequest) / 60) * p.input.latencySeconds : p.inFlight.perReplica * replicas;
+    const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
+    permitsPlanned += !wholeRequests && overloaded && r.stack.permits ? r.stack.permits * replicas : inFlight;
+    const served = wholeRequestsPerMinute(measured.okCallsPerMinuteByAgent, p.tree.callsPerRequest, p.input.inputTokensPerCall, r.stack.inputTokensPerAgent);
+    rows.push({ quantity: `user requests/min ${m.model}`, planned: servedPlanned, measured: served, relativeError: 0 });
+    rows.push({ quantity: `calls in flight ${m.model}`, planned: inFlight, measured: measured.callsInFlight, relativeError: 0 });
+    callSecondsSum += measured.callsInFlight;
+    callsSum += measured.okCallsPerMinute / 60;
+  }
+  if (probed !== undefined) rows.push({ quantity: 'permits in use', planned: permitsPlanned, measured: probed, relativeError: 0 });
+  return {
+    binding: `${binding?.plan.binding.axis ?? 'tokens'} of ${plans.binding}`,
+    models: plans.models.map((m) => ({ model: m.model, limiter: m.limiter as string, sustainedUserRequestsPerMinute: m.sustainedUserRequestsPerMinute, binding: m.model === plans.binding })),
+    tokens: r.stack.inputTokensPerModel ? 'calibrated' : 'given',
+    countedTokens: r.stack.countedTokens,
+    plannedCallSeconds: latencySeconds,
+    measuredCallSeconds: callsSum > 0 ? callSecondsSum / callsSum : undefined,
+    permitsInUseScraped: undefined,
+    window,
+    rows: rows.map((row) => ({ ...row, relativeError: relativeError(row.planned, row.measured) })),
+  };
+}
+
 /**
  * Steady-state figures from Prometheus over [start, end] (epoch ms), summed over replicas:
  * served user requests per minute (successful model calls / calls per request) and the
@@ -119,15 +209,17 @@ export async function measureSteadyState(prometheusUrl: string, start: number, e
 }
 
 export function formatComparison(c: PlanVsMeasured): string {
+  const width = Math.max(20, ...c.rows.map((r) => r.quantity.length + 2));
   const seconds = Math.round((c.window.end - c.window.start) / 1000);
   const call = c.measuredCallSeconds === undefined ? '-' : `${c.measuredCallSeconds.toFixed(3)} s`;
+  const models = c.models && c.models.length > 0 ? `; each model planned against its own quota, ${c.tokens === 'calibrated' ? 'input tokens per call calibrated from the tree' : 'input tokens per call as given'}` : '';
   const lines = [
-    `plan vs measured (binding quota: ${c.binding}, ${c.countedTokens} tokens counted; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
-    `  ${'quantity'.padEnd(20)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,
+    `plan vs measured (binding quota: ${c.binding}, ${c.countedTokens} tokens counted${models}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
+    `  ${'quantity'.padEnd(width)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,
   ];
   for (const r of c.rows) {
     const err = Number.isFinite(r.relativeError) ? `${r.relativeError >= 0 ? '+' : ''}${(r.relativeError * 100).toFixed(1)}%` : 'n/a';
-    lines.push(`  ${r.quantity.padEnd(20)}${r.planned.toFixed(1).padStart(10)}${r.measured.toFixed(1).padStart(10)}${err.padStart(9)}`);
+    lines.push(`  ${r.quantity.padEnd(width)}${r.planned.toFixed(1).padStart(10)}${r.measured.toFixed(1).padStart(10)}${err.padStart(9)}`);
   }
   return lines.join('\n');
 }
@@ -179,6 +271,10 @@ export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured 
   const from = r.testStartedAt + window.from * 1000;
   const to = Math.min(r.testStartedAt + window.to * 1000, r.endedAt);
   if (to - from < 3000) return { skipped: `the steady window is too short (${((to - from) / 1000).toFixed(1)} s): lengthen the steady phase` };
+  const models = shape.models?.filter((m) => m.limiter !== undefined) ?? [];
+  if (models.length > 0 && models.length === shape.models?.length) {
+    return compareModels(r, phase, models, { start: from, end: to }, r.probe?.meanBetween(from, to));
+  }
   const input = steadyPlanInput(phase, shape, r.stack);
   const callsPerRequest = plan(input).tree.callsPerRequest;
   const measured = await measureSteadyState(r.prometheusUrl, from, to, callsPerRequest);

@@ -1,6 +1,8 @@
 // Where a run's steady state is, and what the planner is told about it: shared by `npm start`
 // and `npm run loadtest -- <scenario> --plan`.
+import { EVERY_OTHER_MODEL, type PerModel, valueForModel } from '../../agent/per-model.ts';
 import type { TreeShape } from '../../agent/tree-shapes.ts';
+import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { PlanInput } from '../planner/index.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
@@ -65,25 +67,47 @@ export interface StackParameters {
   /** Which tokens the quota and the budget count (the run's one setting). */
   countedTokens: CountedTokenKind;
   latencySeconds: number;
-  quotaRequestsPerMinute: number;
-  quotaTokensPerMinute: number;
+  /** The provider's quotas: one number for every model, or per model (a model not named takes `*`). */
+  quotaRequestsPerMinute: PerModel;
+  quotaTokensPerMinute: PerModel;
+  /** Input tokens per call of each model, measured from one request through the tree (planned per model when given). */
+  inputTokensPerModel?: Readonly<Record<string, number>>;
+  /** The same per agent (what each agent's calls weigh in a request's work). */
+  inputTokensPerAgent?: Readonly<Record<string, number>>;
+  /** Permits of each limiter per replica (what saturates when a model's budget binds). */
+  permits?: number;
+  /** request: a request is funded whole on every limiter or shed (every model serves the binding model's rate); call: each call alone. */
+  admission?: 'request' | 'call';
   budgetFraction: number;
   replicas: number;
   maxWaitSeconds?: number;
   burstUsers?: number;
 }
 
-/** The planner's input for a steady phase on a tree of `shape` and the stack's parameters. */
-export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: StackParameters): PlanInput {
+/** A quota of `model` (the one for every model when none is named). */
+function quotaOf(value: PerModel, model: string | undefined, fallback: number): number {
+  return valueForModel(value, model ?? EVERY_OTHER_MODEL, fallback);
+}
+
+/**
+ * The planner's input for a steady phase on a tree of `shape` (or one model's share of it,
+ * `model`: that model's quota, and its calibrated tokens per call when known) and the stack's parameters.
+ */
+export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: StackParameters, model?: string): PlanInput {
+  const calibrated = model === undefined ? undefined : stack.inputTokensPerModel?.[model];
+  const { parallelBranches, callsPerBranch, sequentialSteps, branchOutputsPerStep } = shape;
   return {
-    ...shape,
+    parallelBranches,
+    callsPerBranch,
+    sequentialSteps,
+    ...(branchOutputsPerStep === undefined ? {} : { branchOutputsPerStep }),
     userRequestsPerMinute: phase.arrival.perMinute,
-    inputTokensPerCall: phase.inputTokensPerCall,
+    inputTokensPerCall: calibrated ?? phase.inputTokensPerCall,
     outputTokensPerCall: stack.outputTokensPerCall,
     countedTokens: stack.countedTokens,
     latencySeconds: stack.latencySeconds,
-    quotaRequestsPerMinute: stack.quotaRequestsPerMinute,
-    quotaTokensPerMinute: stack.quotaTokensPerMinute,
+    quotaRequestsPerMinute: quotaOf(stack.quotaRequestsPerMinute, model, WORKED_EXAMPLE.quotaRequestsPerMinute),
+    quotaTokensPerMinute: quotaOf(stack.quotaTokensPerMinute, model, WORKED_EXAMPLE.quotaTokensPerMinute),
     budgetFraction: stack.budgetFraction,
     replicas: stack.replicas,
     ...(stack.maxWaitSeconds ? { toleratedWaitSeconds: stack.maxWaitSeconds } : {}),

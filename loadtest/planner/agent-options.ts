@@ -1,6 +1,7 @@
 // The planner's options for counting a real agent tree (`plan --agent FILE[#export]`), as a
 // zod schema (the `plan` command's --agent and --tool-turns flags are made from it).
 import { z } from 'zod';
+import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 import { DEFAULT_TOOL_TURNS } from '../../instrumentation/tree/tree-count.ts';
 
 export const agentPlanOptionsSchema = z.object({
@@ -8,5 +9,7 @@ export const agentPlanOptionsSchema = z.object({
   agent: z.string().min(1, 'required: FILE[#export]').max(4096),
   /** Extra model calls of an LlmAgent with tools, one per round of tool calls. */
   toolTurns: z.int('must be a whole number').min(0, 'must be >= 0').max(50, 'must be <= 50').default(DEFAULT_TOOL_TURNS),
+  /** Tokens of the user message the calibration request sends (the load test's message size). */
+  messageTokens: z.int('must be a whole number').min(101, 'must be >= 101').max(1_000_000, 'must be <= 1000000').default(WORKED_EXAMPLE.inputTokensPerCall),
 });
 export type AgentPlanOptions = z.infer<typeof agentPlanOptionsSchema>;

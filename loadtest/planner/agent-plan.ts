@@ -1,13 +1,18 @@
 // `plan --agent FILE[#export]`: counts the model calls of a real ADK agent tree, for the
 // tree printout and, given the traffic and quota, the capacity plan for that many calls
 // per request at that peak width (the flags are cli/plan.ts's).
-import { LogLevel, setLogLevel } from '@google/adk';
-import { loadAgentModule } from '../../agent/agent-module.ts';
+import { type BaseAgent, LogLevel, setLogLevel } from '@google/adk';
+import { type LoadedAgentModule, loadAgentModule } from '../../agent/agent-module.ts';
+import { lendProviderKey, PLACEHOLDER_PROVIDER_KEY } from '../../agent/provider-model.ts';
+import { checkModelsResolve } from '../../agent/serve/server.ts';
 import { shapeOfCount } from '../../agent/tree-shapes.ts';
 import { type CountedNode, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from '../../instrumentation/tree/tree-count.ts';
-import { walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
+import { type AgentTreeNode, llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
+import { documentForTokens } from '../k6/document.ts';
+import { type Calibration, calibrateTree } from './calibrate.ts';
 import { formatPlan } from './format.ts';
 import type { PlanInput } from './input.ts';
+import { formatModelPlans, type ModelPlans } from './model-plans.ts';
 import type { Plan } from './plan.ts';
 import { formatCountedTree } from './tree-format.ts';
 
@@ -18,15 +23,49 @@ export interface AgentPlanResult {
   readonly tree: CountedNode;
   readonly callsPerRequest: number;
   readonly peakWidth: number;
+  /** The binding model's plan. */
   readonly plan?: Plan;
+  /** Every model's plan against its own quota, and which one binds. */
+  readonly models?: ModelPlans;
+  /** The request that measured each agent's input tokens (absent when --input-tokens was given). */
+  readonly calibration?: Calibration;
 }
 
-/** Loads the module and counts its tree; throws AgentModuleError, AgentTreeError or TreeCountError. */
-export async function countAgent(spec: string, toolTurns = DEFAULT_TOOL_TURNS, cwd?: string): Promise<CountedNode> {
+/** A loaded module, its walked tree and its count. */
+export interface CountedAgent {
+  readonly module: LoadedAgentModule;
+  readonly walked: AgentTreeNode;
+  readonly tree: CountedNode;
+}
+
+/**
+ * Loads the module and counts its tree; throws AgentModuleError, AgentTreeError,
+ * TreeCountError, or AgentConfigError for an agent with no model to call (as serve does).
+ */
+export async function countAgent(spec: string, toolTurns = DEFAULT_TOOL_TURNS, cwd?: string): Promise<CountedAgent> {
+  // Counting and planning make no provider call: a module that needs a key to load gets a placeholder.
+  lendProviderKey(PLACEHOLDER_PROVIDER_KEY);
   const module = await loadAgentModule(spec, cwd);
-  const tree = countModelCalls(walkAgentTree(module.root), { toolTurns });
+  const walked = walkAgentTree(module.root);
+  checkModelsResolve(llmAgentsOf(walked));
+  const tree = countModelCalls(walked, { toolTurns });
   if (tree.calls < 1) throw new TreeCountError(`"${tree.name}" makes no model calls`);
-  return tree;
+  return { module, walked, tree };
+}
+
+/** One request through the counted tree with a user message of `messageTokens` tokens (as the load test sends it). */
+export function calibrateAgent(agent: CountedAgent, options: { messageTokens: number; outputTokensPerCall: number }): Promise<Calibration> {
+  return calibrateTree(agent.module.root as BaseAgent, agent.walked, {
+    message: documentForTokens(options.messageTokens, options.messageTokens),
+    outputTokensPerCall: options.outputTokensPerCall,
+  });
+}
+
+/** What the per-model plans took their tokens per call from. */
+export function tokensNote(calibration: Calibration | undefined): string {
+  if (!calibration) return 'input tokens per call as given';
+  const agents = calibration.agents.map((a) => `${a.agent} ${Math.round(a.inputTokens / a.calls).toLocaleString('en-US')}`).join(', ');
+  return `input tokens per call calibrated from one request with session history: ${agents}`;
 }
 
 /** The planner input of a counted tree: its calls, and its shape (the width as the fan-out). */
@@ -35,11 +74,16 @@ export function treePlanInput(tree: CountedNode): Required<Pick<PlanInput, 'call
   return { callsPerRequest: tree.calls, parallelBranches: shape.parallelBranches, callsPerBranch: shape.callsPerBranch, sequentialSteps: shape.sequentialSteps };
 }
 
-/** The tree with its calls per node, the count, and the plan when there is one. */
+/** The tree with its calls per node, the count, and the plans when there are: every model's line, then the binding model's plan. */
 export function formatAgentPlan(result: AgentPlanResult): string {
   const summary = `${result.callsPerRequest} model calls per request, up to ${result.peakWidth} at once`;
-  const planned = result.plan
-    ? `\n(planned as a fan-out of ${result.peakWidth} + ${result.callsPerRequest - result.peakWidth} calls after it)\n\n${formatPlan(result.plan)}`
-    : '';
+  const binding = result.models?.models.find((m) => m.model === result.models?.binding);
+  const planned =
+    result.models && binding
+      ? `\n${formatModelPlans(result.models, tokensNote(result.calibration))}\n\n` +
+        `Binding model ${binding.model}: ${binding.plan.tree.callsPerRequest} of its calls per request, planned as a fan-out of ${binding.plan.tree.parallelBranches} + ${binding.plan.tree.sequentialSteps} after it\n\n${formatPlan(binding.plan)}`
+      : result.plan
+        ? `\n(planned as a fan-out of ${result.peakWidth} + ${result.callsPerRequest - result.peakWidth} calls after it)\n\n${formatPlan(result.plan)}`
+        : '';
   return `${formatCountedTree(result.tree)}\n${summary}\n${planned}`;
 }

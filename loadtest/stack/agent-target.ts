@@ -4,6 +4,8 @@
 // file or export that does not load, a tree that cannot be walked, an unknown tree) is found
 // here, in-process, before any process starts (an agent without a model too).
 import { TREE_NAMES } from '../../agent/tree-shapes.ts';
+import type { QuotaScope } from '../../agent/config.ts';
+import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { AdmissionMode } from '../../instrumentation/defaults.ts';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
@@ -26,6 +28,12 @@ export type AgentTarget =
       /** Model calls per request counted from the tree; undefined where they cannot be counted (why in countNote). */
       readonly modelCallsPerRequest: number | undefined;
       readonly countNote?: string;
+      /** Input tokens per call of each model, from one calibration request through the tree (when asked for and it worked). */
+      readonly inputTokensPerModel?: Readonly<Record<string, number>>;
+      /** The same per agent. */
+      readonly inputTokensPerAgent?: Readonly<Record<string, number>>;
+      /** Each agent's calibrated input tokens per call, or why the calibration could not run. */
+      readonly calibrationNote?: string;
     };
 
 /** Why the agent choice is unusable (a usage error: one line, exit 2). */
@@ -38,7 +46,10 @@ export class AgentTargetError extends Error {
  * counted here). `tree` names the served app (default: the module's name, as ADK's loader
  * gives it).
  */
-export async function resolveAgentTarget(choice: { agent?: string; tree?: string }, cwd: string = process.cwd()): Promise<AgentTarget> {
+export async function resolveAgentTarget(
+  choice: { agent?: string; tree?: string; calibrate?: { messageTokens: number; outputTokensPerCall: number } },
+  cwd: string = process.cwd(),
+): Promise<AgentTarget> {
   if (choice.agent === undefined) return { kind: 'service' };
   // Loaded only for --agent: importing ADK takes seconds.
   const { AgentModuleError, loadAgentModule } = await import('../../agent/agent-module.ts');
@@ -48,6 +59,9 @@ export async function resolveAgentTarget(choice: { agent?: string; tree?: string
   const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../instrumentation/tree/tree-count.ts');
   const { LogLevel, setLogLevel } = await import('@google/adk');
   setLogLevel(LogLevel.ERROR); // the classic agents log a deprecation WARN per construction
+  const { lendProviderKey, PLACEHOLDER_PROVIDER_KEY } = await import('../../agent/provider-model.ts');
+  // The run serves against its own mock: a module that needs a key to load gets a placeholder (serve gets one too).
+  lendProviderKey(PLACEHOLDER_PROVIDER_KEY);
   let module: Awaited<ReturnType<typeof loadAgentModule>>;
   let tree: ReturnType<typeof walkAgentTree>;
   try {
@@ -72,7 +86,24 @@ export async function resolveAgentTarget(choice: { agent?: string; tree?: string
     if (!(error instanceof TreeCountError)) throw error;
     countNote = error.message;
   }
-  return { kind: 'serve', spec: `${module.file}#${module.exportName}`, app, modelCallsPerRequest, countNote };
+  let inputTokensPerModel: Record<string, number> | undefined;
+  let inputTokensPerAgent: Record<string, number> | undefined;
+  let calibrationNote: string | undefined;
+  if (choice.calibrate) {
+    const { calibrateAgent, tokensNote } = await import('../planner/agent-plan.ts');
+    const { CalibrationError, inputTokensPerModel: perModel } = await import('../planner/calibrate.ts');
+    try {
+      const counted = { module, walked: tree, tree: countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS }) };
+      const calibration = await calibrateAgent(counted, choice.calibrate);
+      inputTokensPerModel = Object.fromEntries(perModel(calibration));
+      inputTokensPerAgent = Object.fromEntries(calibration.agents.map((a) => [a.agent, a.inputTokens / a.calls]));
+      calibrationNote = tokensNote(calibration);
+    } catch (error) {
+      if (!(error instanceof CalibrationError || error instanceof TreeCountError)) throw error;
+      calibrationNote = `not calibrated (${error.message}): the plan takes every call at the request's input tokens`;
+    }
+  }
+  return { kind: 'serve', spec: `${module.file}#${module.exportName}`, app, modelCallsPerRequest, countNote, inputTokensPerModel, inputTokensPerAgent, calibrationNote };
 }
 
 /** The tree a built-in scenario calls on this target when no --tree is given. */
@@ -102,8 +133,10 @@ export interface AgentLimits {
   providerUrl: string;
   replicas: number;
   permits?: number;
-  /** The fleet's token budget per minute. */
-  tokensPerMinute?: number;
+  /** The fleet's token budget per minute of each model (one number for every model, or per model). */
+  tokensPerMinute?: PerModel;
+  /** The provider quota's scope: each model its own budget, or one shared by every model. */
+  quotaScope?: QuotaScope;
   maxWaitMs?: number;
   admission?: AdmissionMode;
   requestDeadlineMs?: number;
@@ -115,7 +148,8 @@ export interface AgentLimits {
 function limiterFlags(limits: AgentLimits): string[] {
   const flags: [string, number | string | undefined][] = [
     ['--permits', limits.permits],
-    ['--tokens-per-minute', limits.tokensPerMinute],
+    ['--tokens-per-minute', limits.tokensPerMinute === undefined ? undefined : formatPerModel(limits.tokensPerMinute)],
+    ['--quota-scope', limits.quotaScope],
     ['--max-wait-ms', limits.maxWaitMs],
     ['--admission', limits.admission],
     ['--request-deadline-ms', limits.requestDeadlineMs],

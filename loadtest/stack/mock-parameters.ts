@@ -1,6 +1,7 @@
 // What the planner needs from the mock provider's live config (GET /admin/config): its
 // quota, the mean output tokens and the mean call latency its distributions produce.
 import { z } from 'zod';
+import type { PerModel } from '../../agent/per-model.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import { getMockConfig } from './mock-admin.ts';
 
@@ -15,9 +16,12 @@ const distribution = z.discriminatedUnion('kind', [
 ]);
 type Distribution = z.infer<typeof distribution>;
 
+/** A quota for every model, or per model (the mock's quotaScope model). */
+const perModelQuota = z.union([z.number().positive(), z.record(z.string(), z.number().positive())]);
+
 const mockConfigSchema = z.object({
-  requestsPerMinute: z.number().positive(),
-  tokensPerMinute: z.number().positive(),
+  requestsPerMinute: perModelQuota,
+  tokensPerMinute: perModelQuota,
   timeToFirstTokenMs: distribution,
   perOutputTokenMs: distribution,
   outputTokens: distribution,
@@ -44,8 +48,9 @@ export function meanOf(d: Distribution): number {
 }
 
 export interface MockParameters {
-  quotaRequestsPerMinute: number;
-  quotaTokensPerMinute: number;
+  /** Per model, or one number for every model (each model has its own quota unless the mock's quotaScope is key). */
+  quotaRequestsPerMinute: PerModel;
+  quotaTokensPerMinute: PerModel;
   outputTokensPerCall: number;
   /** Which tokens the mock's token quota counts. */
   countedTokens: CountedTokenKind;

@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
+import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 
 /** A start port with `count` consecutive free ports after it (probed, then released). */
 async function freePortRun(count: number): Promise<number> {
@@ -30,16 +31,20 @@ async function freePortRun(count: number): Promise<number> {
 }
 
 const children: ChildProcess[] = [];
-afterAll(() => {
+let mock: MockProvider | undefined;
+afterAll(async () => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  await mock?.close();
 });
 
 describe('agent CLI', () => {
   it('--replicas 2 starts two replicas on consecutive ports that stop on SIGTERM', async () => {
     const port = await freePortRun(2);
+    // The agent checks at start that its provider answers.
+    mock = await startMockProvider({}, { port: 0 });
     const child = spawn(
       process.execPath,
-      ['cli/quotascope.ts', 'agent', '--port', String(port), '--replicas', '2', '--provider-url', 'http://127.0.0.1:9', '--permits', '3'],
+      ['cli/quotascope.ts', 'agent', '--port', String(port), '--replicas', '2', '--provider-url', mock.url, '--permits', '3'],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PROVIDER_API_KEY: 'sekret-key-4711' } },
     );
     children.push(child);

@@ -1,7 +1,7 @@
 // Agent configuration and request validation (unit).
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { AgentConfigError, parseServiceOptions } from '../../agent/config.ts';
+import { AgentConfigError, modelLimiterOptions, parseServiceOptions } from '../../agent/config.ts';
 import { parseCliConfig } from '../../cli/agent.ts';
 import { createLimiter } from '../../agent/limiter.ts';
 import { TokenBudget } from '../../instrumentation/index.ts';
@@ -84,7 +84,8 @@ describe('agent configuration', () => {
       const delegate = new FakeLlm(async function* () {
         yield textResponse('ok', 10);
       });
-      const limiter = await createLimiter(parseServiceOptions({ budgetWindow }), delegate, new Registry(), () => {});
+      const options = parseServiceOptions({ budgetWindow });
+      const limiter = await createLimiter(modelLimiterOptions(options, options.model), delegate, new Registry(), () => {});
       expect(limiter.budgetWindow).toBe(budgetWindow);
       expect(limiter.budget).toBeInstanceOf(TokenBudget);
       expect((limiter.budget as TokenBudget).rollingWindow).toBe(rolling);

@@ -16,7 +16,7 @@ const WORKFLOW = fixture('workflow_graph.ts');
 
 /** The planner's count (`plan --agent FILE`), one tool turn as the mock answers tools once. */
 async function plannedCalls(spec: string): Promise<number> {
-  return (await countAgent(spec, 1)).calls;
+  return (await countAgent(spec, 1)).tree.calls;
 }
 
 async function mockCalls(mock: MockProvider): Promise<number> {
@@ -74,7 +74,18 @@ describe('serve --agent on a tree with a loop, an AgentTool and uneven parallel 
     // Published for plan vs measured as the planner counts it.
     expect(await (await fetch(`${served.url}/v1/agents`)).json()).toEqual({
       trees: ['loop_tools'],
-      agents: [{ name: 'loop_tools', modelCallsPerRequest: 11, shape: { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 9 } }],
+      agents: [
+        {
+          name: 'loop_tools',
+          modelCallsPerRequest: 11,
+          shape: { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 9 },
+          // Each model's share, under its own limiter (each model has its own quota).
+          models: [
+            { model: 'gemini-2.5-flash', limiter: 'gemini-2_5-flash', modelCallsPerRequest: 10, shape: { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 8 } },
+            { model: 'gemini-2.5-pro', limiter: 'gemini-2_5-pro', modelCallsPerRequest: 1, shape: { parallelBranches: 1, callsPerBranch: 1, sequentialSteps: 0 } },
+          ],
+        },
+      ],
     });
     const before = await mockCalls(mock);
     const requests = 3;

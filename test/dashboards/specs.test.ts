@@ -10,6 +10,7 @@ import { buildAlertTestCases } from '../../dashboards/alertTests.ts';
 import { type DashboardsConfig, defaultConfig } from '../../dashboards/config.ts';
 import { generatedFiles, generatedPaths } from '../../dashboards/files.ts';
 import { loadConfigFile } from '../../dashboards/generate.ts';
+import { inlineRecordingRules } from '../../dashboards/render/grafanaAlerts.ts';
 import { agent, k6, mock } from '../../dashboards/metrics.ts';
 import { buildDashboards } from '../../dashboards/panels/index.ts';
 import { buildLimiterDashboard } from '../../dashboards/panels/limiter.ts';
@@ -210,7 +211,8 @@ describe.each(configs)('generated files with the %s', (_name, config) => {
         expect(rule.annotations.description).toBeTruthy();
         expect(rule.annotations.runbook_url).toBe(`${config.alerts.runbookUrlBase}#${spec.name.toLowerCase()}`);
       }
-      expect(grafana[i].data[0].model.expr).toBe(spec.expr);
+      // Self-contained: the spec's PromQL with the recording rules it reads inlined.
+      expect(grafana[i].data[0].model.expr).toBe(inlineRecordingRules(spec.expr, buildRecordingRules(config)));
       expect(grafana[i].uid.length).toBeLessThanOrEqual(40);
     }
   });

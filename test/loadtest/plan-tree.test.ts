@@ -113,7 +113,11 @@ describe('plan --agent', () => {
       [['--agent', LOOP_TOOLS, '--tool-turns', '-1'], /^plan: --tool-turns: must be >= 0/],
       [['--agent', LOOP_TOOLS, '--tool-turns', 'x'], /^plan: --tool-turns: 'x' is not a number/],
       [['--agent', LOOP_TOOLS, '--tree', '4x1+1'], /^plan: --tree: the tree is counted from --agent/],
-      [['--agent', LOOP_TOOLS, '--users-per-minute', '40'], /^plan: --input-tokens: .*required/],
+      [['--agent', LOOP_TOOLS, '--users-per-minute', '40'], /^plan: --output-tokens: .*required/],
+      [['--agent', LOOP_TOOLS, '--users-per-minute', '40', '--input-tokens', '500', '--output-tokens', '50'], /^plan: --latency: .*required/],
+      [['--agent', fixture('no_model.ts')], /^plan: agent "\w+" has no model, and no LlmAgent above it has one to inherit/],
+      [['--example', 'review-agent', '--quota-tpm', 'gemini-2.5-pro=5'], /^plan: --quota-tpm: per-model values need --agent/],
+      [['--agent', LOOP_TOOLS, '--example', 'review-agent', '--quota-tpm', 'gemini-2.5-pro=5'], /^plan: --quota-tpm: no quota for model gemini-2\.5-flash/],
     ];
     for (const [argv, expected] of cases) {
       const { code, stdout, stderr } = await runMain(argv);

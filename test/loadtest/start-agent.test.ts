@@ -51,7 +51,7 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
     expect(run.out).toMatch(/serve \(app "loop_tools", .*loop_tools\.ts#rootAgent\): 2 replica\(s\)/);
     expect(run.out).toMatch(new RegExp(`model calls: +\\d+ at the provider \\(${LOOP_TOOLS_CALLS} per request counted in loop_tools\\)`));
     expect(run.out).toMatch(/HTTP statuses: +200 ×\d+/);
-    expect(run.out).toMatch(/plan vs measured \(binding quota: [^;]+; steady window \d+ s/);
+    expect(run.out).toMatch(/plan vs measured \(binding quota: tokens of gemini-2\.5-flash, [^)]*each model planned against its own quota, input tokens per call calibrated from the tree; steady window \d+ s/);
 
     const summary = summaryOf(reports);
     expect(summary.agent).toEqual({ countNote: undefined, app: 'loop_tools', module: expect.stringMatching(/loop_tools\.ts#rootAgent$/), modelCallsPerRequest: LOOP_TOOLS_CALLS });
@@ -65,8 +65,22 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
     expect(summary.stack.requests).toBe(summary.k6.requests);
     expect(summary.stack.modelCalls).toBe(LOOP_TOOLS_CALLS * summary.k6.requests);
     expect(summary.stack.timeouts).toBe(0);
-    expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
-    expect(summary.planVsMeasured.rows[0].planned).toBe(30);
+    // Two models, each planned against its own quota; the demand fits both.
+    expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual([
+      'user requests/min gemini-2.5-flash',
+      'calls in flight gemini-2.5-flash',
+      'user requests/min gemini-2.5-pro',
+      'calls in flight gemini-2.5-pro',
+      'permits in use',
+    ]);
+    // Whole requests at the door: every model serves what the binding one sustains (its calls'
+    // calibrated tokens carry the loop's history), at most the demand of 30/min.
+    const binding = summary.planVsMeasured.models.find((m: { binding: boolean }) => m.binding);
+    expect(binding.model).toBe('gemini-2.5-flash');
+    const served = Math.min(30, binding.sustainedUserRequestsPerMinute);
+    expect(summary.planVsMeasured.rows[0].planned).toBeCloseTo(served, 9);
+    expect(summary.planVsMeasured.rows[2].planned).toBeCloseTo(served, 9);
+    expect(summary.planVsMeasured.tokens).toBe('calibrated');
     for (const row of summary.planVsMeasured.rows) expect(row.measured, row.quantity).toBeGreaterThan(0);
     expect(summary.processes.map((p: { name: string }) => p.name)).toEqual(['mock-provider', 'serve-1', 'serve-2', 'prometheus']);
     const [runId] = readdirSync(reports);

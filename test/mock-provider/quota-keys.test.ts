@@ -15,7 +15,7 @@ describe('per-key quota state', () => {
     const book = new QuotaBook({ now: () => now });
     const config = parseConfig({ requestsPerMinute: 10, tokensPerMinute: 10_000, requestsPerDay: null });
     for (let i = 0; i < 30_000; i++) {
-      const lease = book.admit(`key-${i}`, 10, config);
+      const lease = book.admit(`key-${i}`, 'gemini-2.5-flash', 10, config);
       expect(lease.ok).toBe(true);
       (lease as QuotaLease).finish(5);
       expect(book.keyCount).toBeLessThanOrEqual(MAX_QUOTA_KEYS);
@@ -23,21 +23,21 @@ describe('per-key quota state', () => {
     expect(book.forgotten.capacity).toBe(30_000 - MAX_QUOTA_KEYS);
     // Two windows later every key's usage is zero: the next new key finds them all forgotten.
     now += 2 * config.quotaWindowMs;
-    expect(book.admit('late', 10, config).ok).toBe(true);
+    expect(book.admit('late', 'gemini-2.5-flash', 10, config).ok).toBe(true);
     expect(book.keyCount).toBe(1);
     expect(book.forgotten.idle).toBe(MAX_QUOTA_KEYS);
     // The per-window record still reports the peak key of every window.
-    expect(book.windows().map((w) => w.requests)).toEqual([1, 1]);
+    expect(book.windows(config).map((w) => w.requests)).toEqual([1, 1]);
   });
 
   it('a key with a request in flight is never forgotten', () => {
     let now = 0;
     const book = new QuotaBook({ now: () => now });
     const config = parseConfig({ maxConcurrent: 1 });
-    expect(book.admit('busy', 1, config).ok).toBe(true); // never finished
+    expect(book.admit('busy', 'gemini-2.5-flash', 1, config).ok).toBe(true); // never finished
     now += 10 * config.quotaWindowMs;
-    for (let i = 0; i < MAX_QUOTA_KEYS + 5; i++) (book.admit(`k${i}`, 1, config) as QuotaLease).finish(0);
-    expect(book.admit('busy', 1, config)).toMatchObject({ ok: false, quota: 'concurrent' });
+    for (let i = 0; i < MAX_QUOTA_KEYS + 5; i++) (book.admit(`k${i}`, 'gemini-2.5-flash', 1, config) as QuotaLease).finish(0);
+    expect(book.admit('busy', 'gemini-2.5-flash', 1, config)).toMatchObject({ ok: false, quota: 'concurrent' });
   });
 
   it('property: forgetting idle keys changes no answer (same as one book per key, which never forgets)', () => {
@@ -64,12 +64,12 @@ describe('per-key quota state', () => {
             now += s.gap;
             const own = alone.get(s.key) ?? new QuotaBook(clock);
             alone.set(s.key, own);
-            const a = shared.admit(`key-${s.key}`, s.input, config);
-            const b = own.admit(`key-${s.key}`, s.input, config);
+            const a = shared.admit(`key-${s.key}`, 'gemini-2.5-flash', s.input, config);
+            const b = own.admit(`key-${s.key}`, 'gemini-2.5-flash', s.input, config);
             expect(answer(a)).toBe(answer(b));
             if (a.ok) a.finish(s.output);
             if (b.ok) b.finish(s.output);
-            expect(shared.status(`key-${s.key}`, config)).toEqual(own.status(`key-${s.key}`, config));
+            expect(shared.status(`key-${s.key}`, 'gemini-2.5-flash', config)).toEqual(own.status(`key-${s.key}`, 'gemini-2.5-flash', config));
           }
         },
       ),

@@ -96,6 +96,17 @@ describe('installed in a project of its own', () => {
     expect(out).toMatchObject({ model: 'gemini-2.5-flash', metric: 'llm_limiter_permits_in_use' });
   });
 
+  it('on an older Node the bin names the Node it needs, in one line (exit 1)', async (ctx) => {
+    // The machines ship Node 20 as /usr/bin/node; elsewhere there may be none to try.
+    const old = '/usr/bin/node';
+    const version = existsSync(old) ? (await run(old, ['--version'])).stdout.trim() : '';
+    if (!/^v(1\d|2[01])\./.test(version)) return ctx.skip();
+    const bin = join(consumer, 'node_modules', 'quotascope', manifest.bin.quotascope);
+    const result = (await run(old, [bin, 'plan', '--agent', 'agent.ts'], { cwd: consumer }).catch((error) => error)) as { code?: number; stderr: string };
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(`quotascope needs Node >= 22.12.0; this is Node ${version.slice(1)} (install a current LTS, e.g. with nvm install 24)`);
+  });
+
   it('resolves one ADK copy: the project’s own', () => {
     expect(existsSync(join(consumer, 'node_modules', '@google', 'adk'))).toBe(true);
     expect(existsSync(join(consumer, 'node_modules', 'quotascope', 'node_modules', '@google', 'adk'))).toBe(false);

@@ -1,0 +1,76 @@
+// A tree that calls several models is planned per model: each model has its own provider quota
+// (Gemini counts per project and per model) and its own limiter, so each model's calls per
+// request are planned against that model's quota. The model that sustains the fewest user
+// requests per minute binds the tree.
+import type { PlanInput } from './input.ts';
+import { type Plan, plan } from './plan.ts';
+
+/** One model's share of a user request. */
+export interface ModelShare {
+  readonly model: string;
+  /** Its model calls per request, and most of them at once. */
+  readonly calls: number;
+  readonly width: number;
+  /** The `limiter` label its calls are counted under, where known. */
+  readonly limiter?: string;
+}
+
+export interface ModelPlan {
+  readonly model: string;
+  readonly limiter?: string;
+  readonly plan: Plan;
+  /** User requests per minute this model's budget sustains, fleet-wide. */
+  readonly sustainedUserRequestsPerMinute: number;
+}
+
+export interface ModelPlans {
+  readonly models: readonly ModelPlan[];
+  /** The model that sustains the fewest user requests per minute. */
+  readonly binding: string;
+}
+
+/** A share's calls as the planner's tree: its width as the fan-out, the rest after it. */
+export function shareTree(share: Pick<ModelShare, 'calls' | 'width'>): Required<Pick<PlanInput, 'callsPerRequest' | 'parallelBranches' | 'callsPerBranch' | 'sequentialSteps'>> {
+  const width = Math.max(1, Math.min(share.width, share.calls));
+  return { callsPerRequest: share.calls, parallelBranches: width, callsPerBranch: 1, sequentialSteps: share.calls - width };
+}
+
+/**
+ * Plans each model's share; `inputOf` gives its input (its quota, its calls' tokens) without
+ * the tree, which is the share's. Throws PlanInputError as plan() does.
+ */
+export function planModels(shares: readonly ModelShare[], inputOf: (share: ModelShare) => PlanInput): ModelPlans {
+  if (shares.length === 0) throw new Error('a tree with no model calls cannot be planned per model');
+  const models = shares.map((share): ModelPlan => {
+    const p = plan({ ...inputOf(share), ...shareTree(share) });
+    return {
+      model: share.model,
+      ...(share.limiter ? { limiter: share.limiter } : {}),
+      plan: p,
+      sustainedUserRequestsPerMinute: p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas,
+    };
+  });
+  const binding = models.reduce((a, b) =>
+    b.sustainedUserRequestsPerMinute < a.sustainedUserRequestsPerMinute ||
+    (b.sustainedUserRequestsPerMinute === a.sustainedUserRequestsPerMinute && b.plan.binding.quotaUse > a.plan.binding.quotaUse)
+      ? b
+      : a,
+  );
+  return { models, binding: binding.model };
+}
+
+const round1 = (n: number) => String(Number(n.toFixed(1)));
+
+/** One line per model, the binding one marked. */
+export function formatModelPlans(plans: ModelPlans, tokensNote: string): string {
+  const width = Math.max(...plans.models.map((m) => m.model.length));
+  const lines = plans.models.map((m) => {
+    const p = m.plan;
+    const mark = m.model === plans.binding ? '  ← binds' : '';
+    return (
+      `  ${m.model.padEnd(width)}  ${p.tree.callsPerRequest} calls/request, ${Math.round(p.demand.tokensPerCall).toLocaleString('en-US')} tokens/call, ` +
+      `quota ${p.quota.tokensPerMinute.toLocaleString('en-US')} tokens/min: sustains ${round1(m.sustainedUserRequestsPerMinute)} user requests/min (${p.binding.axis} bind)${mark}`
+    );
+  });
+  return [`Per model (each model has its own quota and limiter; ${tokensNote}):`, ...lines].join('\n');
+}
