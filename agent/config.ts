@@ -7,7 +7,6 @@ import {
   ADMISSION_MODES,
   DEFAULT_ADMISSION_MODE,
   DEFAULT_COUNTED_TOKENS,
-  DEFAULT_REQUEST_DEADLINE_MS,
   DEFAULT_WINDOW_MS,
   MAX_REQUEST_DEADLINE_MS,
   MAX_WAITING_LIMIT,
@@ -80,8 +79,8 @@ export const agentServiceFields = z.object({
   maxWaitMs: z.int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(WORKED_EXAMPLE.maxWaitMs),
   /** `request`: admit each user request whole at the door, or shed it whole (429); `call`: admit each model call alone. */
   admission: z.enum(ADMISSION_MODES).default(DEFAULT_ADMISSION_MODE),
-  /** A request's deadline from its arrival, ms (request admission). */
-  requestDeadlineMs: z.int().min(MIN_REQUEST_DEADLINE_MS).max(MAX_REQUEST_DEADLINE_MS).default(DEFAULT_REQUEST_DEADLINE_MS),
+  /** A request's deadline from its arrival, ms (request admission); unset: DEFAULT_REQUEST_DEADLINE_MS, or twice the tree's critical path when that is longer. */
+  requestDeadlineMs: z.int().min(MIN_REQUEST_DEADLINE_MS).max(MAX_REQUEST_DEADLINE_MS).optional(),
   /** HTTP timeout of one provider request (genai has none by default). */
   httpTimeoutMs: milliseconds.default(120_000),
   /** Stream model responses (SSE, streamGenerateContent) instead of one unary call each. */

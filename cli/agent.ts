@@ -76,6 +76,7 @@ export const SERVICE_FLAGS = {
     help: "a request's deadline from its arrival, ms: admitted only if it can be funded in time to finish",
     schema: field.requestDeadlineMs,
     value: 'ms',
+    defaultText: "60000, or 2 x the tree's critical path when longer",
   },
   httpTimeoutMs: { flag: 'http-timeout-ms', env: 'PROVIDER_TIMEOUT_MS', help: 'HTTP timeout of one provider request, ms', schema: field.httpTimeoutMs, value: 'ms' },
   toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS', help: "the tools tree's slow tool, ms", schema: field.toolDelayMs, value: 'ms' },

@@ -59,7 +59,13 @@ const FLAGS: FlagSpecs<keyof StartOptions> = {
     schema: field.admission,
     value: 'mode',
   },
-  requestDeadlineMs: { flag: 'request-deadline-ms', help: "a request's deadline from its arrival, ms", schema: field.requestDeadlineMs, value: 'ms' },
+  requestDeadlineMs: {
+    flag: 'request-deadline-ms',
+    help: "a request's deadline from its arrival, ms",
+    schema: field.requestDeadlineMs,
+    value: 'ms',
+    defaultText: "60000, or 2 x the tree's critical path when longer",
+  },
   countedTokens: {
     flag: 'counted-tokens',
     help: 'which tokens the quota counts: the mock, the budget, the planner and the report all take it from here',

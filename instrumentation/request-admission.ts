@@ -28,7 +28,11 @@ import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } fro
 import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
 
 export interface RequestAdmissionOptions {
-  /** A request's deadline from its arrival, ms (default DEFAULT_REQUEST_DEADLINE_MS; 1 s to 600 s). */
+  /**
+   * A request's deadline from its arrival, ms (1 s to 600 s). Unset: DEFAULT_REQUEST_DEADLINE_MS,
+   * or twice the tree's critical path at the learned call time when that is longer (capped at
+   * 600 s), so a deep tree is not shed for a deadline it could never meet.
+   */
   readonly requestDeadlineMs?: number;
   /** Rounds of tool calls an LlmAgent with tools is counted to make (default DEFAULT_TOOL_TURNS). */
   readonly toolTurns?: number;
@@ -68,8 +72,12 @@ interface TreePlan {
  */
 const CRITICAL_PATH_MARGIN = 1.5;
 
+/** Unset deadline: at least this many times the tree's critical path. */
+const AUTO_DEADLINE_PATHS = 2;
+
 export class RequestAdmission {
-  readonly requestDeadlineMs: number;
+  /** The configured deadline; undefined: the default, lengthened for deep trees. */
+  readonly requestDeadlineMs: number | undefined;
   readonly toolTurns: number;
   readonly shedFirstLanes: ReadonlySet<string>;
   readonly #clock: Clock;
@@ -78,8 +86,8 @@ export class RequestAdmission {
   #waiting = 0;
 
   constructor(options: RequestAdmissionOptions = {}) {
-    const deadline = options.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS;
-    if (!Number.isFinite(deadline) || deadline < MIN_REQUEST_DEADLINE_MS || deadline > MAX_REQUEST_DEADLINE_MS) {
+    const deadline = options.requestDeadlineMs;
+    if (deadline !== undefined && (!Number.isFinite(deadline) || deadline < MIN_REQUEST_DEADLINE_MS || deadline > MAX_REQUEST_DEADLINE_MS)) {
       throw new RangeError(
         `RequestAdmission options: requestDeadlineMs: must be between ${MIN_REQUEST_DEADLINE_MS} and ${MAX_REQUEST_DEADLINE_MS} ms, got ${deadline}`,
       );
@@ -150,16 +158,23 @@ export class RequestAdmission {
     if (!plan) {
       plan = planTree(root, this.toolTurns);
       this.#plans.set(root, plan);
-      for (const { llm } of plan.limiters) llm.metrics.requestDeadline.set({ limiter: llm.name }, this.requestDeadlineMs / 1000);
     }
     return plan;
+  }
+
+  /** The deadline of a request of `plan` whose calls take `callMs` each. */
+  deadlineFor(depth: number, callMs: number): number {
+    if (this.requestDeadlineMs !== undefined) return this.requestDeadlineMs;
+    return Math.min(MAX_REQUEST_DEADLINE_MS, Math.max(DEFAULT_REQUEST_DEADLINE_MS, Math.ceil(AUTO_DEADLINE_PATHS * depth * callMs)));
   }
 
   async #admit(plan: TreePlan, options: RequestRunOptions): Promise<AdmittedRequest> {
     const clock = this.#clock;
     const arrivedAt = options.arrivedAt ?? clock.now();
-    const deadline = arrivedAt + this.requestDeadlineMs;
     const callMs = Math.max(0, ...plan.limiters.map(({ llm }) => llm.callCost.meanCallMs ?? 0));
+    const deadlineMs = this.deadlineFor(plan.depth, callMs);
+    for (const { llm } of plan.limiters) llm.metrics.requestDeadline.set({ limiter: llm.name }, deadlineMs / 1000);
+    const deadline = arrivedAt + deadlineMs;
     const shedFirst = options.lane !== undefined && this.shedFirstLanes.has(options.lane);
     // A lane shed first never waits at the door; the others wait while the deadline leaves time for the tree.
     const doorDeadline = shedFirst ? clock.now() : deadline - CRITICAL_PATH_MARGIN * plan.depth * callMs;
@@ -197,14 +212,14 @@ export class RequestAdmission {
     const shed = (reason: ShedReason, retryAfterMs: number) => new RequestShed(llm.name, reason, retryAfterMs);
     if (tokens > budget.capacity) throw shed('too_large', budget.windowMs ?? 60_000);
     const fundableInMs = budget.fundableInMs?.(tokens);
-    if (door.shedFirst && this.#waiting > 0) throw shed('lane', fundableInMs ?? this.requestDeadlineMs);
+    if (door.shedFirst && this.#waiting > 0) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
     if (fundableInMs !== undefined && now + fundableInMs > door.doorDeadline) {
       throw shed(door.shedFirst ? 'lane' : 'deadline', fundableInMs);
     }
     let ticket: BudgetTicket;
     if (door.shedFirst) {
       const now = budget.tryReserve(tokens, { windowAtUse: true });
-      if (!now) throw shed('lane', fundableInMs ?? this.requestDeadlineMs);
+      if (!now) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
       ticket = now;
     } else {
       this.#waiting++;
@@ -212,7 +227,7 @@ export class RequestAdmission {
         const wait = { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt, windowAtUse: true };
         ticket = await budget.reserve(tokens, wait);
       } catch (error) {
-        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens) ?? this.requestDeadlineMs);
+        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens) ?? DEFAULT_REQUEST_DEADLINE_MS);
         throw error;
       } finally {
         this.#waiting--;

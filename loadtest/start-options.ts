@@ -9,7 +9,6 @@ import {
   ADMISSION_MODES,
   DEFAULT_ADMISSION_MODE,
   DEFAULT_COUNTED_TOKENS,
-  DEFAULT_REQUEST_DEADLINE_MS,
   MAX_REQUEST_DEADLINE_MS,
   MIN_REQUEST_DEADLINE_MS,
 } from '../instrumentation/defaults.ts';
@@ -48,7 +47,7 @@ export const startOptionsSchema = z.object({
   /** request: each user request funded whole at the door or shed whole; call: each model call admitted alone. */
   admission: z.enum(ADMISSION_MODES).default(DEFAULT_ADMISSION_MODE),
   /** A request's deadline from its arrival, ms. */
-  requestDeadlineMs: z.int().min(MIN_REQUEST_DEADLINE_MS).max(MAX_REQUEST_DEADLINE_MS).default(DEFAULT_REQUEST_DEADLINE_MS),
+  requestDeadlineMs: z.int().min(MIN_REQUEST_DEADLINE_MS).max(MAX_REQUEST_DEADLINE_MS).optional(),
   /** Which tokens the quota counts (input: Gemini's TPM, or total); the mock, the budget, the planner and the report take it from here. */
   countedTokens: z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
   /** Where reports/<run-id> goes. */

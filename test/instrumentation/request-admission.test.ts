@@ -216,6 +216,14 @@ describe('RequestAdmission', () => {
     expect(s.started.filter((c) => c.tag === 'batch')).toHaveLength(0);
   });
 
+  it('an unset deadline is 60 s, or twice the critical path of a deeper tree (capped at 600 s); a set one is kept', () => {
+    const auto = new RequestAdmission();
+    expect(auto.deadlineFor(2, 8_000)).toBe(60_000);
+    expect(auto.deadlineFor(6, 8_000)).toBe(96_000);
+    expect(auto.deadlineFor(100, 8_000)).toBe(600_000);
+    expect(new RequestAdmission({ requestDeadlineMs: 30_000 }).deadlineFor(6, 8_000)).toBe(30_000);
+  });
+
   it('refuses a request deadline outside its bounds, naming the field', () => {
     expect(() => new RequestAdmission({ requestDeadlineMs: 10 })).toThrow(/requestDeadlineMs/);
     expect(() => new RequestAdmission({ requestDeadlineMs: 601_000 })).toThrow(/requestDeadlineMs/);
