@@ -22,8 +22,8 @@ const SLOTS = SLOTS_PER_WINDOW + 1;
 const EPSILON = 1e-6;
 
 export class RollingWindow {
-  /** The most one window may hold. */
-  readonly limit: number;
+  /** The most one window may hold (an adaptive limit may move it). */
+  limit: number;
   readonly windowMs: number;
   readonly #slotMs: number;
   /** Absolute slot number held at each ring position (-Infinity = empty). */
@@ -45,9 +45,13 @@ export class RollingWindow {
     return this.#sum;
   }
 
-  /** Whether `tokens` more fit in the window ending now. */
+  /**
+   * Whether `tokens` more fit in the window ending now. More than the limit fits an empty
+   * window only (a reservation above a lowered limit is admitted alone, never starved).
+   */
   fits(now: number, tokens: number): boolean {
     this.#advance(now);
+    if (tokens > this.limit) return this.#sum <= EPSILON;
     return this.#sum + tokens <= this.limit + EPSILON;
   }
 
@@ -89,7 +93,8 @@ export class RollingWindow {
   /** Milliseconds until `tokens` more fit, as old slots leave the window (0 if they fit now). */
   waitMs(now: number, tokens: number): number {
     const current = this.#advance(now);
-    const excess = this.#sum + tokens - this.limit;
+    // More than the limit waits for an empty window.
+    const excess = tokens > this.limit ? this.#sum : this.#sum + tokens - this.limit;
     if (excess <= EPSILON) return 0;
     let freed = 0;
     for (let slot = current - SLOTS + 1; slot <= current; slot++) {
@@ -98,7 +103,7 @@ export class RollingWindow {
       freed += this.#tokens[pos];
       if (freed + EPSILON >= excess) return Math.max(1, Math.ceil((slot + SLOTS) * this.#slotMs - now));
     }
-    // Only reachable for tokens > limit, which callers refuse up front.
+    // Not reachable: every live slot freed covers any excess.
     return this.windowMs + this.#slotMs;
   }
 
