@@ -41,10 +41,10 @@ export async function resolveAgentTarget(choice: { agent?: string; tree?: string
   if (choice.agent === undefined) return { kind: 'service' };
   // Loaded only for --agent: importing ADK takes seconds.
   const { AgentModuleError, loadAgentModule } = await import('../../agent/agent-module.ts');
-  const { AgentTreeError, llmAgentsOf, walkAgentTree } = await import('../../agent/tree-walk.ts');
+  const { AgentTreeError, llmAgentsOf, walkAgentTree } = await import('../../instrumentation/tree/tree-walk.ts');
   const { checkModelsResolve } = await import('../../agent/serve/server.ts');
   const { AgentConfigError } = await import('../../agent/config.ts');
-  const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../agent/tree-count.ts');
+  const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../instrumentation/tree/tree-count.ts');
   const { LogLevel, setLogLevel } = await import('@google/adk');
   setLogLevel(LogLevel.ERROR); // the classic agents log a deprecation WARN per construction
   let module: Awaited<ReturnType<typeof loadAgentModule>>;
