@@ -5,11 +5,12 @@
 // Each replica runs its own: no coordination, each learns its part of the quota from the
 // 429s its own calls get.
 //
-// - Decrease: a provider 429 (or a call slower than latencyThresholdMs) multiplies the
-//   permits by backoffRatio and the window limit by tokenBackoffRatio, at most once per
-//   window, and only on evidence about the current limits: a 429 of a call admitted before
-//   the last decrease only holds back the next increase. The window limit it left is
-//   remembered as the ceiling.
+// - Decrease: a provider 429 (heard the moment it is answered, onRateLimited) or a call
+//   slower than latencyThresholdMs multiplies the permits by backoffRatio and the tokens per
+//   window by tokenBackoffRatio, at most once per window. The tokens are cut from the rate
+//   in use (what this replica admitted in the last window, when that is at least half its
+//   limit), as TCP cuts from the flight size, and that rate is remembered as the ceiling. Later 429s in the window, and a slow call admitted before the decrease, only
+//   hold back the next increase.
 // - Increase: a success while the permits were used adds a permit. After each window in
 //   which the budget bound (calls waited for tokens, or the window was nearly full) and no
 //   429 came, the window limit grows by an additive step that grows while the windows stay
@@ -41,7 +42,7 @@ export interface AimdOptions {
   readonly tokenBackoffRatio?: number;
   /** The window limit's first additive step after a clean window (default 1 % of the capacity). */
   readonly tokenStep?: number;
-  /** The step's factor per further clean window (default 4). */
+  /** The step's factor per further clean window (default 5). */
   readonly tokenGrowth?: number;
   /** The window decisions are made in, ms (default: the budget's windowMs, else a minute). */
   readonly windowMs?: number;
@@ -69,6 +70,8 @@ export class AimdLimit implements AdaptiveLimit {
   /** Clean windows in a row since the last decrease (or the last stop below the ceiling). */
   #clean = 0;
   #ceiling: number | undefined;
+  /** 429s come through onRateLimited: a sample's rateLimited is not a second signal. */
+  #hearsRateLimits = false;
 
   constructor(options: AimdOptions) {
     this.min = options.min ?? 1;
@@ -93,7 +96,7 @@ export class AimdLimit implements AdaptiveLimit {
     if (!(this.tokenBackoffRatio > 0 && this.tokenBackoffRatio < 1)) {
       throw new RangeError(`tokenBackoffRatio must be in (0, 1), got ${this.tokenBackoffRatio}`);
     }
-    this.tokenGrowth = options.tokenGrowth ?? 4;
+    this.tokenGrowth = options.tokenGrowth ?? 5;
     if (!(this.tokenGrowth >= 1 && this.tokenGrowth <= 16)) throw new RangeError(`tokenGrowth must be in [1, 16], got ${this.tokenGrowth}`);
     const capacity = budget?.capacity;
     this.maxTokens = capacity;
@@ -122,14 +125,23 @@ export class AimdLimit implements AdaptiveLimit {
     return this.#budget?.windowLimit;
   }
 
+  onRateLimited(): number {
+    this.#hearsRateLimits = true;
+    const now = this.#clock.now();
+    this.#closeWindows(now);
+    if (now - this.#lastDecreaseAt >= this.windowMs) this.#decrease(now);
+    else this.#windowRateLimited = true;
+    return this.#limit;
+  }
+
   onSample(sample: CallSample): number {
     const now = this.#clock.now();
     this.#closeWindows(now);
-    const congested = sample.rateLimited || sample.durationMs > this.latencyThresholdMs;
-    if (congested) {
-      const admittedAt = now - sample.durationMs;
-      if (now - this.#lastDecreaseAt >= this.windowMs && admittedAt >= this.#lastDecreaseAt) this.#decrease(now);
-      else this.#windowRateLimited = true;
+    const slow = sample.durationMs > this.latencyThresholdMs;
+    if (sample.rateLimited && this.#hearsRateLimits) {
+      this.#windowRateLimited = true; // heard when it was answered
+    } else if (sample.rateLimited || slow) {
+      this.#congested(now, sample);
     } else if (!sample.failed) {
       // Grow only when the limit is being used: an idle limiter learns nothing about capacity.
       if (sample.inFlight * 2 >= this.#limit) this.#limit = clamp(this.#limit + 1, this.min, this.max);
@@ -138,13 +150,22 @@ export class AimdLimit implements AdaptiveLimit {
     return this.#limit;
   }
 
+  /** A congestion signal from a finished call: a decrease if it is news about the current limits. */
+  #congested(now: number, sample: CallSample): void {
+    const admittedAt = now - sample.durationMs;
+    if (now - this.#lastDecreaseAt >= this.windowMs && admittedAt >= this.#lastDecreaseAt) this.#decrease(now);
+    else this.#windowRateLimited = true;
+  }
+
   #decrease(now: number): void {
     this.#limit = clamp(Math.floor(this.#limit * this.backoffRatio), this.min, this.max);
     const budget = this.#budget;
     if (budget) {
-      const tokens = budget.windowLimit;
-      this.#ceiling = tokens;
-      budget.setWindowLimit(Math.max(this.minTokens as number, tokens * this.tokenBackoffRatio));
+      // The rate in use: this replica's window if it used at least half its limit (else the limit).
+      const used = budget.windowTokens ?? budget.windowLimit;
+      const inUse = used >= budget.windowLimit / 2 ? Math.min(budget.windowLimit, used) : budget.windowLimit;
+      this.#ceiling = Math.max(this.minTokens as number, inUse);
+      budget.setWindowLimit(Math.max(this.minTokens as number, this.#ceiling * this.tokenBackoffRatio));
     }
     this.#lastDecreaseAt = now;
     this.#windowStart = now;

@@ -52,8 +52,19 @@ describe('AimdLimit on a budget: tokens per window', () => {
       aimd.onSample(ok); // the next window's first call closes this one
       seen.push(budget.windowLimit);
     }
-    // +100, +400, then 9,900 (one step short of 10,000), then +100 (the probe), +400 ... capped at the capacity.
-    expect(seen).toEqual([8_100, 8_500, 9_900, 10_000, 10_000, 10_000]);
+    // +100, +500, then 9,900 (one step short of 10,000), then +100 (the probe), +500 ... capped at the capacity.
+    expect(seen).toEqual([8_100, 8_600, 9_900, 10_000, 10_000, 10_000]);
+  });
+
+  it('hears a 429 the moment it is answered and cuts from the rate in use; the call ending later is not a second signal', async () => {
+    const { clock, budget, aimd } = setup();
+    budget.charge(6_000); // this replica used 6,000 of its 10,000 in the window
+    expect(aimd.onRateLimited()).toBe(9);
+    expect(budget.windowLimit).toBe(4_800); // 0.8 x 6,000
+    await clock.advance(WINDOW + 1);
+    aimd.onSample({ ...limited, durationMs: 10 }); // the same 429's call ends, retries done
+    expect(budget.windowLimit).toBe(4_800);
+    expect(aimd.limit).toBe(9);
   });
 
   it('does not grow while the budget does not bind (an idle limiter learns nothing)', async () => {
@@ -88,6 +99,7 @@ describe('AimdLimit on a budget: tokens per window', () => {
             inFlight: fc.nat(30),
             durationMs: fc.integer({ min: 0, max: 90_000 }),
             bind: fc.boolean(),
+            heardAt429: fc.boolean(),
           }),
           { maxLength: 80 },
         ),
@@ -100,21 +112,27 @@ describe('AimdLimit on a budget: tokens per window', () => {
           for (const step of steps) {
             await clock.advance(step.advanceMs);
             if (step.bind) budget.charge(Math.max(0, budget.windowLimit - (budget.windowTokens ?? 0)));
-            const [tokensBefore, permitsBefore] = [budget.windowLimit, aimd.limit];
             const durationMs = step.slow ? step.durationMs : Math.min(step.durationMs, 30_000);
-            const permits = aimd.onSample({ durationMs, rateLimited: step.rateLimited, failed: step.failed, inFlight: step.inFlight });
-            const now = clock.now();
-            expect(permits).toBeGreaterThanOrEqual(2);
-            expect(permits).toBeLessThanOrEqual(20);
-            expect(budget.windowLimit).toBeGreaterThanOrEqual(1_500);
-            expect(budget.windowLimit).toBeLessThanOrEqual(10_000);
-            if (budget.windowLimit < tokensBefore) {
-              expect(now - tokenDecreasedAt).toBeGreaterThanOrEqual(WINDOW);
-              tokenDecreasedAt = now;
-            }
-            if (permits < permitsBefore) {
-              expect(now - permitDecreasedAt).toBeGreaterThanOrEqual(WINDOW);
-              permitDecreasedAt = now;
+            const signals: (() => number)[] = [];
+            // A 429 heard when it is answered, then its call's end; or only the call's end.
+            if (step.rateLimited && step.heardAt429) signals.push(() => aimd.onRateLimited());
+            signals.push(() => aimd.onSample({ durationMs, rateLimited: step.rateLimited, failed: step.failed, inFlight: step.inFlight }));
+            for (const signal of signals) {
+              const [tokensBefore, permitsBefore] = [budget.windowLimit, aimd.limit];
+              const permits = signal();
+              const now = clock.now();
+              expect(permits).toBeGreaterThanOrEqual(2);
+              expect(permits).toBeLessThanOrEqual(20);
+              expect(budget.windowLimit).toBeGreaterThanOrEqual(1_500);
+              expect(budget.windowLimit).toBeLessThanOrEqual(10_000);
+              if (budget.windowLimit < tokensBefore) {
+                expect(now - tokenDecreasedAt).toBeGreaterThanOrEqual(WINDOW);
+                tokenDecreasedAt = now;
+              }
+              if (permits < permitsBefore) {
+                expect(now - permitDecreasedAt).toBeGreaterThanOrEqual(WINDOW);
+                permitDecreasedAt = now;
+              }
             }
           }
         },
