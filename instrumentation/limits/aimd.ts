@@ -15,8 +15,10 @@
 //   which the budget bound (calls waited for tokens, or the window was nearly full) and no
 //   429 came, the window limit grows by an additive step that grows while the windows stay
 //   clean (tokenStep, × tokenGrowth per clean window): slow just above a known ceiling,
-//   fast after the quota was raised. Below the ceiling it stops one step short of it; the
-//   next clean window probes above it by one step.
+//   fast after the quota was raised. Below the ceiling it stops one step short of it and
+//   holds there for plateauWindows clean windows before it probes above it by one step (a
+//   probe above a ceiling that still holds costs a few 429s). A ceiling older than
+//   ceilingWindows windows is forgotten: the quota may have moved.
 import type { Budget } from '../budget.ts';
 import { type Clock, realClock } from '../clock.ts';
 import { DEFAULT_WINDOW_MS } from '../defaults.ts';
@@ -44,6 +46,10 @@ export interface AimdOptions {
   readonly tokenStep?: number;
   /** The step's factor per further clean window (default 5). */
   readonly tokenGrowth?: number;
+  /** Clean windows held one step short of the last ceiling before probing above it (default 2). */
+  readonly plateauWindows?: number;
+  /** Windows a ceiling is remembered (default 8). */
+  readonly ceilingWindows?: number;
   /** The window decisions are made in, ms (default: the budget's windowMs, else a minute). */
   readonly windowMs?: number;
   readonly clock?: Clock;
@@ -61,6 +67,8 @@ export class AimdLimit implements AdaptiveLimit {
   readonly tokenBackoffRatio: number;
   readonly tokenStep: number;
   readonly tokenGrowth: number;
+  readonly plateauWindows: number;
+  readonly ceilingWindows: number;
   readonly #budget: AdaptiveBudget | undefined;
   readonly #clock: Clock;
   #lastDecreaseAt = Number.NEGATIVE_INFINITY;
@@ -70,6 +78,9 @@ export class AimdLimit implements AdaptiveLimit {
   /** Clean windows in a row since the last decrease (or the last stop below the ceiling). */
   #clean = 0;
   #ceiling: number | undefined;
+  #ceilingAt = Number.NEGATIVE_INFINITY;
+  /** Clean windows held at the plateau below the ceiling. */
+  #held = 0;
   /** 429s come through onRateLimited: a sample's rateLimited is not a second signal. */
   #hearsRateLimits = false;
 
@@ -97,6 +108,14 @@ export class AimdLimit implements AdaptiveLimit {
       throw new RangeError(`tokenBackoffRatio must be in (0, 1), got ${this.tokenBackoffRatio}`);
     }
     this.tokenGrowth = options.tokenGrowth ?? 5;
+    this.plateauWindows = options.plateauWindows ?? 2;
+    this.ceilingWindows = options.ceilingWindows ?? 8;
+    if (!(Number.isInteger(this.plateauWindows) && this.plateauWindows >= 0 && this.plateauWindows <= 100)) {
+      throw new RangeError(`plateauWindows must be an integer in [0, 100], got ${this.plateauWindows}`);
+    }
+    if (!(Number.isInteger(this.ceilingWindows) && this.ceilingWindows >= 1 && this.ceilingWindows <= 1_000)) {
+      throw new RangeError(`ceilingWindows must be an integer in [1, 1000], got ${this.ceilingWindows}`);
+    }
     if (!(this.tokenGrowth >= 1 && this.tokenGrowth <= 16)) throw new RangeError(`tokenGrowth must be in [1, 16], got ${this.tokenGrowth}`);
     const capacity = budget?.capacity;
     this.maxTokens = capacity;
@@ -165,6 +184,8 @@ export class AimdLimit implements AdaptiveLimit {
       const used = budget.windowTokens ?? budget.windowLimit;
       const inUse = used >= budget.windowLimit / 2 ? Math.min(budget.windowLimit, used) : budget.windowLimit;
       this.#ceiling = Math.max(this.minTokens as number, inUse);
+      this.#ceilingAt = now;
+      this.#held = 0;
       budget.setWindowLimit(Math.max(this.minTokens as number, this.#ceiling * this.tokenBackoffRatio));
     }
     this.#lastDecreaseAt = now;
@@ -185,7 +206,7 @@ export class AimdLimit implements AdaptiveLimit {
   #closeWindows(now: number): void {
     if (now - this.#windowStart < this.windowMs) return;
     const clean = !this.#windowRateLimited && this.#windowBound;
-    if (clean) this.#increase();
+    if (clean) this.#increase(now);
     else if (this.#windowRateLimited) this.#clean = 0;
     // Windows with no sample at all teach nothing: start the next one now.
     this.#windowStart = now - this.#windowStart >= 2 * this.windowMs ? now : this.#windowStart + this.windowMs;
@@ -193,18 +214,24 @@ export class AimdLimit implements AdaptiveLimit {
     this.#windowBound = false;
   }
 
-  #increase(): void {
+  #increase(now: number): void {
     const budget = this.#budget;
     if (!budget) return;
     const tokens = budget.windowLimit;
     const max = this.maxTokens as number;
-    const step = this.tokenStep * this.tokenGrowth ** this.#clean;
+    if (now - this.#ceilingAt > this.ceilingWindows * this.windowMs) this.#ceiling = undefined;
     const ceiling = this.#ceiling;
-    let next = tokens + step;
-    if (ceiling !== undefined && tokens < ceiling - this.tokenStep && next > ceiling - this.tokenStep) {
-      // Stop one step short of the last ceiling; the next clean window probes above it by one step.
-      next = ceiling - this.tokenStep;
+    const short = ceiling === undefined ? undefined : ceiling - this.tokenStep;
+    let next = tokens + this.tokenStep * this.tokenGrowth ** this.#clean;
+    if (short !== undefined && tokens < short && next > short) {
+      // Stop one step short of the last ceiling.
+      next = short;
       this.#clean = 0;
+      this.#held = 0;
+    } else if (short !== undefined && tokens >= short && tokens < (ceiling as number) && this.#held < this.plateauWindows) {
+      // Hold there before probing above it.
+      this.#held++;
+      return;
     } else {
       this.#clean++;
     }

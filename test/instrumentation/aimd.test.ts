@@ -41,19 +41,19 @@ describe('AimdLimit on a budget: tokens per window', () => {
     expect(budget.windowLimit).toBe(8_100);
   });
 
-  it('recovers additively when the 429s stop: steps grow per clean window, stop one step short of the last ceiling, then probe above it', async () => {
+  it('recovers additively when the 429s stop: steps grow per clean window, stop one step short of the last ceiling, hold, then probe above it', async () => {
     const { clock, budget, aimd, bind } = setup();
     aimd.onSample(limited); // ceiling 10,000, now 8,000
     const seen: number[] = [];
-    for (let w = 0; w < 6; w++) {
+    for (let w = 0; w < 7; w++) {
       bind();
       aimd.onSample(ok); // a call ends while the budget binds
       await clock.advance(WINDOW);
       aimd.onSample(ok); // the next window's first call closes this one
       seen.push(budget.windowLimit);
     }
-    // +100, +500, then 9,900 (one step short of 10,000), then +100 (the probe), +500 ... capped at the capacity.
-    expect(seen).toEqual([8_100, 8_600, 9_900, 10_000, 10_000, 10_000]);
+    // +100, +500, then 9,900 (one step short of 10,000), held two windows, then +100 (the probe), +500 ... capped at the capacity.
+    expect(seen).toEqual([8_100, 8_600, 9_900, 9_900, 9_900, 10_000, 10_000]);
   });
 
   it('hears a 429 the moment it is answered and cuts from the rate in use; the call ending later is not a second signal', async () => {
