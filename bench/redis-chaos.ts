@@ -11,6 +11,7 @@
 // and a local share admits at most its size minus what its replica already admitted in the
 // window (from Redis or locally). The rows give the measured local-share tokens per window
 // next to the tokens the provider counted, and the 429s.
+import { LogLevel, setLogLevel } from '@google/adk';
 import { Registry } from 'prom-client';
 import { ProviderGemini } from '../agent/provider-model.ts';
 import type { CentralOutagePolicy } from '../instrumentation/budget.ts';
@@ -190,6 +191,7 @@ function rowOf(r: PolicyResult, baseline: boolean): BenchRow {
 }
 
 export default async function redisChaos(): Promise<BenchRow[]> {
+  setLogLevel(LogLevel.ERROR); // ADK logs every model request at INFO
   const redis = await startRedisServer();
   try {
     const closed = await runPolicy(redis, 'fail-closed');

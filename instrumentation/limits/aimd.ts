@@ -13,7 +13,7 @@
 //   hold back the next increase.
 // - Increase: a success while the permits were used adds a permit. After each window in
 //   which the budget bound (calls waited for tokens, or the window was nearly full) and no
-//   429 came, the window limit grows by an additive step that grows while the windows stay
+//   429 came (the window right after a decrease only confirms it), the window limit grows by an additive step that grows while the windows stay
 //   clean (tokenStep, × tokenGrowth per clean window): slow just above a known ceiling,
 //   fast after the quota was raised. Below the ceiling it stops one step short of it and
 //   holds there for plateauWindows clean windows before it probes above it by one step (a
@@ -44,9 +44,9 @@ export interface AimdOptions {
   readonly tokenBackoffRatio?: number;
   /** The window limit's first additive step after a clean window (default 1 % of the capacity). */
   readonly tokenStep?: number;
-  /** The step's factor per further clean window (default 5). */
+  /** The step's factor per further clean window (default 6). */
   readonly tokenGrowth?: number;
-  /** Clean windows held one step short of the last ceiling before probing above it (default 2). */
+  /** Clean windows held one step short of the last ceiling before probing above it (default 1). */
   readonly plateauWindows?: number;
   /** Windows a ceiling is remembered (default 8). */
   readonly ceilingWindows?: number;
@@ -107,8 +107,8 @@ export class AimdLimit implements AdaptiveLimit {
     if (!(this.tokenBackoffRatio > 0 && this.tokenBackoffRatio < 1)) {
       throw new RangeError(`tokenBackoffRatio must be in (0, 1), got ${this.tokenBackoffRatio}`);
     }
-    this.tokenGrowth = options.tokenGrowth ?? 5;
-    this.plateauWindows = options.plateauWindows ?? 2;
+    this.tokenGrowth = options.tokenGrowth ?? 6;
+    this.plateauWindows = options.plateauWindows ?? 1;
     this.ceilingWindows = options.ceilingWindows ?? 8;
     if (!(Number.isInteger(this.plateauWindows) && this.plateauWindows >= 0 && this.plateauWindows <= 100)) {
       throw new RangeError(`plateauWindows must be an integer in [0, 100], got ${this.plateauWindows}`);
@@ -206,7 +206,9 @@ export class AimdLimit implements AdaptiveLimit {
   #closeWindows(now: number): void {
     if (now - this.#windowStart < this.windowMs) return;
     const clean = !this.#windowRateLimited && this.#windowBound;
-    if (clean) this.#increase(now);
+    // The window right after a decrease only confirms it: the other replicas may still be hearing 429s.
+    const confirmed = this.#windowStart - this.#lastDecreaseAt >= this.windowMs;
+    if (clean && confirmed) this.#increase(now);
     else if (this.#windowRateLimited) this.#clean = 0;
     // Windows with no sample at all teach nothing: start the next one now.
     this.#windowStart = now - this.#windowStart >= 2 * this.windowMs ? now : this.#windowStart + this.windowMs;

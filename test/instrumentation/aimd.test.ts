@@ -52,8 +52,9 @@ describe('AimdLimit on a budget: tokens per window', () => {
       aimd.onSample(ok); // the next window's first call closes this one
       seen.push(budget.windowLimit);
     }
-    // +100, +500, then 9,900 (one step short of 10,000), held two windows, then +100 (the probe), +500 ... capped at the capacity.
-    expect(seen).toEqual([8_100, 8_600, 9_900, 9_900, 9_900, 10_000, 10_000]);
+    // The window after the decrease confirms it; then +100, +600, then 9,900 (one step short of
+    // 10,000), held a window, then +100 (the probe), +600 ... capped at the capacity.
+    expect(seen).toEqual([8_000, 8_100, 8_700, 9_900, 9_900, 10_000, 10_000]);
   });
 
   it('hears a 429 the moment it is answered and cuts from the rate in use; the call ending later is not a second signal', async () => {
