@@ -7,18 +7,20 @@
 //
 // - Decrease: a provider 429 (heard the moment it is answered, onRateLimited) or a call
 //   slower than latencyThresholdMs multiplies the permits by backoffRatio and the tokens per
-//   window by tokenBackoffRatio, at most once per window. The tokens are cut from the rate
-//   in use (what this replica admitted in the last window, when that is at least half its
-//   limit), as TCP cuts from the flight size, and that rate is remembered as the ceiling. Later 429s in the window, and a slow call admitted before the decrease, only
+//   window by tokenBackoffRatio, at most once per window. The tokens are cut from the rate in
+//   use (what this replica admitted in the last window, when that is at least half its
+//   limit), as TCP cuts from the flight size, and that rate is remembered as the ceiling
+//   (not when the previous cut was less than 3 windows before: that rate was already being
+//   refused). Later 429s in the window, and a slow call admitted before the decrease, only
 //   hold back the next increase.
-// - Increase: a success while the permits were used adds a permit. After each window in
-//   which the budget bound (calls waited for tokens, or the window was nearly full) and no
-//   429 came (the window right after a decrease only confirms it), the window limit grows by an additive step that grows while the windows stay
-//   clean (tokenStep, × tokenGrowth per clean window): slow just above a known ceiling,
-//   fast after the quota was raised. Below the ceiling it stops one step short of it and
-//   holds there for plateauWindows clean windows before it probes above it by one step (a
-//   probe above a ceiling that still holds costs a few 429s). A ceiling older than
-//   ceilingWindows windows is forgotten: the quota may have moved.
+// - Increase: a success while the permits were used adds a permit. After each window in which
+//   the budget bound (calls waited for tokens, or the window was nearly full) and no 429 came
+//   (the window right after a decrease only confirms it), the window limit grows by an
+//   additive step that grows while the windows stay clean (tokenStep, × tokenGrowth per clean
+//   window): slow just above a known ceiling, fast after the quota was raised. Below the
+//   ceiling it stops one step short of it and holds there for plateauWindows clean windows
+//   before it probes above it by one step (a probe above a ceiling that still holds costs a
+//   few 429s). A ceiling older than ceilingWindows windows is forgotten: the quota may have moved.
 import type { Budget } from '../budget.ts';
 import { type Clock, realClock } from '../clock.ts';
 import { DEFAULT_WINDOW_MS } from '../defaults.ts';
@@ -48,7 +50,7 @@ export interface AimdOptions {
   readonly tokenGrowth?: number;
   /** Clean windows held one step short of the last ceiling before probing above it (default 1). */
   readonly plateauWindows?: number;
-  /** Windows a ceiling is remembered (default 8). */
+  /** Windows a ceiling is remembered (default 6). */
   readonly ceilingWindows?: number;
   /** The window decisions are made in, ms (default: the budget's windowMs, else a minute). */
   readonly windowMs?: number;
@@ -109,7 +111,7 @@ export class AimdLimit implements AdaptiveLimit {
     }
     this.tokenGrowth = options.tokenGrowth ?? 6;
     this.plateauWindows = options.plateauWindows ?? 1;
-    this.ceilingWindows = options.ceilingWindows ?? 8;
+    this.ceilingWindows = options.ceilingWindows ?? 6;
     if (!(Number.isInteger(this.plateauWindows) && this.plateauWindows >= 0 && this.plateauWindows <= 100)) {
       throw new RangeError(`plateauWindows must be an integer in [0, 100], got ${this.plateauWindows}`);
     }
@@ -183,10 +185,13 @@ export class AimdLimit implements AdaptiveLimit {
       // The rate in use: this replica's window if it used at least half its limit (else the limit).
       const used = budget.windowTokens ?? budget.windowLimit;
       const inUse = used >= budget.windowLimit / 2 ? Math.min(budget.windowLimit, used) : budget.windowLimit;
-      this.#ceiling = Math.max(this.minTokens as number, inUse);
+      const cut = Math.max(this.minTokens as number, inUse * this.tokenBackoffRatio);
+      // A cut soon after a cut measured a rate the provider was already refusing: no ceiling from it.
+      const afterCut = now - this.#lastDecreaseAt < 3 * this.windowMs;
+      this.#ceiling = afterCut ? undefined : Math.max(this.minTokens as number, inUse);
       this.#ceilingAt = now;
       this.#held = 0;
-      budget.setWindowLimit(Math.max(this.minTokens as number, this.#ceiling * this.tokenBackoffRatio));
+      budget.setWindowLimit(cut);
     }
     this.#lastDecreaseAt = now;
     this.#windowStart = now;
