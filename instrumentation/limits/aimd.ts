@@ -9,9 +9,8 @@
 //   slower than latencyThresholdMs multiplies the permits by backoffRatio and the tokens per
 //   window by tokenBackoffRatio, at most once per window. The tokens are cut from the rate in
 //   use (what this replica admitted in the last window, when that is at least half its
-//   limit), as TCP cuts from the flight size, and that rate is remembered as the ceiling
-//   (not when the previous cut was less than 3 windows before: that rate was already being
-//   refused). Later 429s in the window, and a slow call admitted before the decrease, only
+//   limit), as TCP cuts from the flight size, and that rate is remembered as the ceiling.
+//   Later 429s in the window, and a slow call admitted before the decrease, only
 //   hold back the next increase.
 // - Increase: a success while the permits were used adds a permit. After each window in which
 //   the budget bound (calls waited for tokens, or the window was nearly full) and no 429 came
@@ -186,9 +185,7 @@ export class AimdLimit implements AdaptiveLimit {
       const used = budget.windowTokens ?? budget.windowLimit;
       const inUse = used >= budget.windowLimit / 2 ? Math.min(budget.windowLimit, used) : budget.windowLimit;
       const cut = Math.max(this.minTokens as number, inUse * this.tokenBackoffRatio);
-      // A cut soon after a cut measured a rate the provider was already refusing: no ceiling from it.
-      const afterCut = now - this.#lastDecreaseAt < 3 * this.windowMs;
-      this.#ceiling = afterCut ? undefined : Math.max(this.minTokens as number, inUse);
+      this.#ceiling = Math.max(this.minTokens as number, inUse);
       this.#ceilingAt = now;
       this.#held = 0;
       budget.setWindowLimit(cut);
