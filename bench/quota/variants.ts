@@ -181,6 +181,8 @@ export async function createReplicaModels(variant: VariantName, settings: Varian
           tokensPerMinute: settings.fleetBudgetTokens,
           windowMs,
           localShareTokensPerMinute: share,
+          // Compressed like every other delay: a waiting head polls at least every 1 s of real time.
+          maxPollMs: Math.max(1, Math.round(compress(1_000, windowMs))),
           registry: new Registry(),
         });
         models.push(limited(wrapped(settings, budget), async () => {
