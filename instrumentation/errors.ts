@@ -143,12 +143,15 @@ export class RequestShed extends Error {
   readonly reason: ShedReason;
   readonly limiter: string;
   readonly retryAfterMs: number;
+  /** The readable text (the message is the JSON form). */
+  readonly text: string;
 
   constructor(limiter: string, reason: ShedReason, retryAfterMs: number) {
     const retryAfter = Math.max(0, Math.ceil(retryAfterMs));
     const text = `request shed by limiter "${limiter}": ${shedText[reason]}; retry after ${retryAfter} ms`;
     super(jsonMessage(ERROR_CODES.requestShed, { reason, retryAfterMs: retryAfter }, text));
     this.name = 'RequestShed';
+    this.text = text;
     this.reason = reason;
     this.limiter = limiter;
     this.retryAfterMs = retryAfter;

@@ -5,6 +5,7 @@
 // here, in-process, before any process starts (an agent without a model too).
 import { TREE_NAMES } from '../../agent/tree-shapes.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
+import type { AdmissionMode } from '../../instrumentation/defaults.ts';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
 import { DEFAULT_TREE } from '../scenario/request.ts';
 import { scenarioTrees, withTree } from '../scenario/trees.ts';
@@ -104,6 +105,8 @@ export interface AgentLimits {
   /** The fleet's token budget per minute. */
   tokensPerMinute?: number;
   maxWaitMs?: number;
+  admission?: AdmissionMode;
+  requestDeadlineMs?: number;
   /** Which tokens the budget counts, as the provider's quota does. */
   countedTokens?: CountedTokenKind;
   estimatedTokensPerCall?: number;
@@ -114,6 +117,8 @@ function limiterFlags(limits: AgentLimits): string[] {
     ['--permits', limits.permits],
     ['--tokens-per-minute', limits.tokensPerMinute],
     ['--max-wait-ms', limits.maxWaitMs],
+    ['--admission', limits.admission],
+    ['--request-deadline-ms', limits.requestDeadlineMs],
     ['--counted-tokens', limits.countedTokens],
     ['--estimated-tokens-per-call', limits.estimatedTokensPerCall],
   ];

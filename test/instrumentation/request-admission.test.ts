@@ -126,7 +126,7 @@ describe('RequestAdmission', () => {
     expect(s.delegate.calls.length - before).toBeLessThanOrEqual(5);
     expect(await metricValue(s.registry, limiterMetrics.requests.name, { outcome: 'shed' })).toBe(1);
     const waits = await s.registry.getSingleMetric(limiterMetrics.requestAdmission.name)?.get();
-    const shedCount = waits?.values.find((v) => v.metricName?.endsWith('_count') && v.labels.outcome === 'shed');
+    const shedCount = waits?.values.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count') && v.labels.outcome === 'shed');
     expect(shedCount?.value).toBe(1);
   });
 
