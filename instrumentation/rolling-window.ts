@@ -45,13 +45,9 @@ export class RollingWindow {
     return this.#sum;
   }
 
-  /**
-   * Whether `tokens` more fit in the window ending now. More than the limit fits an empty
-   * window only (a reservation above a lowered limit is admitted alone, never starved).
-   */
+  /** Whether `tokens` more fit in the window ending now. */
   fits(now: number, tokens: number): boolean {
     this.#advance(now);
-    if (tokens > this.limit) return this.#sum <= EPSILON;
     return this.#sum + tokens <= this.limit + EPSILON;
   }
 
@@ -93,8 +89,7 @@ export class RollingWindow {
   /** Milliseconds until `tokens` more fit, as old slots leave the window (0 if they fit now). */
   waitMs(now: number, tokens: number): number {
     const current = this.#advance(now);
-    // More than the limit waits for an empty window.
-    const excess = tokens > this.limit ? this.#sum : this.#sum + tokens - this.limit;
+    const excess = this.#sum + tokens - this.limit;
     if (excess <= EPSILON) return 0;
     let freed = 0;
     for (let slot = current - SLOTS + 1; slot <= current; slot++) {
@@ -103,7 +98,7 @@ export class RollingWindow {
       freed += this.#tokens[pos];
       if (freed + EPSILON >= excess) return Math.max(1, Math.ceil((slot + SLOTS) * this.#slotMs - now));
     }
-    // Not reachable: every live slot freed covers any excess.
+    // Only reachable for tokens > limit, which callers refuse up front.
     return this.windowMs + this.#slotMs;
   }
 

@@ -198,7 +198,7 @@ export class TokenBudget implements Budget {
     this.#refill();
     if (this.#level + EPSILON < Math.min(tokens, this.#limit)) return undefined;
     const atUse = options.windowAtUse === true;
-    if (this.#window && !this.#window.fits(this.#clock.now(), this.#windowNeed(tokens, atUse))) return undefined;
+    if (this.#windowWaitMs(this.#clock.now(), tokens, atUse) > 0) return undefined;
     return this.#take(tokens, atUse);
   }
 
@@ -269,6 +269,20 @@ export class TokenBudget implements Budget {
     return atUse ? this.#pending : tokens + this.#pending;
   }
 
+  /**
+   * Ms until the rolling guard lets `tokens` in (0: now). A reservation above a lowered window
+   * limit (at most the capacity) goes alone into an empty window with nothing pending, so it
+   * is never starved; while only pending holds are left it looks again after a slot.
+   */
+  #windowWaitMs(now: number, tokens: number, atUse: boolean): number {
+    const window = this.#window;
+    if (!window) return 0;
+    if (tokens <= this.#limit) return window.waitMs(now, this.#windowNeed(tokens, atUse));
+    const emptyMs = window.waitMs(now, this.#limit);
+    if (emptyMs > 0) return emptyMs;
+    return this.#pending > EPSILON ? Math.ceil(this.windowMs / 600) : 0;
+  }
+
   /** A windowAtUse admission's tokens are used now: count them in the window (beyond its reservation too). */
   chargeWindow(ticket: BudgetTicket, tokens: number): void {
     if (!(ticket instanceof TokenTicket) || ticket.issuer !== this || !(tokens > 0)) return;
@@ -326,7 +340,7 @@ export class TokenBudget implements Budget {
       const need = Math.min(tokens, this.#limit);
       const bucketWaitMs = this.#level + EPSILON < need ? Math.ceil((need - this.#level) / this.#perMs) : 0;
       const now = this.#clock.now();
-      const windowWaitMs = this.#window ? this.#window.waitMs(now, this.#windowNeed(tokens, atUse)) : 0;
+      const windowWaitMs = this.#windowWaitMs(now, tokens, atUse);
       const waitMs = Math.max(bucketWaitMs, windowWaitMs, Math.ceil(this.#pausedUntil - now));
       if (waitMs > 0) {
         this.#wakeTimer = this.#clock.setTimeout(() => {
