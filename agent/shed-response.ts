@@ -15,8 +15,8 @@ export function answerShedNative(res: Response, shed: RequestShed): void {
   res.status(429).json({ error: { code: shed.code, message: shed.text, reason: shed.reason, retryAfterSeconds: seconds } });
 }
 
-/** ADK API-server routes: FastAPI's error shape, `{"detail": "request shed: …"}`. */
+/** ADK API-server routes: the error shape of ADK's JS API server (the other ADK routes' too), `{"error": "request shed …"}`. */
 export function answerShedAdk(res: Response, shed: RequestShed): void {
   res.setHeader('retry-after', String(retryAfterSeconds(shed)));
-  res.status(429).json({ detail: shed.text });
+  res.status(429).json({ error: shed.text });
 }

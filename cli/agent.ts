@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { type AccessLog, AccessLogError, openAccessLog } from '../agent/access-log.ts';
 import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentServiceOptionsSchema } from '../agent/config.ts';
 import type { AgentService } from '../agent/service.ts';
+import { redactUrl } from '../instrumentation/redact-url.ts';
 import { UsageError } from './errors.ts';
 import { FlagSet, type FlagSpec, parseFlags, serverLimitFlags } from './flags.ts';
 
@@ -166,10 +167,7 @@ export function parseCliConfig(argv: readonly string[], env: NodeJS.ProcessEnv =
 function budgetDescription(service: AgentServiceOptions): string {
   const share = Math.round(service.tokensPerMinute * service.replicaShare);
   if (service.quotaSharing === 'central') {
-    const url = new URL(service.redisUrl as string);
-    url.username = '';
-    url.password = '';
-    return `quota sharing central: ${service.tokensPerMinute} tokens/min shared in Redis ${url.host}, fallback ${share} tokens/min`;
+    return `quota sharing central: ${service.tokensPerMinute} tokens/min shared in Redis ${redactUrl(service.redisUrl as string)}, fallback ${share} tokens/min`;
   }
   return `quota sharing ${service.quotaSharing}, budget ${share} tokens/min`;
 }
@@ -213,7 +211,7 @@ async function serve({ service, replicas }: CliConfig, accessLogOrigin: string):
       // The API key is deliberately not printed.
       say(
         `agent: replica ${i + 1}/${replicas} listening on ${replica.url} ` +
-          `(provider ${service.providerUrl}, model ${service.model}, permits ${service.permits} (batch ≤ ${replica.limiter.batchMaxPermits ?? 'no cap'}), ` +
+          `(provider ${redactUrl(service.providerUrl)}, model ${service.model}, permits ${service.permits} (batch ≤ ${replica.limiter.batchMaxPermits ?? 'no cap'}), ` +
           `${budgetDescription(service)}, maxWait ${service.maxWaitMs} ms)`,
       );
     }

@@ -1,9 +1,10 @@
 // `quotascope convert-trace <access-log>`: turns the agent service's JSON-lines access log
 // into a trace the `trace` scenario replays.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { z } from 'zod';
 import { FlagSet } from './flags.ts';
+import { replaceFile } from './replace-files.ts';
 
 const FLAGS = {
   out: { flag: 'out', env: 'CONVERT_TRACE_OUT', value: 'file', help: 'write the trace (JSON lines) here', schema: z.string().min(1).optional(), defaultText: 'stdout' },
@@ -18,7 +19,7 @@ export function convertTraceCommand(): Command {
     const { convertAccessLog, toJsonLines } = await import('../loadtest/scenario/trace-convert.ts');
     const jsonl = toJsonLines(convertAccessLog(readFileSync(accessLog, 'utf8'), accessLog));
     const out = flags.values().out as string | undefined;
-    if (out) writeFileSync(out, jsonl);
+    if (out) replaceFile(out, jsonl);
     else process.stdout.write(jsonl);
   });
   return command;

@@ -4,6 +4,7 @@
 // defaults and bounds). A bad flag, file, export or tree exits 2 before anything listens.
 import { Command } from 'commander';
 import { AgentConfigError } from '../agent/config.ts';
+import { redactUrl } from '../instrumentation/redact-url.ts';
 import { SERVE_SHARED_KEYS, type ServeOptions, serveOptionsSchema } from '../agent/serve/options.ts';
 import type { ModelDecision } from '../agent/serve/wrap-models.ts';
 import { SERVICE_FLAGS } from './agent.ts';
@@ -25,6 +26,27 @@ const FLAGS = {
     help: 'app name for /list-apps and /v1/agents/NAME/run',
     schema: field.appName,
     defaultText: "the file's name, or its folder's for agent.ts",
+  },
+  importTimeoutMs: {
+    flag: 'import-timeout-ms',
+    env: 'SERVE_IMPORT_TIMEOUT_MS',
+    value: 'ms',
+    help: 'importing the module may take this long (a top-level await that never settles ends here), ms',
+    schema: field.importTimeoutMs,
+  },
+  maxSessions: {
+    flag: 'max-sessions',
+    env: 'SERVE_MAX_SESSIONS',
+    value: 'n',
+    help: 'ADK sessions kept in memory; one more evicts the session idle longest (agent_sessions_evicted_total)',
+    schema: field.maxSessions,
+  },
+  sessionIdleMs: {
+    flag: 'session-idle-ms',
+    env: 'SERVE_SESSION_IDLE_MS',
+    value: 'ms',
+    help: 'a session unused this long is evicted, ms',
+    schema: field.sessionIdleMs,
   },
   ...(Object.fromEntries(SERVE_SHARED_KEYS.map((key) => [key, SERVICE_FLAGS[key]])) as Pick<typeof SERVICE_FLAGS, (typeof SERVE_SHARED_KEYS)[number]>),
 } as const satisfies Record<string, FlagSpec>;
@@ -90,7 +112,7 @@ async function serve(options: ServeOptions): Promise<void> {
   const say = options.accessLog === '-' ? console.error : console.log;
   say(
     `serve: app "${served.appName}" (${served.module.file}#${served.module.exportName}) listening on ${served.url}; ` +
-      `${options.wrap ? `provider ${options.providerUrl}, permits ${options.permits} per model, maxWait ${options.maxWaitMs} ms; ` : 'models not wrapped; '}` +
+      `${options.wrap ? `provider ${redactUrl(options.providerUrl)}, permits ${options.permits} per model, maxWait ${options.maxWaitMs} ms; ` : 'models not wrapped; '}` +
       describeDecisions(served.models),
   );
   const stop = async (signal: string) => {

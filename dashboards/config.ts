@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
 import { type AlertName, alertNames } from './alertNames.ts';
-import { joinSelectors, parseMatchers, selectsSomething } from './selector.ts';
+import { formatMatchers, joinSelectors, labelsSatisfying, type Matcher, parseMatchers, selectsSomething } from './selector.ts';
 
 /** The metric names live in metrics.ts; re-exported for the modules that import them from here (loadtest/report). */
 export { agent, k6, limiter, mock } from './metrics.ts';
@@ -71,30 +71,76 @@ function duration(minSeconds: number, maxSeconds: number) {
   });
 }
 
-/** A PromQL matcher list; `required` ones must select something (Prometheus refuses all-empty matchers). */
-function selector(required: boolean) {
+/**
+ * A PromQL matcher list, parsed with PromQL's grammar and written back in one canonical form
+ * (`label="value", ...`), so nothing but label matchers reaches a rule. `required` ones must
+ * select something (Prometheus refuses all-empty matchers) and, for the generated promtool
+ * tests, let a value be found that each matcher accepts (`job` falls back to `testJob`).
+ */
+function selector(required: boolean, testJob?: string) {
   return z
     .string()
     .max(1000)
-    .superRefine((text, ctx) => {
+    .transform((text, ctx) => {
       if (text.includes('`')) {
         ctx.addIssue({ code: 'custom', message: 'backticks are not allowed (use double-quoted values)' });
-        return;
+        return z.NEVER;
       }
+      let matchers: Matcher[];
       try {
-        const matchers = parseMatchers(text);
-        if (required && !selectsSomething(matchers)) {
-          ctx.addIssue({ code: 'custom', message: 'needs at least one matcher that does not match the empty string, e.g. job="my-agents"' });
-        }
+        matchers = parseMatchers(text);
       } catch (error) {
         ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
       }
+      const problem = matcherProblem(matchers, required, testJob);
+      if (problem) {
+        ctx.addIssue({ code: 'custom', message: problem });
+        return z.NEVER;
+      }
+      return formatMatchers(matchers);
     });
 }
 
+/** What is wrong with parsed matchers for a selector of the config, or undefined. */
+function matcherProblem(matchers: readonly Matcher[], required: boolean, testJob: string | undefined): string | undefined {
+  for (const m of matchers) {
+    if (!PROMETHEUS_LABEL_NAME.test(m.label)) return `label name "${m.label}": letters, digits and _ only, not starting with a digit`;
+    if (m.label.startsWith('__')) return `label ${m.label}: names starting with __ are reserved (the rules name the metric themselves)`;
+    if (!m.value.isWellFormed()) return `${m.label}: the value has an unpaired surrogate`;
+    if ((m.op === '=~' || m.op === '!~') && RE2_UNSUPPORTED.test(m.value)) {
+      return `${m.label}${m.op}"${m.value}": lookarounds and backreferences are not in Prometheus' regular expressions (RE2)`;
+    }
+  }
+  if (!required) return undefined;
+  if (!selectsSomething(matchers)) return 'needs at least one matcher that does not match the empty string, e.g. job="my-agents"';
+  try {
+    labelsSatisfying(matchers, testJob === undefined ? {} : { job: testJob });
+  } catch (error) {
+    return `${(error as Error).message}; the generated promtool tests need one (use = or a regex of literal alternatives such as "a|b")`;
+  }
+  return undefined;
+}
+
+const PROMETHEUS_LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+/** JavaScript regex syntax RE2 (Prometheus) refuses: lookarounds and backreferences. */
+const RE2_UNSUPPORTED = /\(\?<?[=!]|\\[1-9]|\\k</;
+
+/**
+ * Text used literally in alert labels and annotations: Prometheus and Grafana expand Go
+ * templates there, and Grafana's provisioning expands $VAR, so neither syntax may appear.
+ */
+const literalText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((text) => !/\{\{|\}\}|\$/.test(text), 'template syntax ({{, }}) and $ are not allowed: the value is used literally in the generated rules')
+    .refine((text) => !/[\p{Cc}\p{Zl}\p{Zp}]/u.test(text), 'control characters and line breaks are not allowed')
+    .refine((text) => text.isWellFormed(), 'the text has an unpaired surrogate');
+
 const labelName = z
   .string()
-  .regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name: letters, digits and _, not starting with a digit')
+  .regex(PROMETHEUS_LABEL_NAME, 'a Prometheus label name: letters, digits and _, not starting with a digit')
   .refine((name) => !name.startsWith('__'), 'names starting with __ are reserved');
 const fraction = (max: number) => z.number().gt(0).lte(max);
 const k8sName = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a Kubernetes name: lower-case letters, digits and -');
@@ -116,9 +162,9 @@ export const dashboardsConfigSchema = z.strictObject({
   selectors: z
     .strictObject({
       /** The agent service (limiter and agent_* metrics). */
-      agent: selector(true).default(`job="${jobs.agent}"`),
+      agent: selector(true, jobs.agent).default(`job="${jobs.agent}"`),
       /** The mock provider; null when the stack has none (its dashboard and target-down check are left out). */
-      mockProvider: selector(true).nullable().default(`job="${jobs.mockProvider}"`),
+      mockProvider: selector(true, jobs.mockProvider).nullable().default(`job="${jobs.mockProvider}"`),
       /** k6 remote-write series (they carry k6's tags, no job). */
       k6: selector(false).default(''),
     })
@@ -181,11 +227,11 @@ export const dashboardsConfigSchema = z.strictObject({
       for: z.partialRecord(z.enum(alertNames), duration(0, 86_400)).default({}),
       /** Labels added to every alert (team, service, ...). */
       labels: z
-        .record(labelName.refine((n) => n !== 'severity' && n !== 'alertname', 'severity and alertname are set per alert'), z.string().max(200))
+        .record(labelName.refine((n) => n !== 'severity' && n !== 'alertname', 'severity and alertname are set per alert'), literalText(200))
         .refine((labels) => Object.keys(labels).length <= 20, 'at most 20 labels')
         .default({}),
       /** Runbook links are this base + `#<alert name in lower case>`. */
-      runbookUrlBase: z.string().min(1).max(2000).default('dashboards/README.md'),
+      runbookUrlBase: literalText(2000).pipe(z.string().min(1)).default('dashboards/README.md'),
     })
     .prefault({}),
   /** Metadata of the Kubernetes outputs (PrometheusRule, dashboard ConfigMaps). */

@@ -5,10 +5,13 @@
 //   --config FILE --out DIR      a user's stack, from a YAML or JSON config (dashboards/config.ts)
 //   --check                      regenerates in memory and exits 1 naming every file that differs
 //                                (npm test runs it so the committed files never go stale)
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// Every file is generated in memory first and written beside its target, renamed into place
+// only once all are written; stale files go last. A failure leaves the folder as it was.
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { replaceFiles } from '../cli/replace-files.ts';
 import { type DashboardsConfig, DashboardsConfigError, defaultConfig, parseDashboardsConfig } from './config.ts';
 import { generatedFiles, helmFilePaths } from './files.ts';
 
@@ -38,19 +41,18 @@ export function loadConfigFile(path: string): DashboardsConfig {
   }
 }
 
-function writeAll(dir: string, files: ReadonlyMap<string, string>): string[] {
-  for (const [path, content] of files) {
-    const target = join(dir, path);
-    mkdirSync(dirname(target), { recursive: true });
-    writeFileSync(target, content);
+/** Writes `files` under `dir`; then, with `stale`, removes the files `stale` selects that were not written. */
+function writeAll(dir: string, files: ReadonlyMap<string, string>, stale?: (path: string) => boolean): string[] {
+  const written = replaceFiles(dir, files);
+  if (stale) {
+    for (const path of listFiles(dir).map((f) => relative(dir, f))) if (stale(path) && !files.has(path)) rmSync(join(dir, path), { force: true });
   }
-  return [...files.keys()];
+  return written;
 }
 
-/** Writes every generated file for `config` under `dir`; `clean` empties it first (only for folders the generator owns). */
+/** Writes every generated file for `config` under `dir`; `clean` removes every other file there (only for folders the generator owns). */
 export function writeGenerated(dir: string, config: DashboardsConfig = defaultConfig, clean = true): string[] {
-  if (clean) rmSync(dir, { recursive: true, force: true });
-  return writeAll(dir, generatedFiles(config));
+  return writeAll(dir, generatedFiles(config), clean ? () => true : undefined);
 }
 
 /** The files the Helm chart embeds, by their path in the chart's files/ folder. */
@@ -60,9 +62,7 @@ function helmFiles(files: ReadonlyMap<string, string>): Map<string, string> {
 
 /** Writes the chart's generated files (rules.yml, dashboards/*.json), leaving the rest of files/ alone. */
 export function writeHelmFiles(dir: string, config: DashboardsConfig = defaultConfig): string[] {
-  rmSync(join(dir, 'rules.yml'), { force: true });
-  rmSync(join(dir, 'dashboards'), { recursive: true, force: true });
-  return writeAll(dir, helmFiles(generatedFiles(config)));
+  return writeAll(dir, helmFiles(generatedFiles(config)), (path) => path === 'rules.yml' || path.startsWith('dashboards/'));
 }
 
 function listFiles(dir: string): string[] {

@@ -55,7 +55,13 @@ function unquote(literal: string): string {
     throw new Error(`use double quotes for label values: ${literal}`);
   }
   try {
-    return JSON.parse(literal) as string;
+    // PromQL's \UXXXXXXXX (JSON has only \uXXXX).
+    const json = literal.replace(/(?<!\\)((?:\\\\)*)\\U([0-9a-fA-F]{8})/g, (_all, slashes: string, hex: string) => {
+      const code = Number.parseInt(hex, 16);
+      if (code > 0x10ffff) throw new Error('out of range');
+      return slashes + JSON.stringify(String.fromCodePoint(code)).slice(1, -1);
+    });
+    return JSON.parse(json) as string;
   } catch {
     throw new Error(`unsupported escape in ${literal}: use JSON-style escapes`);
   }
@@ -78,6 +84,23 @@ export function matchesValue(m: Matcher, value: string): boolean {
 /** Prometheus refuses a selector whose every matcher matches the empty string. */
 export function selectsSomething(matchers: readonly Matcher[]): boolean {
   return matchers.some((m) => !matchesValue(m, ''));
+}
+
+/**
+ * Matchers in canonical PromQL: `label="value"`, the value with JSON's escapes, and \uXXXX /
+ * \UXXXXXXXX for every other control, format or separator character (all PromQL escapes;
+ * no YAML reader sees a line break in them).
+ */
+export function formatMatchers(matchers: readonly Matcher[]): string {
+  return matchers.map((m) => `${m.label}${m.op}${quotedValue(m.value)}`).join(', ');
+}
+
+function quotedValue(value: string): string {
+  return JSON.stringify(value).replace(/[\p{C}\p{Z}]/gu, (char) => {
+    if (char === ' ') return char;
+    const code = char.codePointAt(0) as number;
+    return code > 0xffff ? `\\U${code.toString(16).padStart(8, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
 }
 
 /** Joins selector bodies, leaving out the empty ones (and a trailing comma PromQL allows in one). */

@@ -3,10 +3,12 @@
 // with a Prometheus, the run record and the report page. With an agent module (--agent) it
 // starts its own stack (mock provider, serve for the module, Prometheus) and runs against
 // that. A run whose requests all failed exits 1. The flags are cli/loadtest.ts's.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { replaceFile } from '../cli/replace-files.ts';
 import { defaultConfig, durationSeconds } from '../dashboards/config.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
+import { redactUrlsIn } from '../instrumentation/redact-url.ts';
 import { RunProgress } from './k6/progress.ts';
 import { runK6, THRESHOLDS_FAILED } from './k6/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
@@ -120,7 +122,7 @@ export async function runScenario(scenario: ScenarioFile, o: ScenarioRunOptions)
 
 async function runAgainst(scenario: ScenarioFile, o: ScenarioRunOptions, runId: string, reportDir: string, signal: AbortSignal, t: RunTargets): Promise<number> {
   const { targets, prometheusUrl, mock } = t;
-  console.log(`[loadtest] ${scenario.name} against ${targets.join(',')}${prometheusUrl ? `, remote write to ${prometheusUrl}` : ''}; report in ${reportDir}`);
+  console.log(redactUrlsIn(`[loadtest] ${scenario.name} against ${targets.join(',')}${prometheusUrl ? `, remote write to ${prometheusUrl}` : ''}; report in ${reportDir}`));
   const probe = mock ? new GaugeProbe({ urls: targets.map((u) => `${u}/metrics`), metric: limiterMetrics.permitsInUse.name, meanIntervalMs: 200 }) : undefined;
   probe?.start();
   const progress = new RunProgress({ scenario, prometheusUrl: prometheusUrl });
@@ -152,7 +154,7 @@ async function runAgainst(scenario: ScenarioFile, o: ScenarioRunOptions, runId: 
       agentUrl: targets[0],
       stack: { ...mock, budgetFraction: o.budgetFraction, replicas: o.replicas ?? targets.length },
     });
-    writeFileSync(join(reportDir, 'plan-vs-measured.json'), JSON.stringify(comparison, null, 2));
+    replaceFile(join(reportDir, 'plan-vs-measured.json'), JSON.stringify(comparison, null, 2));
     console.log('skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison));
   }
   const providerStatuses = prometheusUrl && !signal.aborted ? await providerStatusCounts(prometheusUrl, result.startedAt, Date.now()).catch(() => undefined) : undefined;

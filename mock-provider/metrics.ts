@@ -13,6 +13,8 @@ export interface QuotaFigures {
   used: Record<QuotaName, number>;
   /** null: that quota is off. */
   limit: Record<QuotaName, number | null>;
+  /** API keys whose quota state is kept (at most MAX_QUOTA_KEYS). */
+  keys: number;
 }
 
 export interface MockMetrics {
@@ -58,6 +60,14 @@ export function createMockMetrics(readQuota: () => QuotaFigures): MockMetrics {
   });
   void used;
   registry.registerMetric(limit);
+  new Gauge({
+    name: 'mock_provider_quota_keys',
+    help: 'API keys whose quota state the mock keeps (bounded; a key whose usage is back to zero is forgotten)',
+    registers,
+    collect() {
+      this.set(readQuota().keys);
+    },
+  });
   return {
     registry,
     requests: new Counter({

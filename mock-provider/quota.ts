@@ -1,7 +1,9 @@
 // Provider quotas per API key: requests/min and tokens/min over a fixed window, a sliding
 // window or a continuously refilling bucket; requests/day over a fixed UTC day; and
 // concurrent requests. The limit is passed on every call so a config change (PUT, timeline)
-// takes effect at once without losing the usage already recorded.
+// takes effect at once without losing the usage already recorded. State is kept for at most
+// MAX_QUOTA_KEYS keys: a key whose every quota is back to zero is forgotten (exactly as if it
+// had never been seen), and past the bound the least recently used key not in flight is.
 import type { MockConfig } from './config.ts';
 
 /** Milliseconds; injectable so quota tests run on a fake clock. */
@@ -166,6 +168,9 @@ interface KeyState {
   inFlight: number;
 }
 
+/** API keys whose quota state is kept; more distinct keys forget the least recently used one. */
+export const MAX_QUOTA_KEYS = 10_000;
+
 /** Figures for OpenAI's x-ratelimit-* headers. */
 export interface RateStatus {
   readonly limit: number;
@@ -214,10 +219,24 @@ class WindowLog {
     }
   }
 
+  /** Windows of forgotten keys: per window start, the count of the one that counted most. */
+  readonly #retired = new Map<number, { tokens: number; requests: number; rateLimited: number }>();
+
+  /** Stops keeping `key`'s windows apart, keeping what windows() reports. */
+  retire(key: string): void {
+    const windows = this.#byKey.get(key);
+    this.#byKey.delete(key);
+    for (const [start, count] of windows ?? []) {
+      const best = this.#retired.get(start);
+      if (!best || count.tokens > best.tokens) this.#retired.set(start, count);
+    }
+    while (this.#retired.size > WINDOWS_KEPT) this.#retired.delete(Math.min(...this.#retired.keys()));
+  }
+
   /** Per window start (oldest first), the count of the key that counted the most tokens. */
   windows(): WindowCount[] {
     const peak = new Map<number, WindowCount>();
-    for (const windows of this.#byKey.values()) {
+    for (const windows of [this.#retired, ...this.#byKey.values()]) {
       for (const [start, count] of windows) {
         const best = peak.get(start);
         if (!best || count.tokens > best.tokens) peak.set(start, { start, ...count });
@@ -233,6 +252,7 @@ export class QuotaBook {
   #kind: MockConfig['quotaWindow'] = 'fixed';
   #windowMs = MINUTE_MS;
   #log = new WindowLog();
+  #lastSweep = Number.NEGATIVE_INFINITY;
 
   constructor(clock: Clock) {
     this.#clock = clock;
@@ -256,10 +276,55 @@ export class QuotaBook {
     return this.#log.windows();
   }
 
+  /** API keys whose state is kept now. */
+  get keyCount(): number {
+    return this.#keys.size;
+  }
+
+  /** Keys forgotten so far: idle (usage back to zero, exact) or capacity (over MAX_QUOTA_KEYS). */
+  readonly forgotten = { idle: 0, capacity: 0 };
+
+  /** Forgets every key whose usage of the quotas in force is back to zero and that has nothing in flight: a new state would answer the same. */
+  forgetIdle(config: MockConfig): void {
+    const now = this.#clock.now();
+    for (const [key, state] of this.#keys) {
+      const idle =
+        state.inFlight === 0 &&
+        state.requests.used(now, config.requestsPerMinute) === 0 &&
+        state.tokens.used(now, config.tokensPerMinute) === 0 &&
+        (config.requestsPerDay === null || state.day.used(now) === 0);
+      if (idle) this.#forget(key, 'idle');
+    }
+  }
+
+  #forget(key: string, reason: keyof QuotaBook['forgotten']): void {
+    this.#keys.delete(key);
+    this.#log.retire(key);
+    this.forgotten[reason]++;
+  }
+
   #state(key: string, config: MockConfig): KeyState {
     if (config.quotaWindow !== this.#kind || config.quotaWindowMs !== this.#windowMs) this.reset(config.quotaWindow, config.quotaWindowMs);
     let state = this.#keys.get(key);
-    if (!state) {
+    if (state) {
+      // Least recently used first.
+      this.#keys.delete(key);
+      this.#keys.set(key, state);
+    } else {
+      // Idle keys are looked for once a window, and at the bound at most once a second.
+      const now = this.#clock.now();
+      const sinceSweep = now - this.#lastSweep;
+      if (sinceSweep >= this.#windowMs || (this.#keys.size >= MAX_QUOTA_KEYS && sinceSweep >= 1_000)) {
+        this.#lastSweep = now;
+        this.forgetIdle(config);
+      }
+      if (this.#keys.size >= MAX_QUOTA_KEYS) {
+        for (const [oldest, s] of this.#keys) {
+          if (s.inFlight > 0) continue;
+          this.#forget(oldest, 'capacity');
+          break;
+        }
+      }
       state = {
         requests: createWindow(this.#kind, this.#windowMs),
         tokens: createWindow(this.#kind, this.#windowMs),

@@ -79,6 +79,7 @@ export class MockState {
         requests_per_day: config.requestsPerDay,
         concurrent: config.maxConcurrent,
       },
+      keys: this.quota.keyCount,
     };
   }
 }

@@ -2,7 +2,8 @@
 // language: GET /list-apps; sessions under /apps/{app}/users/{user}/sessions[/{id}]; POST
 // /run (the run's events as one JSON array) and POST /run_sse (text/event-stream, one
 // `data: <event>` per event; `streaming: true` asks for partial chunks). Field names are
-// camelCase. Every body is validated; a missing app or session answers 404 before any run.
+// camelCase. Every body is validated (state bounded in depth and size before anything stores
+// it); a missing app or session answers 404 before any run. Errors are ADK's `{ error }`.
 import { type Event, type Runner, StreamingMode } from '@google/adk';
 import express, { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -13,10 +14,12 @@ import { describeThrown, recordRunOutcome } from '../native-run.ts';
 import { describeIssues, MAX_BODY_BYTES, MAX_DOCUMENT_CHARS } from '../request-schema.ts';
 import { withCallReports } from '../run-context.ts';
 import { answerShedAdk } from '../shed-response.ts';
+import { checkStateDepth, sessionStateSchema, stateAfterDeltaProblem } from './session-state.ts';
+import { BoundedSessionService, SessionLimitError } from './sessions.ts';
 
 const id = (what: string) => z.string().min(1, `${what} must not be empty`).max(128);
 
-const stateSchema = z.record(z.string(), z.unknown());
+const stateSchema = sessionStateSchema;
 
 export const createSessionSchema = z.object({
   /** Initial session state. */
@@ -31,7 +34,7 @@ export const adkRunRequestSchema = z.object({
   newMessage: z.object({
     role: z.literal('user').default('user'),
     parts: z
-      .array(z.looseObject({ text: z.string().max(MAX_DOCUMENT_CHARS).optional() }))
+      .array(z.looseObject({ text: z.string().max(MAX_DOCUMENT_CHARS).optional() }).superRefine((part, ctx) => void checkStateDepth(part, ctx)))
       .min(1, 'needs at least one part'),
   }),
   /** /run_sse: partial chunks as they stream (the model calls use SSE). */
@@ -53,8 +56,39 @@ export interface AdkProtocolHost {
   readonly admission?: RequestAdmission;
 }
 
-function badRequest(res: Response, error: z.ZodError): void {
-  res.status(400).json({ error: `invalid request: ${describeIssues(error)}` });
+function badRequest(res: Response, error: z.ZodError | string): void {
+  res.status(400).json({ error: `invalid request: ${typeof error === 'string' ? error : describeIssues(error)}` });
+}
+
+/** Creates a session; a full store whose sessions are all running answers 503 (and undefined). */
+async function createSessionOr503(sessions: Runner['sessionService'], res: Response, request: Parameters<Runner['sessionService']['createSession']>[0]) {
+  try {
+    return await sessions.createSession(request);
+  } catch (error) {
+    if (!(error instanceof SessionLimitError)) throw error;
+    res.status(503).json({ error: `session limit reached: ${error.message}` });
+    return undefined;
+  }
+}
+
+/** Function call ids the session's events asked for. */
+function functionCallIds(events: readonly Event[]): Set<string> {
+  const ids = new Set<string>();
+  for (const event of events) for (const part of event.content?.parts ?? []) if (part.functionCall?.id) ids.add(part.functionCall.id);
+  return ids;
+}
+
+/** A functionResponse part must answer a function call of this session (ADK throws deep in the run otherwise); the bad field, or undefined. */
+function unansweredFunctionResponse(run: AdkRunRequest, events: readonly Event[]): string | undefined {
+  const asked = functionCallIds(events);
+  for (const [index, part] of run.newMessage.parts.entries()) {
+    if (part.functionResponse === undefined) continue;
+    const response = part.functionResponse as { id?: unknown; name?: unknown } | null;
+    const field = `newMessage.parts.${index}.functionResponse`;
+    if (typeof response?.id !== 'string' || typeof response.name !== 'string') return `${field}: needs the id and name of the function call it answers`;
+    if (!asked.has(response.id)) return `${field}: answers no function call of session ${run.sessionId} (id "${response.id}")`;
+  }
+  return undefined;
 }
 
 export function adkProtocolRouter(host: AdkProtocolHost): Router {
@@ -87,7 +121,8 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
     if (!path) return;
     const body = createSessionSchema.safeParse(req.body ?? {});
     if (!body.success) return badRequest(res, body.error);
-    res.json(await sessions.createSession({ appName, userId: path.user, state: body.data.state ?? {} }));
+    const session = await createSessionOr503(sessions, res, { appName, userId: path.user, state: body.data.state ?? {} });
+    if (session) res.json(session);
   });
 
   router.post('/apps/:app/users/:user/sessions/:session', json, async (req, res) => {
@@ -100,7 +135,8 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
       res.status(400).json({ error: `session already exists: ${sessionId}` });
       return;
     }
-    res.json(await sessions.createSession({ appName, userId: path.user, sessionId, state: body.data.state ?? {} }));
+    const session = await createSessionOr503(sessions, res, { appName, userId: path.user, sessionId, state: body.data.state ?? {} });
+    if (session) res.json(session);
   });
 
   router.get('/apps/:app/users/:user/sessions', async (req, res) => {
@@ -145,11 +181,20 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
       metrics.requests.inc({ tree: 'unknown', status: '404' });
       return undefined;
     }
-    if (!(await sessions.getSession({ appName, userId: run.userId, sessionId: run.sessionId }))) {
+    const session = await sessions.getSession({ appName, userId: run.userId, sessionId: run.sessionId });
+    if (!session) {
       res.status(404).json({ error: `session not found: ${run.sessionId}` });
       metrics.requests.inc({ tree: appName, status: '404' });
       return undefined;
     }
+    const unanswered = unansweredFunctionResponse(run, session.events) ?? stateAfterDeltaProblem(session.state, run.stateDelta);
+    if (unanswered) {
+      badRequest(res, unanswered);
+      metrics.requests.inc({ tree: appName, status: '400' });
+      return undefined;
+    }
+    // In use until the response ends: never evicted mid-run.
+    if (sessions instanceof BoundedSessionService) res.on('close', sessions.hold(appName, run.userId, run.sessionId));
     return run;
   }
 

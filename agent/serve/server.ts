@@ -2,11 +2,11 @@
 // rate-limited, plus /metrics (the limiters' and the service's), /healthz and the native
 // POST /v1/agents/{app}/run with branch outcomes per author. Everything that can be wrong
 // with the options, the module or the tree fails before the server listens.
-import { InMemoryRunner, type LlmAgent, LogLevel, setLogLevel } from '@google/adk';
+import { InMemoryArtifactService, InMemoryMemoryService, type LlmAgent, LogLevel, Runner, setLogLevel } from '@google/adk';
 import express, { type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type AccessLog, openAccessLog } from '../access-log.ts';
-import { type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
+import { AgentModuleError, type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
 import { AgentConfigError, formatIssues } from '../config.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-server.ts';
 import { createAgentMetrics } from '../metrics.ts';
@@ -14,9 +14,10 @@ import { createRequestAdmission } from '../limiter.ts';
 import { mountNativeRun } from '../native-run.ts';
 import { countModelCalls, DEFAULT_TOOL_TURNS } from '../../instrumentation/tree/tree-count.ts';
 import { type PublishedAgent, shapeOfCount } from '../tree-shapes.ts';
-import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
+import { AgentTreeError, type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { adkProtocolRouter } from './adk-protocol.ts';
 import { APP_NAME_PATTERN, type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './options.ts';
+import { BoundedSessionService } from './sessions.ts';
 import { describeModels, type ModelDecision, type WrappedModels, wrapModels } from './wrap-models.ts';
 
 // The classic agents log a deprecation WARN per construction.
@@ -64,17 +65,28 @@ export function checkModelsResolve(agents: readonly LlmAgent[]): void {
   }
 }
 
+/** The module's tree; a tree that cannot be walked (too deep, contains itself) is an error naming the module. */
+function treeOf(module: LoadedAgentModule): AgentTreeNode {
+  try {
+    return walkAgentTree(module.root);
+  } catch (error) {
+    if (error instanceof AgentTreeError) throw new AgentModuleError(`agent module ${module.file}: ${error.message}`);
+    if (error instanceof RangeError) throw new AgentModuleError(`agent module ${module.file}: its tree cannot be walked: ${error.message}`);
+    throw error;
+  }
+}
+
 /** Validates the options, loads the module and serves it; rejects before listening on any error. */
 export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentModule): Promise<ServedAgent> {
   const parsed = serveOptionsSchema.safeParse(input);
   if (!parsed.success) throw new AgentConfigError(`invalid serve options: ${formatIssues(parsed.error, (k) => k)}`);
   const options = parsed.data;
-  const module = loaded ?? (await loadAgentModule(options.agent));
+  const module = loaded ?? (await loadAgentModule(options.agent, undefined, options.importTimeoutMs));
   const appName = options.appName ?? module.appName;
   if (!APP_NAME_PATTERN.test(appName)) {
     throw new AgentConfigError(`app name "${appName}" (from ${module.file}) has characters ADK app names cannot have: pass --app-name`);
   }
-  const tree = walkAgentTree(module.root);
+  const tree = treeOf(module);
   const agents = llmAgentsOf(tree);
   const branches = eventAuthorsOf(tree);
   const published = publishedAgent(appName, tree);
@@ -95,7 +107,14 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   }
   const models = wrapped?.decisions ?? describeModels(agents);
   const limiters: WrappedModels['limiters'] = wrapped?.limiters ?? new Map();
-  const runner = new InMemoryRunner({ agent: module.root, appName });
+  const sessionService = new BoundedSessionService({ maxSessions: options.maxSessions, idleMs: options.sessionIdleMs }, registry);
+  const runner = new Runner({
+    agent: module.root,
+    appName,
+    sessionService,
+    artifactService: new InMemoryArtifactService(),
+    memoryService: new InMemoryMemoryService(),
+  });
 
   const inFlight = new Set<AbortController>();
   const runs = new Set<Promise<void>>();
@@ -147,6 +166,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   try {
     listening = await listen(app, options.port, options.host, options);
   } catch (error) {
+    sessionService.close();
     await wrapped?.close();
     await ownAccessLog?.close();
     throw error;
@@ -165,6 +185,7 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     registry,
     async close() {
       await stopServing(server, inFlight, runs, 'serve closing', options.shutdownGraceMs);
+      sessionService.close();
       await wrapped?.close();
       await ownAccessLog?.close();
     },

@@ -77,6 +77,9 @@ function className(value: object): string {
   return (value.constructor as { name?: string } | undefined)?.name || 'object';
 }
 
+/** Deeper trees are refused: walking them (and ADK running them) would overflow the stack. */
+export const MAX_TREE_DEPTH = 256;
+
 /** Reads the tree below `root` (a BaseAgent or a Workflow). */
 export function walkAgentTree(root: RunnableRoot): AgentTreeNode {
   if (!isRunnableRoot(root)) throw new AgentTreeError('the root is neither an ADK BaseAgent nor a Workflow');
@@ -87,6 +90,7 @@ function walk(node: BaseNode | BaseAgent, ancestors: readonly object[]): AgentTr
   if (ancestors.includes(node)) {
     throw new AgentTreeError(`"${node.name}" contains itself (through an AgentTool or a sub-agent)`);
   }
+  if (ancestors.length >= MAX_TREE_DEPTH) throw new AgentTreeError(`"${node.name}" is nested deeper than ${MAX_TREE_DEPTH} levels`);
   const below = [...ancestors, node];
   const subAgents = (agent: BaseAgent) => agent.subAgents.map((child) => walk(child, below));
   if (isLlmAgent(node)) {

@@ -2,9 +2,9 @@
 // --out), or with --evaluate decides the finished run's pass/fail from Prometheus with the
 // scenario's thresholds. Returns the exit code: 0 rendered / passed, 99 thresholds failed
 // (k6's own code), 2 bad usage, 1 Prometheus could not be asked.
-import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { replaceFile } from '../../cli/replace-files.ts';
 import { buildThresholds } from '../k6/build-options.ts';
 import { THRESHOLDS_FAILED } from '../k6/runner.ts';
 import { scaleScenario } from '../scenario/scale.ts';
@@ -108,7 +108,7 @@ function render(scenarioArg: string, values: Record<string, unknown>, out: (line
     image: flags.image,
     pushIntervalSeconds: flags['push-interval'],
   });
-  if (flags.out) writeFileSync(flags.out, rendered.yaml);
+  if (flags.out) replaceFile(flags.out, rendered.yaml);
   else out(rendered.yaml.trimEnd());
   const notes = [`# TestRun ${runId}: ${flags.parallelism} runner(s), segments ${rendered.segments.map((s) => s.segment).join(' ')}`];
   if (scenario.mock?.config || scenario.mock?.timeline) {

@@ -84,7 +84,7 @@ export function parseReportArgs(argv: string[]): ReportOptions | 'help' {
 }
 
 /** Writes the report the options describe; returns the page's path, the screenshots and any problem. */
-export async function runReport(o: ReportOptions, now = Date.now()): Promise<{ path: string; screenshots: string[]; problem?: string }> {
+export async function runReport(o: ReportOptions, now = Date.now()): Promise<{ path: string; screenshots: string[]; problem?: string; kept?: string }> {
   const record: RunRecord | undefined = o['run-dir'] ? readRunRecord(o['run-dir']) : undefined;
   const from = o.from ? (parseTime(o.from, now) as number) : (record?.range.from ?? now - 30 * 60_000);
   const to = o.to ? (parseTime(o.to, now) as number) : (record?.range.to ?? now);
@@ -93,7 +93,7 @@ export async function runReport(o: ReportOptions, now = Date.now()): Promise<{ p
   const rateInterval = o['rate-interval'] ?? record?.rateInterval ?? rateIntervalFor(from, to, o['scrape-interval']);
   const runId = record?.runId ?? o['run-id'] ?? `${new Date(from).toISOString().replace(/[:.]/g, '-')}-report`;
   const reportDir = o['run-dir'] ? resolve(o['run-dir']) : resolve(o['report-dir'], runId);
-  const { path, data } = await writeReport({
+  const { path, data, kept } = await writeReport({
     prometheusUrl: o.prometheus.replace(/\/$/, ''),
     from,
     to,
@@ -107,8 +107,9 @@ export async function runReport(o: ReportOptions, now = Date.now()): Promise<{ p
     planVsMeasured: record?.planVsMeasured,
     probeSamples: record?.probeSamples,
   });
-  const screenshots = o.screenshots ? await takeScreenshots(path, resolve(reportDir, SCREENSHOTS_DIR)) : [];
-  return { path, screenshots, problem: data.problem?.message };
+  // Screenshots of a page that did not replace the good one would replace its screenshots.
+  const screenshots = o.screenshots && kept === undefined ? await takeScreenshots(path, resolve(reportDir, SCREENSHOTS_DIR)) : [];
+  return { path, screenshots, problem: data.problem?.message, kept };
 }
 
 /** `quotascope report`: exit 0 written, 1 written but Prometheus was down or had no data (or a run-time failure), 2 bad flags. */
@@ -125,11 +126,11 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
-    const { path, screenshots, problem } = await runReport(options);
+    const { path, screenshots, problem, kept } = await runReport(options);
     console.log(`report: ${path}`);
     for (const s of screenshots) console.log(`screenshot: ${s}`);
     if (problem) {
-      console.error(`report: ${problem}`);
+      console.error(`report: ${problem}${kept ? ` The page already there, ${kept}, is kept.` : ''}`);
       return 1;
     }
     return 0;

@@ -1,8 +1,10 @@
 // summary.json: what a run (npm start, loadtest) records about itself in its folder, so the
 // report can be made again later from the folder and the Prometheus that scraped the run.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { replaceFile } from '../../cli/replace-files.ts';
+import { redactUrlsInValue } from '../../instrumentation/redact-url.ts';
 import { durationSeconds } from '../../dashboards/config.ts';
 import type { K6Summary } from '../k6/runner.ts';
 import type { ProbeSample } from '../measure/gauge-probe.ts';
@@ -41,9 +43,10 @@ const recordSchema = z.looseObject({
   planVsMeasured: z.union([z.looseObject({ skipped: z.string() }), z.looseObject({ rows: z.array(z.unknown()), window: z.looseObject({}) })]).optional(),
 });
 
+/** Writes summary.json (URLs in it without their credentials); a failure leaves the old one. */
 export function writeRunRecord(reportDir: string, record: RunRecord): string {
   const path = join(reportDir, RUN_RECORD_FILE);
-  writeFileSync(path, JSON.stringify(record, null, 2));
+  replaceFile(path, JSON.stringify(redactUrlsInValue(record), null, 2));
   return path;
 }
 

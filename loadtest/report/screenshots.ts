@@ -1,8 +1,9 @@
 // PNG screenshots of a written report, for the README and docs: the whole page and each
 // chart, taken in headless chromium from the file itself (any other request is refused).
-import { mkdirSync } from 'node:fs';
+// They are taken into a new folder that replaces the old one only when all are taken.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { replaceFolder } from '../../cli/replace-files.ts';
 import { launchChromium } from './browser.ts';
 
 /** Where the screenshots go inside the run folder. */
@@ -13,7 +14,11 @@ const fileName = (id: string): string => id.replace(/[^a-z0-9-]+/gi, '--');
 
 /** Screenshots of `htmlPath` into `outDir`: report.png (full page), overview.png (first screen), alerts.png (the alerts timeline) and one PNG per chart; returns their paths. */
 export async function takeScreenshots(htmlPath: string, outDir: string): Promise<string[]> {
-  mkdirSync(outDir, { recursive: true });
+  const names = await replaceFolder(outDir, async (staging) => (await shoot(htmlPath, staging)).map((path) => path.slice(staging.length + 1)));
+  return names.map((name) => join(outDir, name));
+}
+
+async function shoot(htmlPath: string, outDir: string): Promise<string[]> {
   const browser = await launchChromium();
   try {
     const page = await browser.context.newPage();

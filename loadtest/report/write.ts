@@ -1,15 +1,20 @@
 // Writes a run's report, reports/<run-id>/index.html: the dashboards' panels and the alerts
 // from Prometheus, beside what the run itself knows (parameters, k6 summary, plan vs
 // measured). A Prometheus that cannot be reached, or a range with no data, gives a page
-// that says so instead of empty charts.
-import { mkdirSync, writeFileSync } from 'node:fs';
+// that says so instead of empty charts. Such a page never replaces a good one: it is written
+// beside it (FAILED_REPORT_FILE), and index.html is swapped in only when the page has no problem.
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { replaceFile } from '../../cli/replace-files.ts';
+import { redactUrl, redactUrlsIn, redactUrlsInValue } from '../../instrumentation/redact-url.ts';
 import { alertRuleCount } from '../measure/prometheus-client.ts';
 import { type ChartExtras, collectAlerts, collectCharts } from './collect.ts';
 import { type ReportData, renderReport } from './page.ts';
 
 /** The report's file name inside the run folder. */
 export const REPORT_FILE = 'index.html';
+/** Where a page with a problem goes when a page is already there (which is kept). */
+export const FAILED_REPORT_FILE = 'index.failed.html';
 
 export interface ReportInput extends ChartExtras {
   prometheusUrl: string;
@@ -32,16 +37,17 @@ export interface ReportInput extends ChartExtras {
 
 /** Gathers the report's data (never throws for Prometheus' sake: a problem is part of the data). */
 export async function reportData(input: ReportInput): Promise<ReportData> {
+  const shownUrl = redactUrl(input.prometheusUrl).replace(/\/$/, '');
   const base: ReportData = {
     title: input.title ?? `quotascope run ${input.runId}`,
     runId: input.runId,
     generatedAt: Date.now(),
     range: { from: input.from, to: input.to },
-    prometheusUrl: input.prometheusUrl,
+    prometheusUrl: shownUrl,
     charts: [],
     alerts: [],
     window: input.window ?? (input.planVsMeasured && 'window' in input.planVsMeasured ? input.planVsMeasured.window : undefined),
-    parameters: input.parameters ?? {},
+    parameters: redactUrlsInValue(input.parameters ?? {}),
     totals: input.totals,
     k6: input.k6,
     planVsMeasured: input.planVsMeasured,
@@ -50,8 +56,8 @@ export async function reportData(input: ReportInput): Promise<ReportData> {
   try {
     alertRules = await alertRuleCount(input.prometheusUrl);
   } catch (error) {
-    const cause = (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
-    const message = `${input.prometheusUrl} did not answer (${cause}). Start it, or pass the Prometheus that scraped the run with --prometheus; the charts and alerts need it; the tables below come from the run folder, when one was given.`;
+    const cause = redactUrlsIn((error as Error & { cause?: Error }).cause?.message ?? (error as Error).message);
+    const message = `${shownUrl} did not answer (${cause}). Start it, or pass the Prometheus that scraped the run with --prometheus; the charts and alerts need it; the tables below come from the run folder, when one was given.`;
     return { ...base, problem: { kind: 'down', message } };
   }
   const compared = input.planVsMeasured && 'rows' in input.planVsMeasured ? input.planVsMeasured : undefined;
@@ -68,18 +74,27 @@ export async function reportData(input: ReportInput): Promise<ReportData> {
       ...data,
       problem: {
         kind: 'empty',
-        message: `${input.prometheusUrl} answered, but none of the ${charts.length} panels has a sample between ${range}. Check --from and --to, and that this Prometheus scraped the agent service then.`,
+        message: `${shownUrl} answered, but none of the ${charts.length} panels has a sample between ${range}. Check --from and --to, and that this Prometheus scraped the agent service then.`,
       },
     };
   }
   return data;
 }
 
-/** Writes <reportDir>/index.html; returns its path and what it found. */
-export async function writeReport(input: ReportInput): Promise<{ path: string; data: ReportData }> {
+/**
+ * Writes <reportDir>/index.html and returns its path and what it found. A page with a problem
+ * (Prometheus down, no data) does not replace an index.html already there: it goes to
+ * index.failed.html, and `kept` is the page left in place.
+ */
+export async function writeReport(input: ReportInput): Promise<{ path: string; data: ReportData; kept?: string }> {
   const data = await reportData(input);
-  mkdirSync(input.reportDir, { recursive: true });
-  const path = join(input.reportDir, REPORT_FILE);
-  writeFileSync(path, renderReport(data));
-  return { path, data };
+  const page = join(input.reportDir, REPORT_FILE);
+  const failed = join(input.reportDir, FAILED_REPORT_FILE);
+  if (data.problem && existsSync(page)) {
+    replaceFile(failed, renderReport(data));
+    return { path: failed, data, kept: page };
+  }
+  replaceFile(page, renderReport(data));
+  if (!data.problem) rmSync(failed, { force: true });
+  return { path: page, data };
 }
