@@ -140,6 +140,7 @@ export async function createLimiter(
           initial: config.permits,
           max: config.adaptiveMaxPermits ?? config.permits * 2,
           latencyThresholdMs: config.adaptiveLatencyMs,
+          budget, // the tokens per window move too: they bind before the permits do
         })
       : undefined;
   const batchMaxPermits = batchLanePermits(config);

@@ -1,15 +1,17 @@
 // Benchmark: the central token bucket's cost. Reservations per second through
 // RedisTokenBudget (the shared bucket of quota-sharing mode "central") against what
 // redis-benchmark gets running the same Lua script with EVALSHA on the same redis-server, in
-// the same run: the ratio is what the client side (node-redis, the budget's FIFO queue, one
-// round trip per reservation) costs on top of Redis itself. The bucket is sized so every
-// reservation is granted at once: this measures the path, not waiting for tokens.
+// the same run: the ratio is what the client side (node-redis, the budget's FIFO queue) costs
+// on top of Redis itself. The budget sends the reservations queued in a replica together, one
+// script run per batch, so several calls of one replica share a round trip; redis-benchmark
+// sends one reservation per EVALSHA. The window is sized so every reservation is granted at
+// once: this measures the path, not waiting for tokens.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
 import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../instrumentation/redis.ts';
-import { TOKEN_BUCKET_SCRIPT } from '../instrumentation/redis-token-budget.ts';
+import { ROLLING_WINDOW_SCRIPT } from '../instrumentation/redis-token-budget.ts';
 import { startRedisServer } from '../test/instrumentation/redis-server.ts';
 import type { BenchModule, BenchRow } from './types.ts';
 
@@ -19,10 +21,11 @@ const CAPACITY = 1e15;
 const MEASURE_MS = 3_000;
 const REQUESTS = 30_000;
 
-/** redis-benchmark's requests/s for EVALSHA of the bucket script ("take" of 1 token), over `clients` connections. */
+/** redis-benchmark's requests/s for EVALSHA of the window script ("take" of 1 token), over `clients` connections. */
 async function redisBenchmark(port: number, sha: string, clients: number): Promise<{ rps: number; p50Ms: number }> {
   const args = ['-h', '127.0.0.1', '-p', String(port), '-n', String(REQUESTS), '-c', String(clients), '--csv'];
-  const command = ['EVALSHA', sha, '1', 'quotascope:bench:redis-benchmark', String(CAPACITY), String(CAPACITY / 60_000), 'take', '1'];
+  // ARGV: limit, windowMs, op, carry, recent, amount.
+  const command = ['EVALSHA', sha, '1', 'quotascope:bench:redis-benchmark', String(CAPACITY), '60000', 'take', '0', '0', '1'];
   const { stdout } = await run('redis-benchmark', [...args, ...command]);
   // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",...
   const line = stdout.trim().split('\n').at(-1) ?? '';
@@ -68,9 +71,9 @@ const centralBucket: BenchModule = async () => {
   try {
     // One EVAL caches the script in Redis, so redis-benchmark's EVALSHA finds it.
     const loader = await connectBudgetRedis(redis.url);
-    await loader.eval(TOKEN_BUCKET_SCRIPT, { keys: ['quotascope:bench:redis-benchmark'], arguments: [String(CAPACITY), String(CAPACITY / 60_000), 'peek', '0'] });
+    await loader.eval(ROLLING_WINDOW_SCRIPT, { keys: ['quotascope:bench:redis-benchmark'], arguments: [String(CAPACITY), '60000', 'peek', '0', '0'] });
     await loader.close();
-    const sha = createHash('sha1').update(TOKEN_BUCKET_SCRIPT).digest('hex');
+    const sha = createHash('sha1').update(ROLLING_WINDOW_SCRIPT).digest('hex');
     const one = await redisBenchmark(redis.port, sha, 1);
     const three = await redisBenchmark(redis.port, sha, 3);
     const budgetOne = await budgetReserves(redis.url, 1);

@@ -323,6 +323,7 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
         rateLimitedPerWindow: result.windows.map((w) => w.rateLimited).join(' '),
         tokensPerWindow: result.windows.map((w) => w.tokens).join(' '),
         permitsPerWindow: result.windows.map((w) => w.permits ?? '-').join(' '),
+        tokenLimitPerWindow: result.windows.map((w) => w.tokenLimit ?? '-').join(' '),
         goodputPerMinute: round(f.goodputPerMinute),
         stepWindow,
       },
@@ -330,6 +331,8 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
     out.push(aimdTitle);
     out.push(`  429s per window:   ${result.windows.map((w) => w.rateLimited).join(' ')}`);
     out.push(`  permits (fleet):   ${result.windows.map((w) => w.permits ?? '-').join(' ')}`);
+    out.push(`  token limit/window (fleet): ${result.windows.map((w) => w.tokenLimit ?? '-').join(' ')}`);
+    out.push(`  quota use:         ${result.windows.map((w, i) => `${Math.round((100 * w.tokens) / (i < stepWindow ? quota * 0.6 : quota))}%`).join(' ')}`);
   }
   (options.print ?? ((text: string) => process.stdout.write(text)))(`${out.join('\n')}\n\n`);
   const plotPath = options.plotPath === undefined ? join(here, 'results', 'quota.svg') : options.plotPath;

@@ -54,6 +54,15 @@ export interface Budget {
   readonly windowTokens?: number;
   /** A shared budget: whether its store answers now (false while on a fallback); undefined for a local budget. */
   readonly central?: boolean;
+  /** Tokens admitted per window now: the capacity unless an adaptive limit lowered it. */
+  readonly windowLimit?: number;
+  /**
+   * Admit this many tokens per window from now on, at most the capacity (an adaptive limit
+   * moves it; the capacity stays the largest reservation accepted).
+   */
+  setWindowLimit?(tokens: number): void;
+  /** The provider answered 429 asking to retry after `ms`: admit nothing before then (a shared budget pauses every replica). */
+  pauseFor?(ms: number): void;
   /**
    * Take tokens now if that can be decided synchronously: the admission's ticket, else
    * undefined (the caller then awaits reserve). Throws BudgetRequestTooLarge for more than the capacity.

@@ -166,7 +166,10 @@ export class CallWatch {
   }
 
   rateLimited(): void {
-    this.#observers.options.metrics.rateLimited.inc(this.#series.labels);
+    const { metrics, adaptiveLimit, semaphore } = this.#observers.options;
+    metrics.rateLimited.inc(this.#series.labels);
+    const limit = adaptiveLimit?.onRateLimited?.();
+    if (limit !== undefined && limit !== semaphore.limit) semaphore.setLimit(limit);
   }
 
   retrying(attempt: number, delayMs: number): void {

@@ -408,6 +408,9 @@ export class RateLimitedLlm extends BaseLlm {
         if (!this.#retry.isRateLimited(err)) return { outcome: 'error', error: err, attempts, rateLimited };
         rateLimited = true;
         watch.rateLimited();
+        // The provider named when it takes calls again: the budget admits nothing before then.
+        const providerDelayMs = this.#retry.providerDelayMs(err);
+        if (providerDelayMs !== undefined) this.budget?.pauseFor?.(providerDelayMs);
         // Partial output already reached the consumer: a retry would show it twice.
         if (state.yielded) return { outcome: 'rate_limited', error: err, attempts, rateLimited };
         const decision = this.#retry.decide(err, attempts, waitMs + backoffWaited);

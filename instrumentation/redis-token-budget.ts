@@ -1,88 +1,62 @@
-// A token budget whose bucket lives in Redis, so N replicas share ONE tokens-per-minute
-// quota (quota-sharing mode "central"). Same contract as TokenBudget (see budget.ts):
-// continuous refill up to one minute's worth, FIFO reservations within the process,
-// reconcile may drive the level negative, a request above capacity fails at once.
+// A token budget whose window lives in Redis, so N replicas share ONE tokens-per-window
+// quota (quota-sharing mode "central"). Same contract as TokenBudget (see budget.ts): FIFO
+// reservations within the process, reconcile may add a debt, a request above capacity fails
+// at once.
 //
-// Every change to the level is one Lua script run atomically by Redis (EVALSHA, falling
-// back to EVAL when Redis does not have the script cached). The script reads the time from
-// Redis `TIME`, so replicas with skewed clocks still agree on the refill. A reservation
-// that does not fit is told how long until it would; the head of the local queue polls
-// again after that delay (capped by maxPollMs so tokens given back by other replicas are
-// noticed), bounded by its deadline and abortable.
+// Redis holds what the provider counts: the counted tokens every replica admitted in the
+// rolling window (redis-window-script.ts). A reservation is admitted only if the window plus
+// it stays within the limit, checked and counted in one atomic script, so the fleet never
+// admits more than the limit in any window (a bucket that starts full would admit up to twice
+// that while it drains). The reservations queued in this process go to Redis together: one
+// script run (EVALSHA, EVAL when Redis does not have it cached) admits the longest FIFO prefix
+// that fits; reconciliations are sent together in the next run. A reservation that does not
+// fit is told how long until it would; the head polls again after that (capped by maxPollMs
+// so tokens given back by other replicas are noticed), bounded by its deadline, abortable.
+//
+// pauseFor(ms) (a provider 429 naming a retry delay) sets a shared `blocked` time in Redis:
+// every replica admits nothing before it, so the fleet pauses once instead of each replica
+// retrying into the wall.
 //
 // Every command has a deadline of its own (commandDeadlineMs, far below any maxWait):
 // node-redis stops timing a command once it is written to the socket, so a hung Redis
 // (SIGSTOP, a partition without a reset) would otherwise hold every reservation until its
-// caller's maxWait. Past the deadline Redis counts as unreachable and the client is told
-// to drop its connection and connect again. Health comes from a periodic probe (a
-// read-only script run every healthCheckIntervalMs on an unref'd timer), not from the last
-// reservation, so `central` is fresh on an idle replica too.
+// caller's maxWait. Past the deadline Redis counts as unreachable and the client is told to
+// drop its connection and connect again. Health comes from a periodic probe (an unref'd
+// timer), not from the last reservation, so `central` is fresh on an idle replica too.
 //
 // Redis unreachable (connection lost, command deadline, script error): the behaviour is
 // explicit and chosen by the caller (centralOutage).
-// - fail-open (the default when `localShareTokensPerMinute` is set; what the agent service
-//   does by default): reservations and reconciliations go to a local TokenBudget of that
-//   size (the static replica share), so the fleet still stays under the quota while every
-//   replica is cut off; Redis is tried again after retryRedisAfterMs. Counted in
+// - fail-open (the default when `localShareTokensPerMinute` is set): reservations and
+//   reconciliations go to a local TokenBudget of that size (the static replica share), with
+//   its rolling guard. Every admission this replica got from Redis is also charged to that
+//   local budget, so the fallback never starts from a full bucket: in any window a replica
+//   admits from its fallback at most its share minus what it already admitted (from Redis
+//   or locally) in that window. Bound: in any window the fleet admits at most the central
+//   limit plus, per replica, max(0, share − its own admissions in that window); the sum of
+//   the shares in the worst case. What the fallback admitted is carried into Redis' window
+//   by the first script run once Redis answers again. Counted in
 //   llm_limiter_budget_central_unavailable_total{handling="local_share"}.
 // - fail-closed: reservations reject with CentralBudgetUnavailable (code
 //   BUDGET_UNAVAILABLE); counted with handling="refused". Reconciliations are dropped.
+// A Redis that lost its window (restart) while this replica saw the fleet admit within the
+// last window counts a full window at once (see the script): nothing is admitted until what
+// the provider may still count has left its window.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions } from './budget.ts';
 import { type Clock, realClock, type TimerHandle, unrefTimer, withDeadline } from './clock.ts';
-import { BudgetRequestTooLarge, CentralBudgetUnavailable } from './errors.ts';
 import type { CountedTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS } from './defaults.ts';
+import { BudgetRequestTooLarge, CentralBudgetUnavailable } from './errors.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+import { ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
+import { RollingWindow } from './rolling-window.ts';
 import { checkBudgetOptions, TokenBudget } from './token-budget.ts';
 import { type Waiter, WaiterQueue } from './waiter-queue.ts';
 
-/** KEYS[1] = the bucket (a hash: level, at). ARGV = capacity, tokens per ms, op, amount.
- *  op "take": take `amount` if it fits, else answer the ms until it would; op "settle": add
- *  `amount` (reserved − actual, may be negative); op "peek": read only.
- *  Returns { granted (0|1), level (string: Lua numbers would be truncated to integers), waitMs }. */
-export const TOKEN_BUCKET_SCRIPT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-local capacity = tonumber(ARGV[1])
-local per_ms = tonumber(ARGV[2])
-local op = ARGV[3]
-local amount = tonumber(ARGV[4])
-local state = redis.call('HMGET', KEYS[1], 'level', 'at')
-local level = tonumber(state[1])
-local at = tonumber(state[2])
-if level == nil or at == nil then
-  level = capacity
-  at = now
-end
-if level > capacity then level = capacity end
-if now > at then
-  level = math.min(capacity, level + (now - at) * per_ms)
-  at = now
-end
-local granted = 0
-local wait_ms = 0
-if op == 'take' then
-  if level + 1e-6 >= amount then
-    level = level - amount
-    granted = 1
-  else
-    wait_ms = math.ceil((amount - level) / per_ms)
-  end
-elseif op == 'settle' then
-  level = math.min(capacity, level + amount)
-  granted = 1
-end
-if op ~= 'peek' then
-  redis.call('HSET', KEYS[1], 'level', string.format('%.17g', level), 'at', string.format('%.17g', at))
-  -- A missing key reads as a full bucket: let it go once it would have refilled anyway.
-  redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - level) / per_ms) + 1000)
-end
-return { granted, string.format('%.17g', level), wait_ms }
-`;
+export { ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
 
-const SCRIPT_SHA1 = createHash('sha1').update(TOKEN_BUCKET_SCRIPT).digest('hex');
+const SCRIPT_SHA1 = createHash('sha1').update(ROLLING_WINDOW_SCRIPT).digest('hex');
 
 /** What the budget needs from a Redis client (node-redis 6's client fits; connectBudgetRedis's adds reconnect). */
 export interface RedisScriptClient {
@@ -97,21 +71,23 @@ export interface RedisScriptClient {
 export const DEFAULT_REDIS_COMMAND_DEADLINE_MS = 500;
 /** How often the health probe asks Redis, ms. */
 export const DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS = 1_000;
+/** Most queued reservations sent to Redis in one script run. */
+const MAX_BATCH = 64;
 
 export interface RedisTokenBudgetOptions {
   /** A connected client (see connectBudgetRedis); the caller owns and closes it. */
   readonly client: RedisScriptClient;
-  /** Capacity of the SHARED bucket: the fleet's tokens per window (per minute unless windowMs is set). */
+  /** The SHARED limit: the fleet's tokens per window (per minute unless windowMs is set). */
   readonly tokensPerMinute: number;
-  /** Which tokens the bucket counts (default 'input', as Gemini's TPM); see TokenBudgetOptions. */
+  /** Which tokens the budget counts (default 'input', as Gemini's TPM); see TokenBudgetOptions. */
   readonly countedTokens?: CountedTokens;
-  /** The quota window, ms (default 60,000): capacity and refill per window. */
+  /** The quota window, ms (default 60,000). Replicas sharing a key must use the same window. */
   readonly windowMs?: number;
   /** The limiter name: the `limiter` metric label and the default key suffix. */
   readonly name: string;
-  /** Redis key of the bucket (default `quotascope:budget:<name>`). Replicas sharing a quota use the same key. */
+  /** Redis key of the window (default `quotascope:budget:<name>`). Replicas sharing a quota use the same key. */
   readonly key?: string;
-  /** The local budget fail-open serves from while Redis is unreachable (the static replica share), tokens per minute. */
+  /** The local budget fail-open serves from while Redis is unreachable (the static replica share), tokens per window. */
   readonly localShareTokensPerMinute?: number;
   /** While Redis is unreachable: fail-open (needs localShareTokensPerMinute) or fail-closed. Default: fail-open when a local share is given, else fail-closed. */
   readonly centralOutage?: CentralOutagePolicy;
@@ -130,6 +106,23 @@ export interface RedisTokenBudgetOptions {
   readonly onCentralChange?: (central: boolean, error?: unknown) => void;
 }
 
+/** An admission: from Redis (its slot there) or from the local fallback (its slot in the carried window); `local` is the fallback's ticket. */
+class RedisTicket implements BudgetTicket {
+  readonly tokens: number;
+  readonly issuer: RedisTokenBudget;
+  readonly redisSlot: string | undefined;
+  readonly carriedSlot: number | undefined;
+  readonly local: BudgetTicket | undefined;
+
+  constructor(issuer: RedisTokenBudget, tokens: number, at: { redisSlot?: string; carriedSlot?: number }, local: BudgetTicket | undefined) {
+    this.issuer = issuer;
+    this.tokens = tokens;
+    this.redisSlot = at.redisSlot;
+    this.carriedSlot = at.carriedSlot;
+    this.local = local;
+  }
+}
+
 interface Reservation {
   readonly tokens: number;
   /** Aborted when the waiter leaves the queue (granted, deadline, caller abort, close). */
@@ -138,10 +131,18 @@ interface Reservation {
 
 type ReservationWaiter = Waiter<Reservation, BudgetTicket>;
 
+interface ScriptReply {
+  readonly granted: number;
+  readonly sum: number;
+  readonly waitMs: number;
+  readonly slot: string;
+}
+
 type TakeResult =
-  | { readonly kind: 'granted' }
-  | { readonly kind: 'wait'; readonly ms: number }
+  | { readonly kind: 'taken'; readonly granted: number; readonly slot: string; readonly waitMs: number }
   | { readonly kind: 'unavailable'; readonly error: unknown };
+
+type Op = 'take' | 'settle' | 'block' | 'peek';
 
 const DEFAULT_KEY_PREFIX = 'quotascope:budget:';
 
@@ -162,7 +163,6 @@ export class RedisTokenBudget implements Budget {
   readonly windowMs: number;
   readonly key: string;
   readonly centralOutage: CentralOutagePolicy;
-  readonly #perMs: number;
   readonly #client: RedisScriptClient;
   readonly #clock: Clock;
   readonly #local: TokenBudget | undefined;
@@ -176,12 +176,20 @@ export class RedisTokenBudget implements Budget {
   readonly #onCentralChange: ((central: boolean, error?: unknown) => void) | undefined;
   readonly #waiters: WaiterQueue<Reservation, BudgetTicket>;
   readonly #pendingSettles = new Set<Promise<void>>();
+  /** Reconciliations waiting for the next settle run: slot, delta pairs. */
+  #settleArgs: string[] = [];
+  #settleScheduled = false;
+  /** What the fallback admitted since Redis last answered, to be carried into Redis' window. */
+  #carried: RollingWindow;
+  #limit: number;
   #serving = false;
   #wake: (() => void) | undefined;
   #central = true;
   #redisDownUntil = Number.NEGATIVE_INFINITY;
-  #lastLevel: number;
-  #lastLevelAt: number;
+  #pausedUntil = Number.NEGATIVE_INFINITY;
+  /** When this replica last saw the fleet admit (an admission, or a non-empty window in a reply). */
+  #activeAt = Number.NEGATIVE_INFINITY;
+  #lastSum = 0;
   #closed = false;
   #lastError: unknown = new Error('Redis is not connected');
 
@@ -201,9 +209,10 @@ export class RedisTokenBudget implements Budget {
     this.centralOutage = centralOutage;
     this.tokensPerMinute = tokensPerMinute;
     this.capacity = tokensPerMinute;
+    this.#limit = tokensPerMinute;
     this.countedTokens = options.countedTokens ?? DEFAULT_COUNTED_TOKENS;
     this.windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
-    this.#perMs = tokensPerMinute / this.windowMs;
+    this.#carried = new RollingWindow(Number.POSITIVE_INFINITY, this.windowMs);
     this.#client = options.client;
     this.#name = options.name;
     this.key = options.key ?? `${DEFAULT_KEY_PREFIX}${options.name}`;
@@ -218,31 +227,63 @@ export class RedisTokenBudget implements Budget {
     this.#healthCheckIntervalMs = options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS;
     this.#metrics = createLimiterMetrics(options.registry);
     this.#onCentralChange = options.onCentralChange;
-    this.#lastLevel = this.capacity;
-    this.#lastLevelAt = this.#clock.now();
     this.#waiters = new WaiterQueue<Reservation, BudgetTicket>({
       clock: this.#clock,
       what: 'token budget',
       onLeave: (waiter) => waiter.data.left.abort(),
-      onGiveUp: () => this.#wakeUp(), // the head may have left: the next one tries now
     });
     this.#scheduleHealthCheck();
   }
 
-  /** True while Redis answers (the last command or health probe did); false while the budget fails open or closed. */
+  /** Whether Redis answers now (false while the fallback policy applies). */
   get central(): boolean {
     return this.#central;
   }
 
-  /** The last level Redis reported, refilled locally since (the local share's level while Redis is down). */
+  /** Tokens this budget may still admit in the window, as last seen (Redis' window, or the fallback's level while Redis is unreachable). */
   get available(): number {
     if (!this.#central && this.#local) return this.#local.available;
-    const elapsed = Math.max(0, this.#clock.now() - this.#lastLevelAt);
-    return Math.min(this.capacity, this.#lastLevel + elapsed * this.#perMs);
+    return this.#limit - this.#lastSum;
+  }
+
+  /** The fleet's tokens in the window, as Redis last answered. */
+  get windowTokens(): number {
+    return this.#lastSum;
   }
 
   get waiting(): number {
     return this.#waiters.size;
+  }
+
+  /** The fleet's tokens per window now: the capacity unless an adaptive limit lowered it. */
+  get windowLimit(): number {
+    return this.#limit;
+  }
+
+  /**
+   * Ask Redis to admit `tokens` per window from now on (sent with every script run; replicas
+   * that move their limits independently each admit against their own). The fallback keeps its share.
+   */
+  setWindowLimit(tokens: number): void {
+    if (!Number.isFinite(tokens) || tokens <= 0) throw new RangeError(`window limit must be a positive number, got ${tokens}`);
+    this.#limit = Math.min(tokens, this.capacity);
+    this.#wakeUp();
+  }
+
+  /**
+   * No admission for `ms` on any replica: a shared `blocked` time in Redis (the fleet pauses
+   * once), and locally at once. Without Redis, this replica and its fallback pause.
+   */
+  pauseFor(ms: number): void {
+    if (!Number.isFinite(ms) || ms <= 0 || this.#closed) return;
+    this.#pausedUntil = Math.max(this.#pausedUntil, this.#clock.now() + ms);
+    this.#local?.pauseFor(ms);
+    if (!this.#redisUsable()) return;
+    const block = this.#run('block', [String(Math.ceil(ms))]).then(
+      () => {},
+      (error: unknown) => this.#markDown(error),
+    );
+    this.#track(block);
   }
 
   /** Never decided synchronously (Redis is a round trip away): checks the size, then answers undefined. */
@@ -268,36 +309,39 @@ export class RedisTokenBudget implements Budget {
     if (!Number.isFinite(reserved) || !Number.isFinite(actual)) {
       throw new RangeError(`reconcile needs finite numbers, got reserved=${reserved} actual=${actual}`);
     }
+    const own = ticket instanceof RedisTicket && ticket.issuer === this ? ticket : undefined;
+    if (own?.local) this.#local?.reconcile(own.local, actual);
     if (reserved === actual) return;
-    if (!this.#redisUsable()) {
-      this.#local?.reconcile(ticket, actual);
+    const delta = Math.max(0, actual) - reserved;
+    if (own && own.redisSlot === undefined) {
+      // A fallback admission: its correction goes where it is counted until carried.
+      this.#carried.adjust(this.#clock.now(), reserved, actual, own.carriedSlot);
       this.#wakeUp();
       return;
     }
-    const settle = this.#run('settle', reserved - actual)
-      .then(
-        () => {},
-        (error: unknown) => {
-          this.#markDown(error);
-          this.#local?.reconcile(ticket, actual);
-        },
-      )
-      .finally(() => {
-        this.#pendingSettles.delete(settle);
-        this.#wakeUp(); // tokens given back may let the head in before its poll
-      });
-    this.#pendingSettles.add(settle);
+    if (!this.#redisUsable()) {
+      if (delta > 0) this.#carried.add(this.#clock.now(), delta);
+      if (!own) this.#local?.reconcile(ticket, actual);
+      this.#wakeUp();
+      return;
+    }
+    // A ticket this budget did not issue counts a debt now (slot 0 is never live).
+    this.#settleArgs.push(own?.redisSlot ?? '0', String(delta));
+    this.#scheduleSettle();
   }
 
   /** Resolves when every reconciliation sent so far has reached Redis (or its fallback). */
   async settled(): Promise<void> {
-    while (this.#pendingSettles.size > 0) await Promise.all([...this.#pendingSettles]);
+    while (this.#pendingSettles.size > 0 || this.#settleScheduled) {
+      if (this.#pendingSettles.size === 0) await Promise.resolve();
+      else await Promise.all([...this.#pendingSettles]);
+    }
   }
 
-  /** Read the shared level from Redis (refilled to Redis' now) without changing it. */
+  /** Read the shared window from Redis: the tokens the fleet may still admit in it (negative under a debt). */
   async peek(): Promise<number> {
-    const reply = await this.#run('peek', 0);
-    return reply.level;
+    const reply = await this.#run('peek', []);
+    return this.#limit - reply.sum;
   }
 
   /**
@@ -320,27 +364,49 @@ export class RedisTokenBudget implements Budget {
     if (tokens > this.capacity) throw new BudgetRequestTooLarge(tokens, this.capacity);
   }
 
-  /** Serve the queue head by head (FIFO within this process); one loop at a time. */
+  /** Serve the queue in FIFO batches (one script run each); one loop at a time. */
   async #serve(): Promise<void> {
     if (this.#serving) return;
     this.#serving = true;
     try {
       while (this.#waiters.size > 0) {
+        const pausedMs = this.#pausedUntil - this.#clock.now();
         const head = this.#waiters.head() as ReservationWaiter;
-        const result = await this.#take(head.data.tokens);
+        if (pausedMs > 0) {
+          await this.#sleep(Math.min(pausedMs, this.#maxPollMs), head);
+          continue;
+        }
+        const batch: ReservationWaiter[] = [];
+        for (const waiter of this.#waiters) {
+          batch.push(waiter as ReservationWaiter);
+          if (batch.length === MAX_BATCH) break;
+        }
+        const result = await this.#take(batch.map((w) => w.data.tokens));
         if (result.kind === 'unavailable') {
           await this.#serveWithoutRedis(head, result.error);
-        } else if (result.kind === 'granted') {
-          const ticket = { tokens: head.data.tokens };
-          if (head.data.left.signal.aborted) this.reconcile(ticket, 0); // gave up meanwhile: give the tokens back
-          else head.grant(ticket);
-        } else if (!head.data.left.signal.aborted) {
-          await this.#sleep(Math.min(result.ms, this.#maxPollMs), head);
+          continue;
+        }
+        for (let i = 0; i < result.granted; i++) this.#grantFromRedis(batch[i], result.slot);
+        if (result.granted < batch.length) {
+          const next = this.#waiters.head() as ReservationWaiter | undefined;
+          if (next && !next.data.left.signal.aborted) await this.#sleep(Math.min(Math.max(1, result.waitMs), this.#maxPollMs), next);
+        } else {
+          // Let the callers just granted queue their next reservations: they join the next batch.
+          for (let hop = 0; hop < 4; hop++) await Promise.resolve();
         }
       }
     } finally {
       this.#serving = false;
     }
+  }
+
+  #grantFromRedis(waiter: ReservationWaiter, slot: string): void {
+    const { tokens } = waiter.data;
+    this.#activeAt = this.#clock.now();
+    const local = this.#local?.charge(tokens);
+    const ticket = new RedisTicket(this, tokens, { redisSlot: slot }, local);
+    if (waiter.data.left.signal.aborted) this.reconcile(ticket, 0); // gave up meanwhile: give the tokens back
+    else waiter.grant(ticket);
   }
 
   /** The head's reservation while Redis is unreachable: the local share, or a refusal. */
@@ -354,9 +420,11 @@ export class RedisTokenBudget implements Budget {
     }
     this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'local_share' });
     try {
-      await this.#local.reserve(tokens, { signal: left.signal });
-      const ticket = { tokens };
-      if (left.signal.aborted) this.#local.reconcile(ticket, 0);
+      const local = await this.#local.reserve(tokens, { signal: left.signal });
+      const now = this.#clock.now();
+      this.#activeAt = now;
+      const ticket = new RedisTicket(this, tokens, { carriedSlot: this.#carried.add(now, tokens) }, local);
+      if (left.signal.aborted) this.reconcile(ticket, 0);
       else head.grant(ticket);
     } catch (localError) {
       // Either the head left (deadline, abort, close: already answered) or the local share
@@ -365,15 +433,44 @@ export class RedisTokenBudget implements Budget {
     }
   }
 
-  async #take(tokens: number): Promise<TakeResult> {
+  async #take(amounts: readonly number[]): Promise<TakeResult> {
     if (!this.#redisUsable()) return { kind: 'unavailable', error: this.#lastError };
     try {
-      const reply = await this.#run('take', tokens);
-      return reply.granted ? { kind: 'granted' } : { kind: 'wait', ms: Math.max(1, reply.waitMs) };
+      const reply = await this.#run('take', amounts.map(String));
+      return { kind: 'taken', granted: reply.granted, slot: reply.slot, waitMs: reply.waitMs };
     } catch (error) {
       this.#markDown(error);
       return { kind: 'unavailable', error };
     }
+  }
+
+  /** Send the reconciliations gathered in this turn of the event loop in one script run. */
+  #scheduleSettle(): void {
+    if (this.#settleScheduled) return;
+    this.#settleScheduled = true;
+    queueMicrotask(() => {
+      this.#settleScheduled = false;
+      const args = this.#settleArgs;
+      this.#settleArgs = [];
+      if (args.length === 0) return;
+      const settle = this.#run('settle', args).then(
+        () => {},
+        (error: unknown) => {
+          this.#markDown(error);
+          // Not known to have reached Redis: the debts are carried in once it answers again.
+          for (let i = 1; i < args.length; i += 2) if (Number(args[i]) > 0) this.#carried.add(this.#clock.now(), Number(args[i]));
+        },
+      );
+      this.#track(settle);
+    });
+  }
+
+  #track(pending: Promise<void>): void {
+    const tracked = pending.finally(() => {
+      this.#pendingSettles.delete(tracked);
+      this.#wakeUp(); // tokens given back may let the head in before its poll
+    });
+    this.#pendingSettles.add(tracked);
   }
 
   /** The next health probe, one at a time: a probe that hangs ends at its command deadline. */
@@ -387,7 +484,7 @@ export class RedisTokenBudget implements Budget {
     this.#healthTimer = undefined;
     if (this.#closed) return;
     if (!this.#client.isReady) this.#markDown(new Error('Redis is not connected'));
-    else await this.#run('peek', 0).catch((error: unknown) => this.#markDown(error));
+    else await this.#run('peek', []).catch((error: unknown) => this.#markDown(error));
     this.#scheduleHealthCheck();
   }
 
@@ -409,34 +506,46 @@ export class RedisTokenBudget implements Budget {
   }
 
   /**
-   * One atomic script run within commandDeadlineMs. Past the deadline the client is told to
-   * reconnect (the socket may be hung) and the run rejects: the caller marks Redis down.
+   * One atomic script run within commandDeadlineMs, carrying what the fallback admitted since
+   * Redis last answered. Past the deadline the client is told to reconnect (the socket may be
+   * hung) and the run rejects: the caller marks Redis down.
    */
-  async #run(op: 'take' | 'settle' | 'peek', amount: number): Promise<{ granted: boolean; level: number; waitMs: number }> {
-    const reply = await withDeadline(this.#script(op, amount), this.#commandDeadlineMs, this.#clock, () => {
-      this.#client.reconnect?.();
-      return new Error(`Redis did not answer within ${this.#commandDeadlineMs} ms (commandDeadlineMs)`);
-    });
-    if (!Array.isArray(reply) || reply.length !== 3) throw new Error(`token bucket script: unexpected reply ${JSON.stringify(reply)}`);
-    const level = Number(String(reply[1]));
-    this.#lastLevel = level;
-    this.#lastLevelAt = this.#clock.now();
+  async #run(op: Op, args: readonly string[]): Promise<ScriptReply> {
+    const now = this.#clock.now();
+    const carried = this.#carried.used(now);
+    if (carried > 0) this.#carried = new RollingWindow(Number.POSITIVE_INFINITY, this.windowMs);
+    const recent = now - this.#activeAt < this.windowMs ? '1' : '0';
+    let reply: unknown;
+    try {
+      reply = await withDeadline(this.#script([String(this.#limit), String(this.windowMs), op, String(carried), recent, ...args]), this.#commandDeadlineMs, this.#clock, () => {
+        this.#client.reconnect?.();
+        return new Error(`Redis did not answer within ${this.#commandDeadlineMs} ms (commandDeadlineMs)`);
+      });
+    } catch (error) {
+      // Not known to have reached Redis: carry it again next time (counted now: later, never less).
+      if (carried > 0) this.#carried.add(this.#clock.now(), carried);
+      throw error;
+    }
+    if (!Array.isArray(reply) || reply.length !== 5) throw new Error(`rolling window script: unexpected reply ${JSON.stringify(reply)}`);
+    const sum = Number(String(reply[1]));
+    this.#lastSum = sum;
+    if (sum > 0) this.#activeAt = Math.max(this.#activeAt, this.#clock.now());
     this.#redisDownUntil = Number.NEGATIVE_INFINITY; // it answers: use it again at once
     if (!this.#central) {
       this.#central = true;
       this.#onCentralChange?.(true);
     }
-    return { granted: Number(reply[0]) === 1, level, waitMs: Number(reply[2]) };
+    return { granted: Number(reply[0]), sum, waitMs: Number(reply[2]), slot: String(reply[3]) };
   }
 
   /** EVALSHA, then EVAL when Redis does not know the script (restart, SCRIPT FLUSH). */
-  async #script(op: 'take' | 'settle' | 'peek', amount: number): Promise<unknown> {
-    const args = { keys: [this.key], arguments: [String(this.capacity), String(this.#perMs), op, String(amount)] };
+  async #script(args: string[]): Promise<unknown> {
+    const options = { keys: [this.key], arguments: args };
     try {
-      return await this.#client.evalSha(SCRIPT_SHA1, args);
+      return await this.#client.evalSha(SCRIPT_SHA1, options);
     } catch (error) {
       if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return await this.#client.eval(TOKEN_BUCKET_SCRIPT, args);
+      return await this.#client.eval(ROLLING_WINDOW_SCRIPT, options);
     }
   }
 

@@ -61,6 +61,11 @@ export class RetryPolicy {
     this.#random = options.random ?? Math.random;
   }
 
+  /** The provider's retry delay on a rate-limit error (RetryInfo, Retry-After), ms; undefined when it names none or the quota is per day. */
+  providerDelayMs(error: unknown): number | undefined {
+    return this.#isDailyQuota(error) ? undefined : this.#retryAfterMs(error);
+  }
+
   /** Count a call (its first attempt) toward the retry budget. */
   recordCall(): void {
     this.#budget.recordCall();

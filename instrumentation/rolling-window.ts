@@ -22,8 +22,8 @@ const SLOTS = SLOTS_PER_WINDOW + 1;
 const EPSILON = 1e-6;
 
 export class RollingWindow {
-  /** The most one window may hold. */
-  readonly limit: number;
+  /** The most one window may hold (an adaptive limit may move it). */
+  limit: number;
   readonly windowMs: number;
   readonly #slotMs: number;
   /** Absolute slot number held at each ring position (-Infinity = empty). */

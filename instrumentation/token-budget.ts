@@ -5,6 +5,11 @@
 // usage afterwards: an underestimate drives the level negative, so the debt is repaid
 // before new calls start.
 //
+// An adaptive limit may lower the tokens admitted per window below the capacity
+// (setWindowLimit); the capacity stays the largest reservation accepted, and a reservation
+// above the lowered limit is admitted alone into an empty window. A provider 429 naming a
+// retry delay pauses admissions until then (pauseFor).
+//
 // Rolling-minute guard (option `rollingWindow`, default on): a bucket that starts full admits
 // up to capacity + refill = 2 × tokensPerMinute in one 60 s window while it drains, but
 // provider quotas are counted per minute window, so that burst overruns them. With the guard,
@@ -96,7 +101,10 @@ export class TokenBudget implements Budget {
   readonly capacity: number;
   readonly countedTokens: CountedTokens;
   readonly windowMs: number;
-  readonly #perMs: number;
+  #perMs: number;
+  /** Tokens admitted per window now (<= capacity). */
+  #limit: number;
+  #pausedUntil = Number.NEGATIVE_INFINITY;
   readonly #clock: Clock;
   readonly #window: RollingWindow | undefined;
   #level: number;
@@ -112,6 +120,7 @@ export class TokenBudget implements Budget {
     this.capacity = tokensPerMinute;
     this.countedTokens = options.countedTokens ?? DEFAULT_COUNTED_TOKENS;
     this.windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
+    this.#limit = tokensPerMinute;
     this.#perMs = tokensPerMinute / this.windowMs;
     this.#clock = options.clock ?? realClock;
     this.#level = Math.min(options.initialLevel ?? this.capacity, this.capacity);
@@ -141,14 +150,55 @@ export class TokenBudget implements Budget {
     return this.#waiters.size;
   }
 
+  /** Tokens admitted per window now: the capacity unless an adaptive limit lowered it. */
+  get windowLimit(): number {
+    return this.#limit;
+  }
+
+  /**
+   * Admit `tokens` per window from now on (bucket size, refill and the rolling guard), at most
+   * the capacity. Lowering it takes effect at once; what the window already holds stays counted.
+   */
+  setWindowLimit(tokens: number): void {
+    if (!Number.isFinite(tokens) || tokens <= 0) throw new RangeError(`window limit must be a positive number, got ${tokens}`);
+    this.#refill();
+    this.#limit = Math.min(tokens, this.capacity);
+    this.#perMs = this.#limit / this.windowMs;
+    this.#level = Math.min(this.#level, this.#limit);
+    if (this.#window) this.#window.limit = this.#limit;
+    this.#admit();
+  }
+
+  /** Admit nothing for `ms` (the provider's retry delay after a 429); a longer pause already set stands. */
+  pauseFor(ms: number): void {
+    if (!Number.isFinite(ms) || ms <= 0) return;
+    this.#pausedUntil = Math.max(this.#pausedUntil, this.#clock.now() + ms);
+    this.#admit();
+  }
+
+  /**
+   * Count tokens admitted elsewhere (a shared budget's admission, mirrored into its local
+   * fallback): the rolling guard counts them and the bucket drains, to no lower than empty.
+   * Never waits; the ticket settles them like any other.
+   */
+  charge(tokens: number): BudgetTicket {
+    if (!Number.isFinite(tokens) || tokens < 0) throw new RangeError(`charged tokens must be a finite number >= 0, got ${tokens}`);
+    this.#refill();
+    const level = this.#level;
+    const ticket = this.#take(tokens, false);
+    this.#level = Math.max(Math.min(level, 0), level - tokens);
+    return ticket;
+  }
+
   /** Take tokens now if they are there and nobody is queued: the admission's ticket, else undefined. */
   tryReserve(tokens: number, options: Pick<ReserveOptions, 'windowAtUse'> = {}): BudgetTicket | undefined {
     this.#check(tokens);
     if (this.#waiters.size > 0) return undefined;
+    if (this.#clock.now() < this.#pausedUntil) return undefined;
     this.#refill();
-    if (this.#level + EPSILON < tokens) return undefined;
+    if (this.#level + EPSILON < Math.min(tokens, this.#limit)) return undefined;
     const atUse = options.windowAtUse === true;
-    if (this.#window && !this.#window.fits(this.#clock.now(), this.#windowNeed(tokens, atUse))) return undefined;
+    if (this.#windowWaitMs(this.#clock.now(), tokens, atUse) > 0) return undefined;
     return this.#take(tokens, atUse);
   }
 
@@ -195,7 +245,7 @@ export class TokenBudget implements Budget {
       throw new RangeError(`reconcile needs finite numbers, got reserved=${reserved} actual=${actual}`);
     }
     this.#refill();
-    this.#level = Math.min(this.capacity, this.#level + reserved - actual);
+    this.#level = Math.min(this.#limit, this.#level + reserved - actual);
     const own = ticket instanceof TokenTicket && ticket.issuer === this ? ticket : undefined;
     if (own) {
       // What was never used leaves the pending hold; the window settles what it counted.
@@ -217,6 +267,20 @@ export class TokenBudget implements Budget {
    */
   #windowNeed(tokens: number, atUse: boolean): number {
     return atUse ? this.#pending : tokens + this.#pending;
+  }
+
+  /**
+   * Ms until the rolling guard lets `tokens` in (0: now). A reservation above a lowered window
+   * limit (at most the capacity) goes alone into an empty window with nothing pending, so it
+   * is never starved; while only pending holds are left it looks again after a slot.
+   */
+  #windowWaitMs(now: number, tokens: number, atUse: boolean): number {
+    const window = this.#window;
+    if (!window) return 0;
+    if (tokens <= this.#limit) return window.waitMs(now, this.#windowNeed(tokens, atUse));
+    const emptyMs = window.waitMs(now, this.#limit);
+    if (emptyMs > 0) return emptyMs;
+    return this.#pending > EPSILON ? Math.ceil(this.windowMs / 600) : 0;
   }
 
   /** A windowAtUse admission's tokens are used now: count them in the window (beyond its reservation too). */
@@ -263,7 +327,7 @@ export class TokenBudget implements Budget {
     const now = this.#clock.now();
     const elapsed = now - this.#refilledAt;
     if (elapsed > 0) {
-      this.#level = Math.min(this.capacity, this.#level + elapsed * this.#perMs);
+      this.#level = Math.min(this.#limit, this.#level + elapsed * this.#perMs);
       this.#refilledAt = now;
     }
   }
@@ -273,9 +337,11 @@ export class TokenBudget implements Budget {
     this.#refill();
     for (let head = this.#waiters.head(); head !== undefined; head = this.#waiters.head()) {
       const { tokens, atUse } = head.data;
-      const bucketWaitMs = this.#level + EPSILON < tokens ? Math.ceil((tokens - this.#level) / this.#perMs) : 0;
-      const windowWaitMs = this.#window ? this.#window.waitMs(this.#clock.now(), this.#windowNeed(tokens, atUse)) : 0;
-      const waitMs = Math.max(bucketWaitMs, windowWaitMs);
+      const need = Math.min(tokens, this.#limit);
+      const bucketWaitMs = this.#level + EPSILON < need ? Math.ceil((need - this.#level) / this.#perMs) : 0;
+      const now = this.#clock.now();
+      const windowWaitMs = this.#windowWaitMs(now, tokens, atUse);
+      const waitMs = Math.max(bucketWaitMs, windowWaitMs, Math.ceil(this.#pausedUntil - now));
       if (waitMs > 0) {
         this.#wakeTimer = this.#clock.setTimeout(() => {
           this.#wakeTimer = undefined;

@@ -38,6 +38,8 @@ export interface WindowFigures {
   readonly rateLimited: number;
   /** Sum of the replicas' permit limits sampled at the window's end (undefined without permits). */
   readonly permits?: number;
+  /** Sum of the replicas' budget window limits sampled at the window's end (undefined without budgets). */
+  readonly tokenLimit?: number;
 }
 
 export interface VariantResult {
@@ -117,17 +119,20 @@ async function drive(
   });
   const document = documentForTokens(run.inputTokensPerCall);
   const cutOff = new AbortController();
-  const permitSamples: { at: number; permits: number | undefined }[] = [];
+  const permitSamples: { at: number; permits: number | undefined; tokenLimit: number | undefined }[] = [];
   const windowMs = run.mock.quotaWindowMs;
   const started = Date.now();
   // The permits of every replica at each window's end (AIMD moves them).
   const sampler = setInterval(() => {
     let permits: number | undefined = 0;
+    let tokenLimit: number | undefined = 0;
     for (const m of models) {
       const limit = m.permitLimit();
       permits = limit === undefined || permits === undefined ? undefined : permits + limit;
+      const tokens = m.tokenLimit?.();
+      tokenLimit = tokens === undefined || tokenLimit === undefined ? undefined : tokenLimit + tokens;
     }
-    permitSamples.push({ at: Date.now(), permits });
+    permitSamples.push({ at: Date.now(), permits, tokenLimit });
   }, windowMs / 4);
 
   const pending: Promise<Outcome>[] = [];
@@ -154,7 +159,11 @@ async function drive(
     .map((w) => {
       const end = w.start + windowMs;
       const sample = permitSamples.filter((s) => s.at <= end).at(-1);
-      return { ...w, ...(sample?.permits === undefined ? {} : { permits: sample.permits }) };
+      return {
+        ...w,
+        ...(sample?.permits === undefined ? {} : { permits: sample.permits }),
+        ...(sample?.tokenLimit === undefined ? {} : { tokenLimit: Math.round(sample.tokenLimit) }),
+      };
     });
   return {
     variant: run.variant,

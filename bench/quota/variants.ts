@@ -58,6 +58,8 @@ export interface ReplicaModel {
   readonly model: BaseLlm;
   /** Current permit limit (moves under AIMD); undefined without permits. */
   permitLimit(): number | undefined;
+  /** The budget's tokens per window now (moves under AIMD); undefined without a budget. */
+  tokenLimit?(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -109,7 +111,7 @@ function wrapped(settings: VariantSettings, budget: Budget, extra: { adaptive?: 
     maxWaitMs: settings.maxWaitMs,
     backoff: { baseMs: compress(500, windowMs), capMs: compress(30_000, windowMs) },
     registry: new Registry(),
-    adaptiveLimit: extra.adaptive ? new AimdLimit({ initial: permits, max: permits * 2 }) : undefined,
+    adaptiveLimit: extra.adaptive ? new AimdLimit({ initial: permits, max: permits * 2, budget }) : undefined,
   });
 }
 
@@ -117,6 +119,7 @@ function limited(llm: RateLimitedLlm, after: () => Promise<void> = async () => {
   return {
     model: llm,
     permitLimit: () => llm.semaphore.limit,
+    tokenLimit: () => llm.budget?.windowLimit,
     async close() {
       llm.close();
       await llm.budget?.close();
@@ -178,6 +181,8 @@ export async function createReplicaModels(variant: VariantName, settings: Varian
           tokensPerMinute: settings.fleetBudgetTokens,
           windowMs,
           localShareTokensPerMinute: share,
+          // Compressed like every other delay: a waiting head polls at least every 1 s of real time.
+          maxPollMs: Math.max(1, Math.round(compress(1_000, windowMs))),
           registry: new Registry(),
         });
         models.push(limited(wrapped(settings, budget), async () => {

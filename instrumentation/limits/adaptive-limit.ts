@@ -18,4 +18,10 @@ export interface AdaptiveLimit {
   readonly limit: number;
   /** Report a finished call; returns the new limit. */
   onSample(sample: CallSample): number;
+  /**
+   * The provider answered 429 just now (before the call's retries and its end): returns the
+   * new limit. A limit that has this hears of a 429 at once and reads a finished call's
+   * `rateLimited` as the same news, not a second signal.
+   */
+  onRateLimited?(): number;
 }

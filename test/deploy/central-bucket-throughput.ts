@@ -10,7 +10,7 @@ import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
 import { connectBudgetRedis, RedisTokenBudget } from '../../instrumentation/redis.ts';
-import { TOKEN_BUCKET_SCRIPT } from '../../instrumentation/redis-token-budget.ts';
+import { ROLLING_WINDOW_SCRIPT } from '../../instrumentation/redis-token-budget.ts';
 import { startRedisServer } from '../instrumentation/redis-server.ts';
 
 const CALLS = Number(process.argv[2] ?? 4000);
@@ -52,9 +52,9 @@ async function main(): Promise<void> {
       const r = await callsPerSecond(redis.url, replicas);
       rows.push(`RedisTokenBudget, ${replicas} replica(s): ${Math.round(r.callsPerSecond)} calls/s (${Math.round(r.evalPerSecond)} EVALSHA/s)`);
     }
-    const sha = createHash('sha1').update(TOKEN_BUCKET_SCRIPT).digest('hex');
+    const sha = createHash('sha1').update(ROLLING_WINDOW_SCRIPT).digest('hex');
     for (const connections of [1, 50]) {
-      const args = ['-p', String(redis.port), '-n', '100000', '-c', String(connections), '-q', 'EVALSHA', sha, '1', KEY, String(CAPACITY), String(CAPACITY / 60_000), 'take', '1'];
+      const args = ['-p', String(redis.port), '-n', '100000', '-c', String(connections), '-q', 'EVALSHA', sha, '1', KEY, String(CAPACITY), '60000', 'take', '0', '0', '1'];
       const { stdout } = await promisify(execFile)('redis-benchmark', args);
       rows.push(`redis-benchmark -c ${connections}: ${stdout.trim().split('\r').pop()?.trim()}`);
     }

@@ -5,13 +5,16 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { AimdLimit, RateLimitedLlm, replicaShare } from '../../instrumentation/index.ts';
 import { acquireSecondsBuckets, limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
-import { FakeLlm, fakeRequest as request, textResponse } from '../../instrumentation/testing.ts';
+import { FakeLlm, ManualClock, fakeRequest as request, textResponse } from '../../instrumentation/testing.ts';
 import { consume } from './helpers.ts';
 
 describe('AimdLimit', () => {
-  it('backs off multiplicatively on 429 or slow calls, grows by one when used', () => {
-    const aimd = new AimdLimit({ initial: 10, max: 20, backoffRatio: 0.5, latencyThresholdMs: 1000 });
+  it('backs off multiplicatively on 429 or slow calls (at most once per window), grows by one when used', async () => {
+    const clock = new ManualClock();
+    const aimd = new AimdLimit({ initial: 10, max: 20, backoffRatio: 0.5, latencyThresholdMs: 1000, windowMs: 60_000, clock });
     expect(aimd.onSample({ durationMs: 10, rateLimited: true, failed: false, inFlight: 10 })).toBe(5);
+    expect(aimd.onSample({ durationMs: 10, rateLimited: true, failed: false, inFlight: 10 })).toBe(5); // same window
+    await clock.advance(60_000);
     expect(aimd.onSample({ durationMs: 5000, rateLimited: false, failed: false, inFlight: 5 })).toBe(2);
     expect(aimd.onSample({ durationMs: 10, rateLimited: false, failed: false, inFlight: 2 })).toBe(3);
     expect(aimd.onSample({ durationMs: 10, rateLimited: false, failed: false, inFlight: 1 })).toBe(3); // 1*2 < 3: idle

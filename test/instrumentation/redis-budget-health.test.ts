@@ -12,10 +12,11 @@ import { RedisTokenBudget, type RedisTokenBudgetOptions, type RedisScriptClient 
 import { ManualClock } from '../../instrumentation/testing.ts';
 import { metricValue } from './helpers.ts';
 
-/** Answers the token-bucket script from a level that never refills; `hung` makes every command wait forever. */
+/** Answers the rolling-window script from a level that never refills; `hung` makes every command wait forever. */
 class ScriptedRedis implements RedisScriptClient {
   isReady = true;
   hung = false;
+  /** Tokens the window may still take. */
   level: number;
   commands = 0;
   reconnects = 0;
@@ -27,12 +28,20 @@ class ScriptedRedis implements RedisScriptClient {
   evalSha(_sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
     this.commands++;
     if (this.hung) return new Promise(() => {});
-    const [, , op, amount] = options.arguments as [string, string, string, string];
-    let granted = 1;
-    if (op === 'take' && this.level >= Number(amount)) this.level -= Number(amount);
-    else if (op === 'take') granted = 0;
-    else if (op === 'settle') this.level += Number(amount);
-    return Promise.resolve([granted, String(this.level), granted ? 0 : 60_000]);
+    const [limit, , op, carry, , ...args] = options.arguments as string[];
+    this.level -= Number(carry);
+    let granted = 0;
+    if (op === 'take') {
+      for (const amount of args) {
+        if (this.level < Number(amount)) break;
+        this.level -= Number(amount);
+        granted++;
+      }
+    } else if (op === 'settle') {
+      for (let i = 1; i < args.length; i += 2) this.level -= Number(args[i]);
+    }
+    const waiting = op === 'take' && granted < args.length;
+    return Promise.resolve([granted, String(Number(limit) - this.level), waiting ? 60_000 : 0, '1', 0]);
   }
 
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {
