@@ -126,12 +126,13 @@ export class CentralBudgetUnavailable extends Error {
 }
 
 /** Why a request was shed at the door. */
-export type ShedReason = 'deadline' | 'too_large' | 'lane';
+export type ShedReason = 'deadline' | 'too_large' | 'lane' | 'budget_unavailable';
 
 const shedText: Record<ShedReason, string> = {
   deadline: 'its model calls cannot be funded in time to finish within the request deadline',
   too_large: 'its model calls need more tokens than one window of the budget holds',
   lane: 'its lane is shed first while other requests wait',
+  budget_unavailable: 'the shared token budget is unreachable and its outage policy is fail-closed',
 };
 
 /**

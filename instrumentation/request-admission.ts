@@ -22,7 +22,7 @@ import {
   MAX_REQUEST_DEADLINE_MS,
   MIN_REQUEST_DEADLINE_MS,
 } from './defaults.ts';
-import { DeadlineExceeded, RequestShed, type ShedReason } from './errors.ts';
+import { CentralBudgetUnavailable, DeadlineExceeded, RequestShed, type ShedReason } from './errors.ts';
 import { isRateLimitedLlm, type RateLimitedLlm } from './rate-limited-llm.ts';
 import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from './tree/tree-count.ts';
 import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
@@ -71,6 +71,9 @@ interface TreePlan {
  * and for permit waits once admitted.
  */
 const CRITICAL_PATH_MARGIN = 1.5;
+
+/** Retry-after of a request shed while the shared budget is unreachable and fails closed. */
+const UNAVAILABLE_RETRY_MS = 5_000;
 
 /** Unset deadline: at least this many times the tree's critical path. */
 const AUTO_DEADLINE_PATHS = 2;
@@ -228,6 +231,8 @@ export class RequestAdmission {
         ticket = await budget.reserve(tokens, wait);
       } catch (error) {
         if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens) ?? DEFAULT_REQUEST_DEADLINE_MS);
+        // Nothing can be funded while the shared budget fails closed: turned away whole, like any shed request.
+        if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', UNAVAILABLE_RETRY_MS);
         throw error;
       } finally {
         this.#waiting--;

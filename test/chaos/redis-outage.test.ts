@@ -208,10 +208,13 @@ describe('Redis outages under both outage policies (spawned agent, two replicas)
     ]);
     const responses = await answered;
     for (const { status, body } of responses) {
-      expect(status).toBe(200);
-      for (const branch of body.branches) {
-        if (policy === 'fail-open') expect(branch).toEqual({ name: branch.name, outcome: 'ok' });
-        else expect(branch).toEqual({ name: branch.name, outcome: 'budget_unavailable', errorCode: ERROR_CODES.budgetUnavailable });
+      if (policy === 'fail-open') {
+        expect(status).toBe(200);
+        for (const branch of body.branches) expect(branch).toEqual({ name: branch.name, outcome: 'ok' });
+      } else {
+        // Fail-closed: nothing can be funded, so each request is shed whole at the door, before any call.
+        expect(status).toBe(429);
+        expect(body).toMatchObject({ error: { code: ERROR_CODES.requestShed, reason: 'budget_unavailable' } });
       }
     }
     expect(await reachable(busy)).toBe(false);
@@ -224,9 +227,9 @@ describe('Redis outages under both outage policies (spawned agent, two replicas)
     const termMs = performance.now() - termAt;
     expect(agent.child.exitCode).toBe(0);
     await fault.heal();
-    const branchCount = responses.reduce((n, r) => n + r.body.branches.length, 0);
+    const answeredAs = policy === 'fail-open' ? `${responses.reduce((n, r) => n + r.body.branches.length, 0)} branches ok` : 'shed 429 budget_unavailable';
     observed.push(
-      `${faultName} | ${policy} | ${Math.round(idleDetectMs)} ms, ${Math.round(busyDetectMs)} ms | ${responses.length}/${responses.length} (${branchCount} branches ${policy === 'fail-open' ? 'ok' : 'BUDGET_UNAVAILABLE'}) | exit 0 after ${Math.round(termMs)} ms`,
+      `${faultName} | ${policy} | ${Math.round(idleDetectMs)} ms, ${Math.round(busyDetectMs)} ms | ${responses.length}/${responses.length} (${answeredAs}) | exit 0 after ${Math.round(termMs)} ms`,
     );
   }, 60_000);
 });
