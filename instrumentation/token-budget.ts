@@ -198,7 +198,7 @@ export class TokenBudget implements Budget {
     this.#refill();
     if (this.#level + EPSILON < Math.min(tokens, this.#limit)) return undefined;
     const atUse = options.windowAtUse === true;
-    if (this.#windowWaitMs(this.#clock.now(), tokens, atUse) > 0) return undefined;
+    if (this.#windowWaitMs(this.#clock.now(), tokens) > 0) return undefined;
     return this.#take(tokens, atUse);
   }
 
@@ -224,7 +224,7 @@ export class TokenBudget implements Budget {
     const need = ahead + tokens;
     const bucketWaitMs = this.#level + EPSILON < need ? (need - this.#level) / this.#perMs : 0;
     // The window frees what it holds as its slots age; more than one window of queued tokens waits whole windows.
-    const windowNeed = this.#windowNeed(need, true);
+    const windowNeed = this.#windowNeed(need);
     const windowWaitMs = this.#window
       ? windowNeed <= this.#window.limit
         ? this.#window.waitMs(this.#clock.now(), windowNeed)
@@ -259,14 +259,12 @@ export class TokenBudget implements Budget {
   }
 
   /**
-   * What must fit in the window for an admission of `tokens`: everything pending, plus the
-   * tokens themselves for a call counted at once. A whole request counted when used enters
-   * when the window and the pending holds are within the limit, so it may take the window
-   * over by at most its own tokens: waiting for room for all of it at once would leave, on
-   * average, half a request of every window unused (the bucket still bounds the rate).
+   * What must fit in the window for an admission of `tokens`: the tokens and everything
+   * pending. A whole request counted when used waits for room for all of it: letting it in
+   * over the limit by its own size overran a quota budgeted at 100 % (the quota bench).
    */
-  #windowNeed(tokens: number, atUse: boolean): number {
-    return atUse ? this.#pending : tokens + this.#pending;
+  #windowNeed(tokens: number): number {
+    return tokens + this.#pending;
   }
 
   /**
@@ -274,10 +272,10 @@ export class TokenBudget implements Budget {
    * limit (at most the capacity) goes alone into an empty window with nothing pending, so it
    * is never starved; while only pending holds are left it looks again after a slot.
    */
-  #windowWaitMs(now: number, tokens: number, atUse: boolean): number {
+  #windowWaitMs(now: number, tokens: number): number {
     const window = this.#window;
     if (!window) return 0;
-    if (tokens <= this.#limit) return window.waitMs(now, this.#windowNeed(tokens, atUse));
+    if (tokens <= this.#limit) return window.waitMs(now, this.#windowNeed(tokens));
     const emptyMs = window.waitMs(now, this.#limit);
     if (emptyMs > 0) return emptyMs;
     return this.#pending > EPSILON ? Math.ceil(this.windowMs / 600) : 0;
@@ -340,7 +338,7 @@ export class TokenBudget implements Budget {
       const need = Math.min(tokens, this.#limit);
       const bucketWaitMs = this.#level + EPSILON < need ? Math.ceil((need - this.#level) / this.#perMs) : 0;
       const now = this.#clock.now();
-      const windowWaitMs = this.#windowWaitMs(now, tokens, atUse);
+      const windowWaitMs = this.#windowWaitMs(now, tokens);
       const waitMs = Math.max(bucketWaitMs, windowWaitMs, Math.ceil(this.#pausedUntil - now));
       if (waitMs > 0) {
         this.#wakeTimer = this.#clock.setTimeout(() => {
