@@ -154,11 +154,38 @@ export const limiterMetrics = {
     type: 'counter',
     labelNames: ['limiter', 'handling'],
   },
+  requests: {
+    name: 'llm_limiter_requests_total',
+    help: 'User requests under request admission, by outcome: admitted, shed (refused whole at the door), completed (ended with every call ok), partial (ended with some call not ok).',
+    type: 'counter',
+    labelNames: ['limiter', 'outcome'],
+  },
+  requestAdmissionDuration: {
+    name: 'llm_limiter_request_admission_duration_seconds',
+    help: 'Time from a request\'s arrival to its admission decision, by outcome: admitted, shed.',
+    type: 'histogram',
+    labelNames: ['limiter', 'outcome'],
+    buckets: ACQUIRE_SECONDS_BUCKETS,
+  },
+  wastedTokens: {
+    name: 'llm_limiter_wasted_tokens_total',
+    help: 'Counted tokens spent by requests that did not end wholly ok.',
+    type: 'counter',
+    labelNames: ['limiter'],
+  },
+  requestDeadline: {
+    name: 'llm_limiter_request_deadline_seconds',
+    help: 'The configured request deadline: the longest a request may wait to be admitted.',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
 } as const satisfies Record<string, MetricDefinition>;
 
 export type LimiterMetricKey = keyof typeof limiterMetrics;
 
 export const ACQUIRE_OUTCOMES = ['acquired', 'timeout', 'aborted'] as const;
+/** Outcomes of llm_limiter_requests_total. */
+export const REQUEST_OUTCOMES = ['admitted', 'shed', 'completed', 'partial'] as const;
 export const CALL_OUTCOMES = ['ok', 'error', 'rate_limited', 'cancelled', 'timeout'] as const;
 /** Why a call was refused admission: maxWait expired waiting for a permit or for budget, or the wait queue was full (maxWaiting). */
 export const TIMEOUT_REASONS = ['permit', 'budget', 'queue_full'] as const;
