@@ -5,6 +5,7 @@ import { type Event, InMemoryRunner } from '@google/adk';
 import { collectBranchOutcomes } from '../../agent/outcomes.ts';
 import { buildTree } from '../../agent/trees.ts';
 import { documentForTokens } from '../../loadtest/k6/document.ts';
+import { REQUEST_SHED_CODE } from '../../loadtest/k6/request-status.ts';
 import { startChild, stopChild } from '../support/child-process.ts';
 import { createReplicaModels, type VariantName, type VariantSettings } from './variants.ts';
 
@@ -29,6 +30,8 @@ export interface VariantRun {
   /** After the load, how long requests still running may finish before they are cut off. */
   readonly graceMs: number;
   readonly inputTokensPerCall: number;
+  /** The request deadline (already compressed): goodput within the SLO counts whole requests that ended within it. */
+  readonly requestDeadlineMs: number;
 }
 
 export interface WindowFigures {
@@ -56,6 +59,15 @@ export interface VariantResult {
   readonly configuredAt: number;
   /** Requests still running at the cut-off (counted as not ok, their latency censored there). */
   readonly cutOff: number;
+  /** Requests that ended with some branch ok and some not (a missing branch). */
+  readonly partialRequests: number;
+  /** Requests shed whole at the door (request admission: RequestShed before any model call). */
+  readonly shedRequests: number;
+  /** Input tokens (what the quota counts) the provider reported for every request, and for the ones not wholly ok. */
+  readonly countedTokens: number;
+  readonly wastedTokens: number;
+  /** Goodput's count, within the request deadline: whole requests in the goodput span that took at most requestDeadlineMs. */
+  readonly wholeWithinDeadline: number;
   readonly latenciesMs: readonly number[];
   /** Branches that ended in the limiter's timeout. */
   readonly timeouts: number;
@@ -73,8 +85,14 @@ interface Outcome {
   /** When it ended, epoch ms. */
   readonly endAt: number;
   readonly ok: boolean;
+  /** Some branch ok, some not. */
+  readonly partial: boolean;
+  /** Refused whole by request admission before any model call. */
+  readonly shed: boolean;
   readonly timeouts: number;
   readonly cut: boolean;
+  /** Input tokens the provider reported for the request's model calls. */
+  readonly tokens: number;
 }
 
 /** Runs one variant against its own mock provider; redisUrl is needed for the central variant. */
@@ -156,11 +174,17 @@ async function drive(
       const sample = permitSamples.filter((s) => s.at <= end).at(-1);
       return { ...w, ...(sample?.permits === undefined ? {} : { permits: sample.permits }) };
     });
+  const inGoodputSpan = (o: Outcome) => o.ok && o.endAt >= started + windowMs && o.endAt <= loadEnd;
   return {
     variant: run.variant,
     requests: outcomes.length,
     okRequests: outcomes.filter((o) => o.ok).length,
-    wholeInLoad: outcomes.filter((o) => o.ok && o.endAt >= started + windowMs && o.endAt <= loadEnd).length,
+    wholeInLoad: outcomes.filter(inGoodputSpan).length,
+    wholeWithinDeadline: outcomes.filter((o) => inGoodputSpan(o) && o.ms <= run.requestDeadlineMs).length,
+    partialRequests: outcomes.filter((o) => o.partial).length,
+    shedRequests: outcomes.filter((o) => o.shed).length,
+    countedTokens: outcomes.reduce((sum, o) => sum + o.tokens, 0),
+    wastedTokens: outcomes.reduce((sum, o) => sum + (o.ok ? 0 : o.tokens), 0),
     goodputMs: run.loadMs - windowMs,
     cutOff: outcomes.filter((o) => o.cut).length,
     latenciesMs: outcomes.map((o) => o.ms),
@@ -180,6 +204,7 @@ async function request(
   const start = performance.now();
   const { runner, tree } = replica;
   const events: Event[] = [];
+  let shed = false;
   const run = (async () => {
     const session = await runner.sessionService.createSession({ appName: APP, userId: 'bench' });
     try {
@@ -197,8 +222,11 @@ async function request(
     }
   })().then(
     () => 'done' as const,
-    // A thrown run (ADK rethrows non-Error values) is a failed request.
-    () => 'failed' as const,
+    // A thrown run (ADK rethrows non-Error values) is a failed request; RequestShed is a shed one.
+    (error: unknown) => {
+      shed = (error as { code?: unknown } | null)?.code === REQUEST_SHED_CODE;
+      return 'failed' as const;
+    },
   );
   const cut = new Promise<'cut'>((resolve) => {
     if (cutOff.aborted) resolve('cut');
@@ -207,13 +235,19 @@ async function request(
   const ended = await Promise.race([run, cut]);
   const ms = performance.now() - start;
   const endAt = Date.now();
-  if (ended === 'cut') return { ms, endAt, ok: false, timeouts: 0, cut: true };
+  const tokens = events.reduce((sum, e) => sum + (e.partial ? 0 : (e.usageMetadata?.promptTokenCount ?? 0)), 0);
+  if (ended === 'cut') return { ms, endAt, ok: false, partial: false, shed: false, timeouts: 0, cut: true, tokens };
   const branches = collectBranchOutcomes(events, tree.branches);
+  const okBranches = branches.filter((b) => b.outcome === 'ok').length;
+  const ok = ended === 'done' && okBranches === branches.length;
   return {
     ms,
     endAt,
-    ok: ended === 'done' && branches.every((b) => b.outcome === 'ok'),
+    ok,
+    partial: !shed && !ok && okBranches > 0,
+    shed,
     timeouts: branches.filter((b) => b.outcome === 'timeout').length,
     cut: false,
+    tokens,
   };
 }

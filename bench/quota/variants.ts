@@ -11,6 +11,10 @@
 //   rolling-window guard (the bucket the design started from), fair permits, reconcile.
 // - quotascope default / central / adaptive: RateLimitedLlm as the agent service wires it
 //   (input-counted budget with the rolling guard; one Redis bucket for the fleet; AIMD permits).
+// - quotascope per-call: the default's RateLimitedLlm with each call admitted on its own
+//   (`--admission call`), the behaviour before request admission.
+// - quotascope full quota: the default with a budget of 100 % of the quota, to compare with the
+//   unlimited peers at equal quota use.
 //
 // Delays are compressed with the quota window: the SDK's backoff, the limiter's maxWait and
 // backoff are scaled by windowMs / 60 s, as the quota itself is.
@@ -30,6 +34,8 @@ export const VARIANTS = [
   'bottleneck',
   'plain bucket',
   'quotascope default',
+  'quotascope per-call',
+  'quotascope full quota',
   'quotascope central',
   'quotascope adaptive',
 ] as const;
@@ -42,6 +48,8 @@ export interface VariantSettings {
   readonly windowMs: number;
   /** The fleet's budget per window, tokens (a share of the quota). */
   readonly fleetBudgetTokens: number;
+  /** The provider quota per window, tokens (the full-quota variant's budget). */
+  readonly quotaTokens: number;
   readonly replicas: number;
   /** Permits per replica (from the plan). */
   readonly permits: number;
@@ -163,7 +171,11 @@ export async function createReplicaModels(variant: VariantName, settings: Varian
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs, rollingWindow: false, countedTokens: 'total' }))));
         break;
       case 'quotascope default':
+      case 'quotascope per-call':
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs }))));
+        break;
+      case 'quotascope full quota':
+        models.push(limited(wrapped(settings, new TokenBudget(Math.floor(settings.quotaTokens / replicas), { windowMs }))));
         break;
       case 'quotascope adaptive':
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs }), { adaptive: true })));
