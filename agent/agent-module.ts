@@ -6,7 +6,7 @@ import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { RunnableRoot } from '@google/adk';
-import { isRunnableRoot } from './adk-brands.ts';
+import { isRunnableRoot } from '../instrumentation/tree/adk-brands.ts';
 
 export const DEFAULT_AGENT_EXPORT = 'rootAgent';
 

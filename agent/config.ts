@@ -3,7 +3,18 @@
 import { z } from 'zod';
 import { CENTRAL_OUTAGE_POLICIES } from '../instrumentation/budget.ts';
 import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WAITING_LIMIT, MAX_WINDOW_MS, MIN_WINDOW_MS } from '../instrumentation/defaults.ts';
+import {
+  ADMISSION_MODES,
+  DEFAULT_ADMISSION_MODE,
+  DEFAULT_COUNTED_TOKENS,
+  DEFAULT_REQUEST_DEADLINE_MS,
+  DEFAULT_WINDOW_MS,
+  MAX_REQUEST_DEADLINE_MS,
+  MAX_WAITING_LIMIT,
+  MAX_WINDOW_MS,
+  MIN_REQUEST_DEADLINE_MS,
+  MIN_WINDOW_MS,
+} from '../instrumentation/defaults.ts';
 import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
 import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from './worked-example.ts';
 
@@ -53,6 +64,10 @@ export const agentServiceFields = z.object({
   initialOutputTokens: z.int().min(0).max(MAX_TOKENS_PER_CALL).default(WORKED_EXAMPLE.outputTokensPerCall),
   /** Longest a call waits for a permit and budget before its branch times out. */
   maxWaitMs: z.int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(WORKED_EXAMPLE.maxWaitMs),
+  /** `request`: admit each user request whole at the door, or shed it whole (429); `call`: admit each model call alone. */
+  admission: z.enum(ADMISSION_MODES).default(DEFAULT_ADMISSION_MODE),
+  /** A request's deadline from its arrival, ms (request admission). */
+  requestDeadlineMs: z.int().min(MIN_REQUEST_DEADLINE_MS).max(MAX_REQUEST_DEADLINE_MS).default(DEFAULT_REQUEST_DEADLINE_MS),
   /** HTTP timeout of one provider request (genai has none by default). */
   httpTimeoutMs: milliseconds.default(120_000),
   /** Stream model responses (SSE, streamGenerateContent) instead of one unary call each. */
@@ -157,6 +172,8 @@ export const LIMITER_OPTION_KEYS = [
   'estimatedTokensPerCall',
   'initialOutputTokens',
   'maxWaitMs',
+  'admission',
+  'requestDeadlineMs',
   'quotaSharing',
   'budgetWindow',
   'redisUrl',

@@ -14,6 +14,6 @@ export { startTracing } from './tracing.ts';
 export { type AgentModuleSpec, AgentModuleError, type LoadedAgentModule, loadAgentModule } from './agent-module.ts';
 export { type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './serve/options.ts';
 export { type ServedAgent, startServe } from './serve/server.ts';
-export { type AgentTreeNode, AgentTreeError, eventAuthorsOf, llmAgentsOf, walkAgentTree } from './tree-walk.ts';
+export { type AgentTreeNode, AgentTreeError, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../instrumentation/tree/tree-walk.ts';
 export { TREE_NAMES, TREE_SHAPES, type TreeName, type TreeShape } from './tree-shapes.ts';
 export { buildTree } from './trees.ts';

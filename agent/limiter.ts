@@ -37,10 +37,16 @@ import {
   UsageEstimator,
 } from '../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, redactUrl, RedisTokenBudget } from '../instrumentation/redis.ts';
+import { RequestAdmission } from '../instrumentation/request-admission.ts';
 import { type BudgetWindow, batchLanePermits, type LimiterOptions, type QuotaSharing } from './config.ts';
 
 /** The lane whose permits are capped (the request body's trafficClass value). */
 export const BATCH_LANE = 'batch';
+
+/** The request admission of a service (`admission: request`), or undefined when model calls are admitted one by one. */
+export function createRequestAdmission(config: Pick<LimiterOptions, 'admission' | 'requestDeadlineMs'>): RequestAdmission | undefined {
+  return config.admission === 'request' ? new RequestAdmission({ requestDeadlineMs: config.requestDeadlineMs, shedFirstLanes: [BATCH_LANE] }) : undefined;
+}
 
 export interface Limiter {
   /** Give this to every LlmAgent of every tree. */

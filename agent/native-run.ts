@@ -7,10 +7,13 @@ import { type Event, isFinalResponse, type Runner, StreamingMode, stringifyConte
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, sinceArrival } from './access-log.ts';
+import { RequestShed } from '../instrumentation/errors.ts';
+import type { RequestAdmission } from '../instrumentation/request-admission.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { type BranchResult, collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
 import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
 import { type CallReportLike, type RequestUsage, summarizeUsage, withCallReports } from './run-context.ts';
+import { answerShedNative } from './shed-response.ts';
 import type { PublishedAgent } from './tree-shapes.ts';
 
 const tracer = trace.getTracer('quotascope-agent');
@@ -52,6 +55,8 @@ export interface NativeRunHost {
   unknown(name: string): string | undefined;
   /** The target of a served name for this request. */
   resolve(name: string, request: RunRequest): NativeRunTarget;
+  /** Admits each run whole at the door or sheds it (429); undefined: model calls are admitted one by one. */
+  readonly admission?: RequestAdmission;
 }
 
 function finalText(events: readonly Event[], author: string | undefined): string {
@@ -140,26 +145,31 @@ export function nativeRunHandler(host: NativeRunHost): RequestHandler {
     const run = tracer.startActiveSpan(`agent.run ${name}`, async (span) => {
       span.setAttributes({ 'agent.tree': name, 'agent.traffic_class': request.trafficClass });
       const events: Event[] = [];
-      const { reports, result } = withCallReports(
-        async () => {
-          const session = await runner.sessionService.createSession({ appName, userId: request.userId });
-          try {
-            for await (const event of runner.runAsync({
-              userId: request.userId,
-              sessionId: session.id,
-              newMessage: { role: 'user', parts: [{ text: request.document }] },
-              runConfig: {
-                ...(target.maxLlmCalls === undefined ? {} : { maxLlmCalls: target.maxLlmCalls }),
-                streamingMode: host.streaming ? StreamingMode.SSE : StreamingMode.NONE,
-              },
-              abortSignal: abort.signal,
-            })) {
-              events.push(event);
-            }
-          } finally {
-            await runner.sessionService.deleteSession({ appName, userId: request.userId, sessionId: session.id });
+      const runTree = async () => {
+        const session = await runner.sessionService.createSession({ appName, userId: request.userId });
+        try {
+          for await (const event of runner.runAsync({
+            userId: request.userId,
+            sessionId: session.id,
+            newMessage: { role: 'user', parts: [{ text: request.document }] },
+            runConfig: {
+              ...(target.maxLlmCalls === undefined ? {} : { maxLlmCalls: target.maxLlmCalls }),
+              streamingMode: host.streaming ? StreamingMode.SSE : StreamingMode.NONE,
+            },
+            abortSignal: abort.signal,
+          })) {
+            events.push(event);
           }
-        },
+        } finally {
+          await runner.sessionService.deleteSession({ appName, userId: request.userId, sessionId: session.id });
+        }
+      };
+      const admission = host.admission;
+      const { reports, result } = withCallReports(
+        () =>
+          admission
+            ? admission.run(runner.agent, runTree, { lane: request.trafficClass, signal: abort.signal, arrivedAt: startedAt })
+            : runTree(),
         { trafficClass: request.trafficClass },
       );
       let status = 200;
@@ -191,6 +201,13 @@ export function nativeRunHandler(host: NativeRunHost): RequestHandler {
           trafficClass: request.trafficClass,
         });
       } catch (thrown) {
+        if (thrown instanceof RequestShed) {
+          // Shed whole at the door: nothing ran, nothing was spent.
+          status = 429;
+          runSummary = { modelCalls: 0 };
+          if (!res.headersSent && !abort.signal.aborted) answerShedNative(res, thrown);
+          return;
+        }
         // ADK rethrows non-Error values out of runAsync; Errors from outside the model
         // (session service, a bug) land here too. The wrapper released its permits.
         status = 500;

@@ -6,7 +6,7 @@ import express, { type Request, type Response } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type AccessLog, openAccessLog } from './access-log.ts';
 import { type AgentServiceOptionsInput, parseServiceOptions } from './config.ts';
-import { BATCH_LANE, createLimiter, type Limiter } from './limiter.ts';
+import { BATCH_LANE, createLimiter, createRequestAdmission, type Limiter } from './limiter.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from './http-server.ts';
 import { createAgentMetrics } from './metrics.ts';
 import { mountNativeRun } from './native-run.ts';
@@ -107,6 +107,7 @@ export async function startAgentService(
 
   mountNativeRun(app, { trees: TREE_NAMES, agents: publishedAgents() }, {
     metrics,
+    admission: createRequestAdmission(config),
     accessLog,
     streaming: config.streaming,
     inFlight,

@@ -1,5 +1,6 @@
 // The trees' fan-out as the capacity planner counts it, published at GET /v1/agents. Pure
 // data (no ADK imports) so the load-test side can read the same table.
+import type { CountedNode } from '../instrumentation/tree/tree-count.ts';
 import { REVIEWERS } from './reviewers.ts';
 
 export const TREE_NAMES = ['review', 'review-workflow', 'wide', 'tools'] as const;
@@ -36,6 +37,15 @@ export const TREE_SHAPES: Readonly<Record<TreeName, TreeShape | null>> = {
   wide: null,
   tools: null,
 };
+
+/**
+ * A counted tree as the planner's shape: its width as the fan-out, one call per branch,
+ * the rest of its calls after it (exact for the total, the burst's worst first wave).
+ */
+export function shapeOfCount(tree: CountedNode): TreeShape {
+  const width = Math.max(1, Math.min(tree.width, tree.calls));
+  return { parallelBranches: width, callsPerBranch: 1, sequentialSteps: tree.calls - width };
+}
 
 export const modelCallsPerRequest = (s: TreeShape): number => s.parallelBranches * s.callsPerBranch + s.sequentialSteps;
 

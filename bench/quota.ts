@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LogLevel, setLogLevel } from '@google/adk';
 import { startRedisServer } from '../test/instrumentation/redis-server.ts';
+import { DEFAULT_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { plan } from '../loadtest/planner/index.ts';
 import { modelCallsPerRequest, TREE_SHAPES, type TreeShape } from '../agent/tree-shapes.ts';
 import { quotaPlot } from './quota/plot.ts';
@@ -51,8 +52,8 @@ export interface QuotaBenchOptions {
 export const QUOTA_GROUP = 'quota efficiency: review tree at 1.3x the budget, 3 replicas (goodput)';
 export const AIMD_GROUP = 'quotascope adaptive: quota at 60 % of the plan, raised to 100 % mid-run';
 const BUDGET_FRACTION = 0.9;
-/** The request deadline a user tolerates, uncompressed (the library's default). */
-const REQUEST_DEADLINE_MS = 60_000;
+/** The request deadline, uncompressed: the library's default. */
+const REQUEST_DEADLINE_MS = DEFAULT_REQUEST_DEADLINE_MS;
 /** The review tree's shape, the synthesizer's reading of the reviews included. */
 const REVIEW_SHAPE = TREE_SHAPES.review as TreeShape;
 const REVIEW_CALLS = modelCallsPerRequest(REVIEW_SHAPE);

@@ -111,8 +111,8 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
   const [{ countAgent, treePlanInput }, { AgentModuleError }, { AgentTreeError }, { TreeCountError }] = await Promise.all([
     import('../loadtest/planner/agent-plan.ts'),
     import('../agent/agent-module.ts'),
-    import('../agent/tree-walk.ts'),
-    import('../agent/tree-count.ts'),
+    import('../instrumentation/tree/tree-walk.ts'),
+    import('../instrumentation/tree/tree-count.ts'),
   ]);
   let tree: AgentPlanResult['tree'];
   try {

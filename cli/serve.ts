@@ -77,7 +77,7 @@ async function serve(options: ServeOptions): Promise<void> {
   const [{ startServe }, { AgentModuleError }, { AgentTreeError }] = await Promise.all([
     import('../agent/serve/server.ts'),
     import('../agent/agent-module.ts'),
-    import('../agent/tree-walk.ts'),
+    import('../instrumentation/tree/tree-walk.ts'),
   ]);
   let served: Awaited<ReturnType<typeof startServe>>;
   try {

@@ -32,6 +32,13 @@ const FLAGS: FlagSpecs<keyof StartOptions> = {
   tokens: { flag: 'tokens', help: 'input tokens per model call', schema: field.tokens, value: 'n' },
   permits: { flag: 'permits', help: 'permits per replica', schema: field.permits, value: 'n' },
   maxWaitMs: { flag: 'max-wait-ms', help: "the limiter's maxWait, ms", schema: field.maxWaitMs, value: 'ms' },
+  admission: {
+    flag: 'admission',
+    help: 'request: fund each user request whole at the door or shed it whole (429); call: admit each model call alone',
+    schema: field.admission,
+    value: 'mode',
+  },
+  requestDeadlineMs: { flag: 'request-deadline-ms', help: "a request's deadline from its arrival, ms", schema: field.requestDeadlineMs, value: 'ms' },
   countedTokens: {
     flag: 'counted-tokens',
     help: 'which tokens the quota counts: the mock, the budget, the planner and the report all take it from here',

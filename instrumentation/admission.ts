@@ -5,7 +5,11 @@
 // maxWaiting set, a call that would have to wait while that many calls already wait (for a
 // permit or for budget) is refused at once (RateLimitTimeout, reason queue_full): the queue,
 // and the memory it holds, is bounded.
+//
+// A call of an admitted request (admitted-request.ts) waits for its permit in the order of its
+// request's admission, and takes no budget: its request's funded share pays for it.
 import type { LlmRequest } from '@google/adk';
+import type { FundedShare } from './admitted-request.ts';
 import type { Budget, BudgetTicket } from './budget.ts';
 import type { CallWatch } from './call-observers.ts';
 import type { Clock } from './clock.ts';
@@ -19,6 +23,8 @@ export interface Admitted {
   readonly permit: Permit;
   readonly reserved: number;
   readonly ticket: BudgetTicket | undefined;
+  /** Paid by its request's funded share (reconciled when the request ends, not per call). */
+  readonly funded: boolean;
 }
 
 /** A call refused: nothing is held. */
@@ -39,8 +45,14 @@ export interface AdmissionRequest {
   /** When the call started waiting, on the clock. */
   readonly start: number;
   readonly deadline: number;
+  /** What a wait that reaches `deadline` times out for: maxWait (`permit`/`budget`), or its request's deadline. */
+  readonly deadlineIsRequest: boolean;
   readonly signal: AbortSignal;
   readonly watch: CallWatch;
+  /** Permit order (lower first): its request's admission time; undefined: the call's arrival. */
+  readonly priority: number | undefined;
+  /** Its request's funded share on this limiter, which pays for the call instead of the budget. */
+  readonly share: FundedShare | undefined;
 }
 
 export interface AdmissionControlOptions {
@@ -63,13 +75,15 @@ export class AdmissionControl {
 
   /** Admit or refuse a call; synchronous when a permit and the budget are free now. */
   admit(call: AdmissionRequest): Admission | Promise<Admission> {
+    if (call.deadlineIsRequest && call.deadline <= call.start) return this.#timedOut(call, 'request_deadline');
     const permit = call.signal.aborted ? undefined : this.#options.semaphore.tryAcquire(call.lane);
     if (permit) return this.#reserve(call, permit);
     if (this.#queueFull()) return this.#timedOut(call, 'queue_full');
     call.watch.waiting();
-    return this.#options.semaphore.acquire({ deadline: call.deadline, signal: call.signal, lane: call.lane?.lane }).then(
+    const acquire = { deadline: call.deadline, signal: call.signal, lane: call.lane?.lane, priority: call.priority };
+    return this.#options.semaphore.acquire(acquire).then(
       (acquired) => this.#reserve(call, acquired),
-      (error: unknown) => this.#refuse(call, error, 'permit'),
+      (error: unknown) => this.#refuse(call, error, call.deadlineIsRequest ? 'request_deadline' : 'permit'),
     );
   }
 
@@ -78,6 +92,8 @@ export class AdmissionControl {
     const { budget } = this.#options;
     let reserved: number;
     try {
+      const funded = call.share?.tokensPerCall.get(call.agent);
+      if (funded !== undefined) return admitted(permit, funded, undefined, true);
       reserved = this.#estimate(call.request, call.agent);
       if (!budget) return admitted(permit, reserved, undefined);
       const ticket = budget.tryReserve(reserved);
@@ -91,11 +107,11 @@ export class AdmissionControl {
       return this.#timedOut(call, 'queue_full');
     }
     call.watch.waiting();
-    return budget.reserve(reserved, { deadline: call.deadline, signal: call.signal }).then(
+    return budget.reserve(reserved, { deadline: call.deadline, signal: call.signal, priority: call.priority }).then(
       (ticket) => admitted(permit, reserved, ticket),
       (error: unknown) => {
         permit.release();
-        return this.#refuse(call, error, 'budget');
+        return this.#refuse(call, error, call.deadlineIsRequest ? 'request_deadline' : 'budget');
       },
     );
   }
@@ -128,6 +144,6 @@ export class AdmissionControl {
   }
 }
 
-function admitted(permit: Permit, reserved: number, ticket: BudgetTicket | undefined): Admitted {
-  return { kind: 'admitted', permit, reserved, ticket };
+function admitted(permit: Permit, reserved: number, ticket: BudgetTicket | undefined, funded = false): Admitted {
+  return { kind: 'admitted', permit, reserved, ticket, funded };
 }

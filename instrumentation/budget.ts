@@ -27,6 +27,8 @@ export interface ReserveOptions {
   /** Absolute time on the budget's clock after which the reservation gives up. */
   readonly deadline?: number;
   readonly signal?: AbortSignal;
+  /** Lower waits less in this process's queue (default: arrival order); see WaiterQueue. */
+  readonly priority?: number;
 }
 
 export interface Budget {
@@ -54,6 +56,12 @@ export interface Budget {
    * ticket. Rejects with DeadlineExceeded, the abort reason, or BudgetRequestTooLarge at once.
    */
   reserve(tokens: number, options?: ReserveOptions): Promise<BudgetTicket>;
+  /**
+   * Milliseconds until `tokens` could be taken after every reservation queued in this process
+   * ahead of it (0: now), as far as this process can tell; undefined when it cannot tell (a
+   * shared budget whose level lives elsewhere). Request admission sheds at once on it.
+   */
+  fundableInMs?(tokens: number): number | undefined;
   /**
    * Settle an admission against the provider's usage: give back an overestimate, take an
    * underestimate's shortfall.

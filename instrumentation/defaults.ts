@@ -30,3 +30,22 @@ export const DEFAULT_COUNTED_TOKENS: CountedTokenKind = 'input';
 export const DEFAULT_WINDOW_MS = 60_000;
 export const MIN_WINDOW_MS = 1_000;
 export const MAX_WINDOW_MS = 3_600_000;
+
+/**
+ * A request's deadline, ms: it is admitted only if it can be funded in time to finish within
+ * it, and a call that cannot finish before it is not started. 60 s is the idle timeout of the
+ * front ends an agent usually sits behind by default (nginx's proxy_read_timeout, AWS ALB,
+ * Google Cloud Load Balancing's backend timeout), so an answer later than that is lost to
+ * the user anyway. Bounded to [1 s, 600 s].
+ */
+export const DEFAULT_REQUEST_DEADLINE_MS = 60_000;
+export const MIN_REQUEST_DEADLINE_MS = 1_000;
+export const MAX_REQUEST_DEADLINE_MS = 600_000;
+
+/** How request admission admits: a whole request at the door (`request`), or each model call alone (`call`). */
+export const ADMISSION_MODES = ['request', 'call'] as const;
+export type AdmissionMode = (typeof ADMISSION_MODES)[number];
+export const DEFAULT_ADMISSION_MODE: AdmissionMode = 'request';
+
+/** Lanes whose requests never wait at the door and are shed while other requests wait. */
+export const DEFAULT_SHED_FIRST_LANES: readonly string[] = ['batch'];

@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   rateLimited: 'RATE_LIMITED',
   maxCallTime: 'MAX_CALL_TIME_EXCEEDED',
   budgetUnavailable: 'BUDGET_UNAVAILABLE',
+  requestShed: 'REQUEST_SHED',
 } as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
@@ -24,6 +25,7 @@ const timeoutText: Record<TimeoutReason, (waitedMs: number) => string> = {
   permit: (ms) => `no permit within ${ms} ms (maxWaitMs)`,
   budget: (ms) => `no token budget within ${ms} ms (maxWaitMs)`,
   queue_full: (ms) => `maxWaiting calls are already waiting: refused after ${ms} ms`,
+  request_deadline: (ms) => `its request's deadline leaves no time for the call: not started after ${ms} ms`,
 };
 
 /** The bounded wait (maxWaitMs) for a permit or for token budget expired, or the wait queue was full (maxWaiting). */
@@ -120,6 +122,39 @@ export class CentralBudgetUnavailable extends Error {
     super(jsonMessage(ERROR_CODES.budgetUnavailable, { key }, text), { cause });
     this.name = 'CentralBudgetUnavailable';
     this.key = key;
+  }
+}
+
+/** Why a request was shed at the door. */
+export type ShedReason = 'deadline' | 'too_large' | 'lane';
+
+const shedText: Record<ShedReason, string> = {
+  deadline: 'its model calls cannot be funded in time to finish within the request deadline',
+  too_large: 'its model calls need more tokens than one window of the budget holds',
+  lane: 'its lane is shed first while other requests wait',
+};
+
+/**
+ * A whole request turned away at the door, before any model call: it could not be funded
+ * within its deadline. `retryAfterMs` is when the budget could fund it again.
+ */
+export class RequestShed extends Error {
+  readonly code = ERROR_CODES.requestShed;
+  readonly reason: ShedReason;
+  readonly limiter: string;
+  readonly retryAfterMs: number;
+  /** The readable text (the message is the JSON form). */
+  readonly text: string;
+
+  constructor(limiter: string, reason: ShedReason, retryAfterMs: number) {
+    const retryAfter = Math.max(0, Math.ceil(retryAfterMs));
+    const text = `request shed by limiter "${limiter}": ${shedText[reason]}; retry after ${retryAfter} ms`;
+    super(jsonMessage(ERROR_CODES.requestShed, { reason, retryAfterMs: retryAfter }, text));
+    this.name = 'RequestShed';
+    this.text = text;
+    this.reason = reason;
+    this.limiter = limiter;
+    this.retryAfterMs = retryAfter;
   }
 }
 

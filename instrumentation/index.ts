@@ -17,14 +17,21 @@ export {
   MAX_WINDOW_MS,
   MIN_WINDOW_MS,
   MAX_WAITING_LIMIT,
+  ADMISSION_MODES,
+  type AdmissionMode,
+  DEFAULT_ADMISSION_MODE,
+  DEFAULT_REQUEST_DEADLINE_MS,
+  MAX_REQUEST_DEADLINE_MS,
+  MIN_REQUEST_DEADLINE_MS,
 } from './defaults.ts';
-export { ERROR_CODES, RateLimitExhausted, RateLimitTimeout } from './errors.ts';
+export { ERROR_CODES, RateLimitExhausted, RateLimitTimeout, RequestShed, type ShedReason } from './errors.ts';
+export { RequestAdmission, type RequestAdmissionOptions, type RequestRunOptions } from './request-admission.ts';
 export { redactUrl } from './redact-url.ts';
 export { type TokenEstimator, UsageEstimator } from './estimator.ts';
 export type { AdaptiveLimit } from './limits/adaptive-limit.ts';
 export { AimdLimit, type AimdOptions } from './limits/aimd.ts';
 export { type QuotaShare, replicaShare } from './limits/replica-share.ts';
-export { CALL_OUTCOMES, limiterMetrics, type MetricDefinition } from './metrics/definitions.ts';
+export { CALL_OUTCOMES, limiterMetrics, type MetricDefinition, REQUEST_OUTCOMES, type RequestOutcome } from './metrics/definitions.ts';
 export { createLimiterMetrics } from './metrics/limiter-metrics.ts';
 export type { CallOutcome, CallReport } from './call-observers.ts';
 export { isRateLimitedLlm, type LimiterSnapshot, RateLimitedLlm, type RateLimitedLlmOptions } from './rate-limited-llm.ts';

@@ -18,8 +18,10 @@ import { BaseLlm } from '@google/adk';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { type Admission, AdmissionControl } from './admission.ts';
+import { type AdmittedRequest, currentRequest } from './admitted-request.ts';
 import type { Budget } from './budget.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
+import { CallCostModel } from './call-cost.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import { type CountedTokens, countedTokensSchema, countTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS, MAX_WAITING_LIMIT } from './defaults.ts';
@@ -211,6 +213,8 @@ export class RateLimitedLlm extends BaseLlm {
   readonly maxWaitMs: number;
   readonly maxAttempts: number;
   readonly maxCallMs: number;
+  /** What its calls cost per agent and how long they take, learned from finished calls (request admission funds requests with it). */
+  readonly callCost = new CallCostModel();
   readonly #laneOf: ((request: LlmRequest) => string | undefined) | undefined;
   readonly #clock: Clock;
   readonly #admission: AdmissionControl;
@@ -306,9 +310,10 @@ export class RateLimitedLlm extends BaseLlm {
     const agent = agentNameOf(request);
     // Read here, in the consumer's async context; a throwing laneOf fails this call before anything is held.
     const lane = this.#laneOf?.(request);
+    const admitted = currentRequest();
     const channel = new ResponseChannel<LlmResponse>();
     const state = new CallState(this.#reclaim);
-    void this.#drive(request, stream, agent, lane, channel, abortSignal, state);
+    void this.#drive({ request, stream, agent, lane, admitted }, channel, abortSignal, state);
     try {
       for (;;) {
         const next = await channel.next();
@@ -331,25 +336,29 @@ export class RateLimitedLlm extends BaseLlm {
 
   /** Admission, attempts, release and accounting for one model call. Never rejects. */
   async #drive(
-    request: LlmRequest,
-    stream: boolean,
-    agent: string,
-    lane: string | undefined,
+    call: ModelCall,
     channel: ResponseChannel<LlmResponse>,
     callerSignal: AbortSignal | undefined,
     state: CallState,
   ): Promise<void> {
+    const { request, stream, agent, lane, admitted: inRequest } = call;
     const start = this.#clock.now();
     const stopFollowing = callerSignal && followCallerAbort(callerSignal, state);
     const watch = this.#observers.start(request, agent, request.model ?? this.model);
+    // A call of an admitted request is not started unless it can finish before the request's deadline.
+    const waitDeadline = start + this.maxWaitMs;
+    const requestDeadline = inRequest ? inRequest.deadline - (this.callCost.meanCallMs ?? 0) : Number.POSITIVE_INFINITY;
     const pending = this.#admission.admit({
       request,
       agent,
       lane: lane === undefined ? undefined : { lane },
       start,
-      deadline: start + this.maxWaitMs,
+      deadline: Math.min(waitDeadline, requestDeadline),
+      deadlineIsRequest: requestDeadline < waitDeadline,
       signal: state.controller.signal,
       watch,
+      priority: inRequest?.admittedAt,
+      share: inRequest?.shareOf(this),
     });
     // Uncontended calls are admitted synchronously; only a call that must wait pays for the async path.
     const admission = pending instanceof Promise ? await pending : pending;
@@ -368,7 +377,7 @@ export class RateLimitedLlm extends BaseLlm {
       result = await this.#attempts(request, stream, state, channel, timing.waitMs, watch);
     }
     stopFollowing?.();
-    this.#finish(agent, state, channel, admission, timing, result, watch);
+    this.#finish(agent, state, channel, admission, timing, result, watch, inRequest);
   }
 
   /** Delegate calls until one succeeds, fails for good, or the retry policy gives up. */
@@ -426,6 +435,7 @@ export class RateLimitedLlm extends BaseLlm {
     timing: { readonly start: number; readonly admittedAt: number; readonly waitMs: number },
     result: AttemptsResult,
     watch: CallWatch,
+    inRequest: AdmittedRequest | undefined,
   ): void {
     const end = this.#clock.now();
     const admitted = admission.kind === 'admitted';
@@ -447,7 +457,10 @@ export class RateLimitedLlm extends BaseLlm {
       attempts,
       durationMs: end - timing.start,
     };
-    watch.ended(report, { admitted, callMs: end - timing.admittedAt, usage, rateLimited, error, inFlight });
+    const callMs = end - timing.admittedAt;
+    watch.ended(report, { admitted, callMs, usage, rateLimited, error, inFlight });
+    if (outcome === 'ok' && usage) this.callCost.observe(agent, actual, callMs);
+    inRequest?.recordCall(this, this.name, { ok: outcome === 'ok', countedTokens: admitted ? actual : 0 });
     state.ended = true;
     if (outcome === 'ok') channel.end();
     else channel.fail(error);
@@ -512,6 +525,16 @@ export class RateLimitedLlm extends BaseLlm {
       step();
     });
   }
+}
+
+/** One model call as the consumer asked for it. */
+interface ModelCall {
+  readonly request: LlmRequest;
+  readonly stream: boolean;
+  readonly agent: string;
+  readonly lane: string | undefined;
+  /** The admitted request it belongs to (read in the consumer's async context), if any. */
+  readonly admitted: AdmittedRequest | undefined;
 }
 
 /** What the attempts of an admitted call came to. */

@@ -1,5 +1,6 @@
 // A counting semaphore with strict FIFO admission: a newcomer never overtakes a waiter,
-// so a burst of calls is admitted in arrival order. Waiters may carry a deadline and an
+// so a burst of calls is admitted in arrival order. A waiter may carry a priority (request
+// admission gives its request's admission order): waiters go in priority order, then FIFO. Waiters may carry a deadline and an
 // AbortSignal; one that gives up leaves the queue without ever taking a permit.
 //
 // Lanes (traffic classes): an acquire may name a lane, and a lane may be capped (at most n
@@ -22,6 +23,8 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
   /** The traffic class this permit counts against (see setLaneLimit). */
   readonly lane?: string;
+  /** Lower is admitted first (default: the time of the call, i.e. FIFO); see WaiterQueue. */
+  readonly priority?: number;
 }
 
 export interface FairSemaphoreOptions {
@@ -185,7 +188,7 @@ export class FairSemaphore {
       }
       return;
     }
-    // FIFO among eligible waiters: skip the ones whose lane is full (a Set iterates safely
+    // FIFO among eligible waiters: skip the ones whose lane is full (the queue iterates safely
     // while granted waiters delete themselves).
     for (const waiter of this.#waiters) {
       if (this.#inUse >= this.#limit) return;

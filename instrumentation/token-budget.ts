@@ -146,6 +146,23 @@ export class TokenBudget implements Budget {
     return waited;
   }
 
+  /** Milliseconds until `tokens` could be taken behind the reservations queued now (0: now). */
+  fundableInMs(tokens: number): number {
+    this.#check(tokens);
+    this.#refill();
+    let ahead = 0;
+    for (const waiter of this.#waiters) ahead += waiter.data;
+    const need = ahead + tokens;
+    const bucketWaitMs = this.#level + EPSILON < need ? (need - this.#level) / this.#perMs : 0;
+    // The window frees what it holds as its slots age; more than one window of queued tokens waits whole windows.
+    const windowWaitMs = this.#window
+      ? need <= this.#window.limit
+        ? this.#window.waitMs(this.#clock.now(), need)
+        : Math.ceil(need / this.#window.limit) * this.windowMs
+      : 0;
+    return Math.ceil(Math.max(bucketWaitMs, windowWaitMs));
+  }
+
   /**
    * Settle an admission against what the provider reported: give back an overestimate,
    * take the shortfall of an underestimate (possibly going negative). Never above capacity.

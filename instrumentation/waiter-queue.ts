@@ -1,5 +1,7 @@
-// The wait queue shared by the semaphore and both token budgets: waiters in arrival order,
-// each with an optional deadline and AbortSignal. A waiter leaves exactly once (granted,
+// The wait queue shared by the semaphore and both token budgets: waiters in order of their
+// priority (lower first; the time they arrived unless told otherwise, so plain FIFO), then of
+// arrival, each with an optional deadline and AbortSignal. Request admission gives a call its
+// request's admission order as priority: an admitted request's calls go before newer ones'. A waiter leaves exactly once (granted,
 // failed, past its deadline or aborted), and leaving clears its timer and its abort listener,
 // so nothing outlives the wait. What a waiter waits for is the owner's business: the owner
 // walks the queue and grants.
@@ -10,6 +12,8 @@ export interface WaitOptions {
   /** Absolute time on the queue's clock after which the waiter gives up with DeadlineExceeded. */
   readonly deadline?: number;
   readonly signal?: AbortSignal;
+  /** Lower waits less; default: now on the queue's clock (arrival order). */
+  readonly priority?: number;
 }
 
 export interface WaiterQueueOptions<D> {
@@ -42,15 +46,24 @@ class QueuedWaiter<D, T> implements Waiter<D, T> {
   queued = true;
   timer: TimerHandle | undefined;
   readonly data: D;
+  readonly priority: number;
   readonly signal: AbortSignal | undefined;
   readonly #exit: Exit<D, T>;
   readonly #resolve: (value: T) => void;
   readonly #reject: (reason: unknown) => void;
   readonly onAbort = (): void => this.fail(this.signal?.reason);
 
-  constructor(exit: Exit<D, T>, data: D, signal: AbortSignal | undefined, resolve: (value: T) => void, reject: (reason: unknown) => void) {
+  constructor(
+    exit: Exit<D, T>,
+    data: D,
+    priority: number,
+    signal: AbortSignal | undefined,
+    resolve: (value: T) => void,
+    reject: (reason: unknown) => void,
+  ) {
     this.#exit = exit;
     this.data = data;
+    this.priority = priority;
     this.signal = signal;
     this.#resolve = resolve;
     this.#reject = reject;
@@ -69,13 +82,16 @@ class QueuedWaiter<D, T> implements Waiter<D, T> {
 }
 
 export class WaiterQueue<D, T> {
-  readonly #waiters = new Set<QueuedWaiter<D, T>>();
+  // Sorted by priority, then arrival. Queues are short (bounded by the callers' maxWaiting and
+  // deadlines), and most waiters arrive with the highest priority value and are appended.
+  readonly #waiters: QueuedWaiter<D, T>[] = [];
   readonly #options: WaiterQueueOptions<D>;
   readonly #exit: Exit<D, T> = {
     leave: (waiter) => {
       if (!waiter.queued) return false;
       waiter.queued = false;
-      this.#waiters.delete(waiter);
+      const at = this.#waiters[0] === waiter ? 0 : this.#waiters.indexOf(waiter);
+      this.#waiters.splice(at, 1);
       if (waiter.timer !== undefined) this.#options.clock.clearTimeout(waiter.timer);
       waiter.signal?.removeEventListener('abort', waiter.onAbort);
       this.#options.onLeave?.(waiter);
@@ -89,17 +105,19 @@ export class WaiterQueue<D, T> {
   }
 
   get size(): number {
-    return this.#waiters.size;
+    return this.#waiters.length;
   }
 
-  /** The longest-waiting waiter, or undefined when the queue is empty. */
+  /** The first waiter in order, or undefined when the queue is empty. */
   head(): Waiter<D, T> | undefined {
-    return this.#waiters.values().next().value;
+    return this.#waiters[0];
   }
 
-  /** Waiters in arrival order; safe to grant or fail while iterating. */
-  [Symbol.iterator](): IterableIterator<Waiter<D, T>> {
-    return this.#waiters.values();
+  /** Waiters in order, each while still queued; safe to grant or fail while iterating. */
+  *[Symbol.iterator](): IterableIterator<Waiter<D, T>> {
+    for (const waiter of [...this.#waiters]) {
+      if (waiter.queued) yield waiter;
+    }
   }
 
   /** Queue a waiter; rejects at once when the signal is already aborted or the deadline has passed. */
@@ -109,13 +127,21 @@ export class WaiterQueue<D, T> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (deadline !== undefined && deadline <= clock.now()) return Promise.reject(new DeadlineExceeded(this.#options.what));
     return new Promise<T>((resolve, reject) => {
-      const waiter = new QueuedWaiter(this.#exit, data, signal, resolve, reject);
-      this.#waiters.add(waiter);
+      const waiter = new QueuedWaiter(this.#exit, data, options.priority ?? clock.now(), signal, resolve, reject);
+      this.#insert(waiter);
       if (deadline !== undefined) {
         waiter.timer = clock.setTimeout(() => waiter.fail(new DeadlineExceeded(this.#options.what)), deadline - clock.now());
       }
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
     });
+  }
+
+  /** After every waiter of lower or equal priority: FIFO among equals. */
+  #insert(waiter: QueuedWaiter<D, T>): void {
+    const waiters = this.#waiters;
+    let at = waiters.length;
+    while (at > 0 && waiters[at - 1].priority > waiter.priority) at--;
+    waiters.splice(at, 0, waiter);
   }
 
   /** Fail every queued waiter with `reason`. */

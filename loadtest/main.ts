@@ -99,6 +99,8 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
       permits: flags.permits,
       tokensPerMinute: Math.round(flags.quotaTpm * BUDGET_FRACTION),
       maxWaitMs: flags.maxWaitMs,
+      admission: flags.admission,
+      requestDeadlineMs: flags.requestDeadlineMs,
       countedTokens: flags.countedTokens,
     },
     mockConfig,

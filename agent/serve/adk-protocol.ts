@@ -6,10 +6,13 @@
 import { type Event, type Runner, StreamingMode } from '@google/adk';
 import express, { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
+import { RequestShed } from '../../instrumentation/errors.ts';
+import type { RequestAdmission } from '../../instrumentation/request-admission.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import { describeThrown, recordRunOutcome } from '../native-run.ts';
 import { describeIssues, MAX_BODY_BYTES, MAX_DOCUMENT_CHARS } from '../request-schema.ts';
 import { withCallReports } from '../run-context.ts';
+import { answerShedAdk } from '../shed-response.ts';
 
 const id = (what: string) => z.string().min(1, `${what} must not be empty`).max(128);
 
@@ -46,6 +49,8 @@ export interface AdkProtocolHost {
   /** Aborted by the host's close(). */
   readonly inFlight: Set<AbortController>;
   readonly runs: Set<Promise<void>>;
+  /** Admits each run whole at the door or sheds it (429); undefined: model calls are admitted one by one. */
+  readonly admission?: RequestAdmission;
 }
 
 function badRequest(res: Response, error: z.ZodError): void {
@@ -157,7 +162,7 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
     });
     const startedAt = performance.now();
     const events: Event[] = [];
-    const { reports, result } = withCallReports(async () => {
+    const runTree = async () => {
       for await (const event of runner.runAsync({
         userId: run.userId,
         sessionId: run.sessionId,
@@ -169,7 +174,11 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
         events.push(event);
         onEvent(event);
       }
-    });
+    };
+    const admission = host.admission;
+    const { reports, result } = withCallReports(() =>
+      admission ? admission.run(runner.agent, runTree, { signal: abort.signal, arrivedAt: startedAt }) : runTree(),
+    );
     let status = 200;
     const done = (async () => {
       try {
@@ -177,7 +186,7 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
         recordRunOutcome(metrics, appName, events, host.branches, reports);
         if (abort.signal.aborted) status = 499;
       } catch (thrown) {
-        status = 500;
+        status = thrown instanceof RequestShed ? 429 : 500;
         throw thrown;
       } finally {
         host.inFlight.delete(abort);
@@ -203,21 +212,36 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
       const status = await execute(run, res, false, (event) => events.push(event));
       if (status === 200) res.json(events);
     } catch (thrown) {
-      if (!res.headersSent) res.status(500).json({ error: `failed to run agent: ${describeThrown(thrown)}` });
+      if (res.headersSent) return;
+      if (thrown instanceof RequestShed) answerShedAdk(res, thrown);
+      else res.status(500).json({ error: `failed to run agent: ${describeThrown(thrown)}` });
     }
   });
 
   router.post('/run_sse', json, async (req, res) => {
     const run = await prepareRun(req, res);
     if (!run) return;
-    res.setHeader('cache-control', 'no-cache');
-    res.setHeader('content-type', 'text/event-stream');
-    res.flushHeaders();
+    // The stream opens with the run's first event, so a request shed at the door still gets its 429.
+    const open = () => {
+      if (res.headersSent) return;
+      res.setHeader('cache-control', 'no-cache');
+      res.setHeader('content-type', 'text/event-stream');
+      res.flushHeaders();
+    };
     try {
-      await execute(run, res, run.streaming, (event) => res.write(`data: ${JSON.stringify(event)}\n\n`));
+      await execute(run, res, run.streaming, (event) => {
+        open();
+        res.write(`data: ${JSON.stringify(event)}\n\n`);
+      });
+      open();
       res.end();
     } catch (thrown) {
+      if (thrown instanceof RequestShed && !res.headersSent) {
+        answerShedAdk(res, thrown);
+        return;
+      }
       // The 200 is already sent: the error travels as a data frame, as ADK's servers do.
+      open();
       res.end(`data: ${JSON.stringify({ error: describeThrown(thrown) })}\n\n`);
     }
   });

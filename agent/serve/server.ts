@@ -10,10 +10,11 @@ import { type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
 import { AgentConfigError, formatIssues } from '../config.ts';
 import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-server.ts';
 import { createAgentMetrics } from '../metrics.ts';
+import { createRequestAdmission } from '../limiter.ts';
 import { mountNativeRun } from '../native-run.ts';
-import { countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount } from '../tree-count.ts';
-import type { PublishedAgent } from '../tree-shapes.ts';
-import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../tree-walk.ts';
+import { countModelCalls, DEFAULT_TOOL_TURNS } from '../../instrumentation/tree/tree-count.ts';
+import { type PublishedAgent, shapeOfCount } from '../tree-shapes.ts';
+import { type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { adkProtocolRouter } from './adk-protocol.ts';
 import { APP_NAME_PATTERN, type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './options.ts';
 import { describeModels, type ModelDecision, type WrappedModels, wrapModels } from './wrap-models.ts';
@@ -119,10 +120,13 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     res.type(registry.contentType).send(await registry.metrics());
   });
 
-  app.use(adkProtocolRouter({ appName, runner, metrics, branches, inFlight, runs }));
+  // Only wrapped models are funded at the door; a module's own wrappers are found in the tree too.
+  const admission = createRequestAdmission(options);
+  app.use(adkProtocolRouter({ appName, runner, metrics, branches, inFlight, runs, admission }));
 
   mountNativeRun(app, { trees: [appName], agents: [published] }, {
     metrics,
+    admission,
     accessLog: ownAccessLog,
     streaming: options.streaming,
     inFlight,

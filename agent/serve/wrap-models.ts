@@ -7,7 +7,7 @@
 import type { LlmAgent } from '@google/adk';
 import type { Registry } from 'prom-client';
 import { isRateLimitedLlm } from '../../instrumentation/index.ts';
-import { isGemini } from '../adk-brands.ts';
+import { isGemini } from '../../instrumentation/tree/adk-brands.ts';
 import type { LimiterOptions } from '../config.ts';
 import { createLimiter, type Limiter } from '../limiter.ts';
 import { ProviderGemini } from '../provider-model.ts';

@@ -5,7 +5,8 @@ import { type Event, InMemoryRunner } from '@google/adk';
 import { collectBranchOutcomes } from '../../agent/outcomes.ts';
 import { buildTree } from '../../agent/trees.ts';
 import { documentForTokens } from '../../loadtest/k6/document.ts';
-import { REQUEST_SHED_CODE } from '../../loadtest/k6/request-status.ts';
+import { RequestShed } from '../../instrumentation/errors.ts';
+import type { RequestAdmission } from '../../instrumentation/request-admission.ts';
 import { startChild, stopChild } from '../support/child-process.ts';
 import { createReplicaModels, type VariantName, type VariantSettings } from './variants.ts';
 
@@ -22,7 +23,7 @@ export interface MockShape {
 
 export interface VariantRun {
   readonly variant: VariantName;
-  readonly settings: Omit<VariantSettings, 'providerUrl' | 'apiKey' | 'redisKey'>;
+  readonly settings: Omit<VariantSettings, 'providerUrl' | 'apiKey' | 'redisKey' | 'requestDeadlineMs'>;
   readonly mock: MockShape;
   /** Arrival times, ms from the start of the load. */
   readonly arrivals: readonly number[];
@@ -112,6 +113,7 @@ export async function runVariant(run: VariantRun, redisUrl?: string): Promise<Va
       apiKey: 'bench-key',
       redisUrl,
       redisKey: `quotascope:bench:${process.pid}:${Date.now()}`,
+      requestDeadlineMs: run.requestDeadlineMs,
     };
     const models = await createReplicaModels(run.variant, settings);
     try {
@@ -131,7 +133,7 @@ async function drive(
 ): Promise<Omit<VariantResult, 'configuredAt'>> {
   const replicas = models.map((m) => {
     const tree = buildTree('review', m.model, { branches: 8, width: 4, toolDelayMs: 0 });
-    return { tree, runner: new InMemoryRunner({ agent: tree.root, appName: APP }) };
+    return { tree, runner: new InMemoryRunner({ agent: tree.root, appName: APP }), admission: m.admission };
   });
   const document = documentForTokens(run.inputTokensPerCall);
   const cutOff = new AbortController();
@@ -197,15 +199,15 @@ async function drive(
 
 /** One user request through a replica's review tree; never rejects, and returns at the cut-off at the latest. */
 async function request(
-  replica: { tree: ReturnType<typeof buildTree>; runner: InMemoryRunner },
+  replica: { tree: ReturnType<typeof buildTree>; runner: InMemoryRunner; admission?: RequestAdmission },
   document: string,
   cutOff: AbortSignal,
 ): Promise<Outcome> {
   const start = performance.now();
-  const { runner, tree } = replica;
+  const { runner, tree, admission } = replica;
   const events: Event[] = [];
   let shed = false;
-  const run = (async () => {
+  const runTree = async () => {
     const session = await runner.sessionService.createSession({ appName: APP, userId: 'bench' });
     try {
       for await (const event of runner.runAsync({
@@ -220,11 +222,13 @@ async function request(
     } finally {
       await runner.sessionService.deleteSession({ appName: APP, userId: 'bench', sessionId: session.id });
     }
-  })().then(
+  };
+  // As the agent service runs it: admitted whole at the door (or shed), or call by call.
+  const run = (admission ? admission.run(runner.agent, runTree, { signal: cutOff }) : runTree()).then(
     () => 'done' as const,
     // A thrown run (ADK rethrows non-Error values) is a failed request; RequestShed is a shed one.
     (error: unknown) => {
-      shed = (error as { code?: unknown } | null)?.code === REQUEST_SHED_CODE;
+      shed = error instanceof RequestShed;
       return 'failed' as const;
     },
   );

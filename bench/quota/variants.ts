@@ -27,6 +27,7 @@ import { ProviderGemini } from '../../agent/provider-model.ts';
 import { estimateInputTokens } from '../../instrumentation/estimator.ts';
 import { AimdLimit, type Budget, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../../instrumentation/redis.ts';
+import { RequestAdmission } from '../../instrumentation/request-admission.ts';
 
 export const VARIANTS = [
   'no limiter (SDK retries)',
@@ -55,6 +56,8 @@ export interface VariantSettings {
   readonly permits: number;
   /** The limiter's bound on waiting, ms (already compressed). */
   readonly maxWaitMs: number;
+  /** The request deadline, ms (already compressed). */
+  readonly requestDeadlineMs: number;
   /** redis:// URL for the central variant. */
   readonly redisUrl?: string;
   /** A fresh Redis key per run, so runs never share a bucket. */
@@ -64,6 +67,8 @@ export interface VariantSettings {
 /** One replica's model, and how to inspect and stop it. */
 export interface ReplicaModel {
   readonly model: BaseLlm;
+  /** Request admission around each user request (the agent service's default); absent: calls are admitted one by one. */
+  readonly admission?: RequestAdmission;
   /** Current permit limit (moves under AIMD); undefined without permits. */
   permitLimit(): number | undefined;
   close(): Promise<void>;
@@ -133,6 +138,9 @@ function limited(llm: RateLimitedLlm, after: () => Promise<void> = async () => {
   };
 }
 
+/** Request admission as the agent service builds it, with the compressed deadline. */
+const admitting = (settings: VariantSettings) => new RequestAdmission({ requestDeadlineMs: settings.requestDeadlineMs });
+
 /** One model per replica for a variant; the caller closes each. */
 export async function createReplicaModels(variant: VariantName, settings: VariantSettings): Promise<ReplicaModel[]> {
   const { providerUrl, apiKey, windowMs, replicas, permits } = settings;
@@ -171,11 +179,13 @@ export async function createReplicaModels(variant: VariantName, settings: Varian
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs, rollingWindow: false, countedTokens: 'total' }))));
         break;
       case 'quotascope default':
+        models.push({ ...limited(wrapped(settings, new TokenBudget(share, { windowMs }))), admission: admitting(settings) });
+        break;
       case 'quotascope per-call':
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs }))));
         break;
       case 'quotascope full quota':
-        models.push(limited(wrapped(settings, new TokenBudget(Math.floor(settings.quotaTokens / replicas), { windowMs }))));
+        models.push({ ...limited(wrapped(settings, new TokenBudget(Math.floor(settings.quotaTokens / replicas), { windowMs }))), admission: admitting(settings) });
         break;
       case 'quotascope adaptive':
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs }), { adaptive: true })));

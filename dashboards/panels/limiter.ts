@@ -56,7 +56,7 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
             min: 0,
             targets: [
               ...[0.5, 0.95, 0.99].map((q) => ({
-                expr: quantile(q, m.requestAdmissionDuration, joinSelectors(l, 'outcome="admitted"'), ri),
+                expr: quantile(q, m.requestAdmission, joinSelectors(l, 'outcome="admitted"'), ri),
                 legend: `p${Math.round(q * 100)}`,
               })),
               { expr: sumRate(m.requests, joinSelectors(l, 'outcome="shed"'), ri), legend: 'shed /s', unit: 'ops' },

@@ -40,6 +40,9 @@ export function acquireSecondsBuckets(maxWaitSeconds: number): number[] {
   return [...bounds, maxWaitSeconds, justAbove];
 }
 
+/** Request admission-wait buckets in seconds: the acquire buckets, then up to the longest request deadline. */
+export const ADMISSION_SECONDS_BUCKETS = [...ACQUIRE_SECONDS_BUCKETS, 120, 300, 600] as const;
+
 /** Model-call buckets in seconds: the worked example's calls take about 8 s. */
 export const CALL_SECONDS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 6, 8, 10, 12, 16, 20, 30, 60, 120] as const;
 
@@ -113,7 +116,7 @@ export const limiterMetrics = {
   },
   timeouts: {
     name: 'llm_limiter_timeouts_total',
-    help: 'Calls refused for want of a permit or budget, by reason: permit, budget (maxWait expired), queue_full (maxWaiting calls already waiting: refused at once).',
+    help: 'Calls refused for want of a permit or budget, by reason: permit, budget (maxWait expired), queue_full (maxWaiting calls already waiting: refused at once), request_deadline (its request\'s deadline leaves no time for the call: not started).',
     type: 'counter',
     labelNames: ['limiter', 'agent', 'reason'],
   },
@@ -156,26 +159,26 @@ export const limiterMetrics = {
   },
   requests: {
     name: 'llm_limiter_requests_total',
-    help: 'User requests under request admission, by outcome: admitted, shed (refused whole at the door), completed (ended with every call ok), partial (ended with some call not ok).',
+    help: 'User requests by outcome: admitted (funded whole at the door), shed (turned away whole before any model call), completed (ended with every call ok), partial (ended with some call not ok).',
     type: 'counter',
     labelNames: ['limiter', 'outcome'],
   },
-  requestAdmissionDuration: {
+  requestAdmission: {
     name: 'llm_limiter_request_admission_duration_seconds',
     help: 'Time from a request\'s arrival to its admission decision, by outcome: admitted, shed.',
     type: 'histogram',
     labelNames: ['limiter', 'outcome'],
-    buckets: ACQUIRE_SECONDS_BUCKETS,
+    buckets: ADMISSION_SECONDS_BUCKETS,
   },
   wastedTokens: {
     name: 'llm_limiter_wasted_tokens_total',
-    help: 'Counted tokens spent by requests that did not end wholly ok.',
+    help: 'Counted tokens spent by requests that did not end wholly ok (partial requests): quota that bought no answer.',
     type: 'counter',
     labelNames: ['limiter'],
   },
   requestDeadline: {
     name: 'llm_limiter_request_deadline_seconds',
-    help: 'The configured request deadline: the longest a request may wait to be admitted.',
+    help: 'The configured request deadline: an admitted request is funded to finish within it, and a call that cannot finish before it is not started.',
     type: 'gauge',
     labelNames: ['limiter'],
   },
@@ -184,10 +187,14 @@ export const limiterMetrics = {
 export type LimiterMetricKey = keyof typeof limiterMetrics;
 
 export const ACQUIRE_OUTCOMES = ['acquired', 'timeout', 'aborted'] as const;
-/** Outcomes of llm_limiter_requests_total. */
-export const REQUEST_OUTCOMES = ['admitted', 'shed', 'completed', 'partial'] as const;
 export const CALL_OUTCOMES = ['ok', 'error', 'rate_limited', 'cancelled', 'timeout'] as const;
-/** Why a call was refused admission: maxWait expired waiting for a permit or for budget, or the wait queue was full (maxWaiting). */
-export const TIMEOUT_REASONS = ['permit', 'budget', 'queue_full'] as const;
+/**
+ * Why a call was refused admission: maxWait expired waiting for a permit or for budget, the
+ * wait queue was full (maxWaiting), or its request's deadline leaves no time for the call.
+ */
+export const TIMEOUT_REASONS = ['permit', 'budget', 'queue_full', 'request_deadline'] as const;
+/** Request outcomes: at the door (admitted, shed), then at the end (completed, partial). */
+export const REQUEST_OUTCOMES = ['admitted', 'shed', 'completed', 'partial'] as const;
+export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type TimeoutReason = (typeof TIMEOUT_REASONS)[number];
 export const CENTRAL_UNAVAILABLE_HANDLING = ['local_share', 'refused'] as const;

@@ -106,6 +106,10 @@ export class LimiterMetrics {
   readonly permitsReclaimed: Counter<Labels<'permitsReclaimed'>>;
   readonly permitSeconds: Counter<Labels<'permitSeconds'>>;
   readonly budgetCentralUnavailable: Counter<Labels<'budgetCentralUnavailable'>>;
+  readonly requests: Counter<Labels<'requests'>>;
+  readonly requestAdmission: Histogram<Labels<'requestAdmission'>>;
+  readonly wastedTokens: Counter<Labels<'wastedTokens'>>;
+  readonly requestDeadline: Gauge<Labels<'requestDeadline'>>;
   readonly #sources = new Set<LimiterGaugeSource>();
   readonly #registers: Registry[];
   #acquireDuration: Histogram<Labels<'acquireDuration'>> | undefined;
@@ -175,6 +179,18 @@ export class LimiterMetrics {
     this.permitsReclaimed = counter('permitsReclaimed');
     this.permitSeconds = counter('permitSeconds');
     this.budgetCentralUnavailable = counter('budgetCentralUnavailable');
+    this.requests = counter('requests');
+    this.wastedTokens = counter('wastedTokens');
+    const a = limiterMetrics.requestAdmission;
+    this.requestAdmission = new Histogram<Labels<'requestAdmission'>>({
+      name: a.name,
+      help: a.help,
+      labelNames: a.labelNames,
+      buckets: [...a.buckets],
+      registers,
+    });
+    const g = limiterMetrics.requestDeadline;
+    this.requestDeadline = new Gauge<Labels<'requestDeadline'>>({ name: g.name, help: g.help, labelNames: g.labelNames, registers });
   }
 
   /**

@@ -3,6 +3,7 @@
 // shed, failed) and whether it failed (qs_request_failed). Every request also counts once
 // when it starts (qs_requests_started), so the ones a run's end cut off show as unfinished.
 // Pure (no k6 imports): the k6 script, the Node driver and the summary share it.
+import { ERROR_CODES } from '../../instrumentation/errors.ts';
 //
 // k6 keeps a tag's sub-metric in its end-of-test summary only when a threshold names it, so
 // the statuses a summary can report are a fixed list; any other status is counted by its
@@ -23,9 +24,7 @@ export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 /** Every way a started request is counted at the end of a run. */
 export type RequestCounts = Record<RequestOutcome | 'unfinished', number>;
 
-/** The error code of a request shed by request admission (native protocol body). */
-export const REQUEST_SHED_CODE = 'REQUEST_SHED';
-/** How the ADK protocol's `detail` of a shed request begins (FastAPI's error shape). */
+/** How the ADK protocol's `detail` of a shed request begins (FastAPI's error shape; RequestShed's text). */
 export const REQUEST_SHED_DETAIL_PREFIX = 'request shed';
 
 const LISTED_STATUSES = [0, 200, 201, 204, 400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429, 499, 500, 501, 502, 503, 504] as const;
@@ -59,7 +58,7 @@ export function requestFailed(status: number, branchOutcomes: readonly string[] 
 export function isShedAnswer(status: number, body: unknown): boolean {
   if (status !== 429 || typeof body !== 'object' || body === null) return false;
   const { error, detail } = body as { error?: { code?: unknown }; detail?: unknown };
-  return error?.code === REQUEST_SHED_CODE || (typeof detail === 'string' && detail.startsWith(REQUEST_SHED_DETAIL_PREFIX));
+  return error?.code === ERROR_CODES.requestShed || (typeof detail === 'string' && detail.startsWith(REQUEST_SHED_DETAIL_PREFIX));
 }
 
 /**

@@ -1,7 +1,7 @@
 // The planner's options for counting a real agent tree (`plan --agent FILE[#export]`), as a
 // zod schema (the `plan` command's --agent and --tool-turns flags are made from it).
 import { z } from 'zod';
-import { DEFAULT_TOOL_TURNS } from '../../agent/tree-count.ts';
+import { DEFAULT_TOOL_TURNS } from '../../instrumentation/tree/tree-count.ts';
 
 export const agentPlanOptionsSchema = z.object({
   /** The module and export holding the root agent: `FILE[#export]`, export `rootAgent` by default. */

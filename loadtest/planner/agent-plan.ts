@@ -3,8 +3,9 @@
 // per request at that peak width (the flags are cli/plan.ts's).
 import { LogLevel, setLogLevel } from '@google/adk';
 import { loadAgentModule } from '../../agent/agent-module.ts';
-import { type CountedNode, countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount, TreeCountError } from '../../agent/tree-count.ts';
-import { walkAgentTree } from '../../agent/tree-walk.ts';
+import { shapeOfCount } from '../../agent/tree-shapes.ts';
+import { type CountedNode, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from '../../instrumentation/tree/tree-count.ts';
+import { walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { formatPlan } from './format.ts';
 import type { PlanInput } from './input.ts';
 import type { Plan } from './plan.ts';

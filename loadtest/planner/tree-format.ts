@@ -1,5 +1,5 @@
 // A counted agent tree for people: one line per node with its model calls per request.
-import type { CountedNode } from '../../agent/tree-count.ts';
+import type { CountedNode } from '../../instrumentation/tree/tree-count.ts';
 
 const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 ? word : words}`;
 

@@ -3,8 +3,9 @@
 // and pointed at the run's mock provider. Everything that can be wrong with the choice (a
 // file or export that does not load, a tree that cannot be walked, an unknown tree) is found
 // here, in-process, before any process starts (an agent without a model too).
-import { TREE_NAMES, TREE_SHAPES, type TreeShape } from '../../agent/tree-shapes.ts';
+import { shapeOfCount, TREE_NAMES, TREE_SHAPES, type TreeShape } from '../../agent/tree-shapes.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
+import type { AdmissionMode } from '../../instrumentation/defaults.ts';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
 import { DEFAULT_TREE } from '../scenario/request.ts';
 import { scenarioTrees, withTree } from '../scenario/trees.ts';
@@ -43,10 +44,10 @@ export async function resolveAgentTarget(choice: { agent?: string; tree?: string
   if (choice.agent === undefined) return { kind: 'service' };
   // Loaded only for --agent: importing ADK takes seconds.
   const { AgentModuleError, loadAgentModule } = await import('../../agent/agent-module.ts');
-  const { AgentTreeError, llmAgentsOf, walkAgentTree } = await import('../../agent/tree-walk.ts');
+  const { AgentTreeError, llmAgentsOf, walkAgentTree } = await import('../../instrumentation/tree/tree-walk.ts');
   const { checkModelsResolve } = await import('../../agent/serve/server.ts');
   const { AgentConfigError } = await import('../../agent/config.ts');
-  const { countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount, TreeCountError } = await import('../../agent/tree-count.ts');
+  const { countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } = await import('../../instrumentation/tree/tree-count.ts');
   const { LogLevel, setLogLevel } = await import('@google/adk');
   setLogLevel(LogLevel.ERROR); // the classic agents log a deprecation WARN per construction
   let module: Awaited<ReturnType<typeof loadAgentModule>>;
@@ -116,6 +117,8 @@ export interface AgentLimits {
   /** The fleet's token budget per minute. */
   tokensPerMinute?: number;
   maxWaitMs?: number;
+  admission?: AdmissionMode;
+  requestDeadlineMs?: number;
   /** Which tokens the budget counts, as the provider's quota does. */
   countedTokens?: CountedTokenKind;
   estimatedTokensPerCall?: number;
@@ -126,6 +129,8 @@ function limiterFlags(limits: AgentLimits): string[] {
     ['--permits', limits.permits],
     ['--tokens-per-minute', limits.tokensPerMinute],
     ['--max-wait-ms', limits.maxWaitMs],
+    ['--admission', limits.admission],
+    ['--request-deadline-ms', limits.requestDeadlineMs],
     ['--counted-tokens', limits.countedTokens],
     ['--estimated-tokens-per-call', limits.estimatedTokensPerCall],
   ];

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { Gemini, LlmAgent } from '@google/adk';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isGemini } from '../../agent/adk-brands.ts';
+import { isGemini } from '../../instrumentation/tree/adk-brands.ts';
 import { parseServiceOptions } from '../../agent/config.ts';
 import { wrapModels } from '../../agent/serve/wrap-models.ts';
 

@@ -8,9 +8,9 @@ import { type BaseNode, InMemoryRunner, JoinNode, LlmAgent, LoopAgent, type Node
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadAgentModule } from '../../agent/agent-module.ts';
-import { walkAgentTree } from '../../agent/tree-walk.ts';
+import { walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { runCli } from '../../cli/program.ts';
-import { type CountedNode, countedNodes, countModelCalls, TreeCountError } from '../../agent/tree-count.ts';
+import { type CountedNode, countedNodes, countModelCalls, TreeCountError } from '../../instrumentation/tree/tree-count.ts';
 import { FakeLlm, textResponse } from '../../instrumentation/testing.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/agents/${name}`, import.meta.url));

@@ -4,8 +4,9 @@
 // HTTP), and a user tree's counted shape in plan vs measured.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countModelCalls, DEFAULT_TOOL_TURNS, shapeOfCount } from '../../agent/tree-count.ts';
-import { walkAgentTree } from '../../agent/tree-walk.ts';
+import { shapeOfCount } from '../../agent/tree-shapes.ts';
+import { countModelCalls, DEFAULT_TOOL_TURNS } from '../../instrumentation/tree/tree-count.ts';
+import { walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { loadAgentModule } from '../../agent/agent-module.ts';
 import { requestFailed, STATUS_TAGS, statusSubmetric, statusTag } from '../../loadtest/k6/request-status.ts';
 import { condenseSummary, type K6Summary } from '../../loadtest/k6/runner.ts';

@@ -7,10 +7,11 @@
 //   Workflow    every node's calls × the times the graph runs it, along the edges from START;
 //               width: the widest step (nodes the same number of edges from START), i.e. as
 //               if every call took the same time; branches of unequal length can overlap more
+// and the calls on its critical path (the depth: what one request takes end to end, in calls).
 // What cannot be counted statically (a loop without a bound, routes chosen at run time, code
 // nodes whose model calls are invisible) is a TreeCountError naming the node. The planner
-// plans with it; `serve` publishes it at GET /v1/agents for plan vs measured.
-import type { TreeShape } from './tree-shapes.ts';
+// plans with it; `serve` publishes it at GET /v1/agents for plan vs measured; request
+// admission funds a request with it.
 import type { AgentTreeNode } from './tree-walk.ts';
 
 /** Rounds of tool calls an LlmAgent with tools is taken to make (the mock provider makes one). */
@@ -29,6 +30,10 @@ export interface CountedNode {
   readonly calls: number;
   /** Most of those calls in flight at once. */
   readonly width: number;
+  /** Calls one after another on the longest path through this node (its critical path). */
+  readonly depth: number;
+  /** LlmAgents: rounds of tool calls counted (each is one more model call). */
+  readonly turns?: number;
   /** Workflow nodes: how many times one run of the graph runs it. */
   readonly runs?: number;
   /** The model name of an LlmAgent (`inherited` when it takes its parent's). */
@@ -66,12 +71,16 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
       const turns = node.toolCount > 0 ? options.toolTurns : 0;
       const innerCalls = tools.reduce((sum, t) => sum + t.calls, 0);
       const innerWidth = tools.reduce((sum, t) => sum + t.width, 0);
+      const innerDepth = Math.max(0, ...tools.map((t) => t.depth));
       return {
         name: node.name,
         kind: node.kind,
         calls: 1 + turns + turns * innerCalls,
         // A turn's tool calls run together; the agent's own call is not in flight meanwhile.
         width: Math.max(1, turns > 0 ? innerWidth : 0),
+        // Its call, then per turn the tools (together) and the call that reads their results.
+        depth: 1 + turns * (innerDepth + 1),
+        turns,
         model: modelName(node),
         children: [...tools, ...transfers],
       };
@@ -82,7 +91,9 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
       const calls = children.reduce((sum, c) => sum + c.calls, 0);
       const width =
         node.kind === 'parallel' ? children.reduce((sum, c) => sum + c.width, 0) : Math.max(0, ...children.map((c) => c.width));
-      return { name: node.name, kind: node.kind, calls, width, children };
+      const depth =
+        node.kind === 'parallel' ? Math.max(0, ...children.map((c) => c.depth)) : children.reduce((sum, c) => sum + c.depth, 0);
+      return { name: node.name, kind: node.kind, calls, width, depth, children };
     }
     case 'loop': {
       if (node.maxIterations === undefined) {
@@ -95,6 +106,7 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
         kind: node.kind,
         calls: body * node.maxIterations,
         width: Math.max(0, ...children.map((c) => c.width)),
+        depth: children.reduce((sum, c) => sum + c.depth, 0) * node.maxIterations,
         iterations: node.maxIterations,
         children,
       };
@@ -102,10 +114,17 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
     case 'workflow':
       return countWorkflow(node, options);
     case 'join':
-      return { name: node.name, kind: node.kind, calls: 0, width: 0, children: [] };
+      return { name: node.name, kind: node.kind, calls: 0, width: 0, depth: 0, children: [] };
     case 'tool': {
       const inner = node.inner ? [{ ...count(node.inner, options), role: 'agent-tool' as const }] : [];
-      return { name: node.name, kind: node.kind, calls: inner[0]?.calls ?? 0, width: inner[0]?.width ?? 0, children: inner };
+      return {
+        name: node.name,
+        kind: node.kind,
+        calls: inner[0]?.calls ?? 0,
+        width: inner[0]?.width ?? 0,
+        depth: inner[0]?.depth ?? 0,
+        children: inner,
+      };
     }
     case 'parallel-worker':
       throw new TreeCountError(`workflow node "${node.name}" runs "${node.inner.name}" once per input item: the count depends on the input`);
@@ -132,6 +151,8 @@ function countWorkflow(node: Extract<AgentTreeNode, { kind: 'workflow' }>, optio
   // Runs and step (longest edge count from START), in topological order; a cycle has no order.
   const runs = new Map<string, number>([[START, 1]]);
   const step = new Map<string, number>([[START, 0]]);
+  // Calls on the longest path from START to the end of each node.
+  const pathDepth = new Map<string, number>([[START, 0]]);
   const pending = new Set(node.nodes.map((n) => n.name));
   while (pending.size > 0) {
     const ready = [...pending].find((name) => (incoming.get(name) ?? []).every((from) => runs.has(from)));
@@ -154,6 +175,8 @@ function countWorkflow(node: Extract<AgentTreeNode, { kind: 'workflow' }>, optio
     const times = isJoin ? Math.min(...fromRuns) : fromRuns.reduce((sum, r) => sum + r, 0);
     runs.set(ready, from.length === 0 ? 0 : times);
     step.set(ready, from.length === 0 ? 0 : 1 + Math.max(...from.map((f) => step.get(f) ?? 0)));
+    const before = from.length === 0 ? 0 : Math.max(...from.map((f) => pathDepth.get(f) ?? 0));
+    pathDepth.set(ready, before + (runs.get(ready) ? (counted.get(ready)?.depth ?? 0) : 0));
   }
 
   const children = node.nodes.map((n) => ({ ...(counted.get(n.name) as CountedNode), runs: runs.get(n.name) ?? 0 }));
@@ -172,16 +195,30 @@ function countWorkflow(node: Extract<AgentTreeNode, { kind: 'workflow' }>, optio
       .slice(0, cap)
       .reduce((sum, w) => sum + w, 0);
   const width = Math.max(0, ...[...widthsByStep.values()].map(stepWidth));
-  return { name: node.name, kind: node.kind, calls, width, children };
+  const depth = Math.max(0, ...node.nodes.map((n) => pathDepth.get(n.name) ?? 0));
+  return { name: node.name, kind: node.kind, calls, width, depth, children };
 }
 
 /**
- * The counted tree as the planner's shape: its width as the fan-out, one call per branch,
- * the rest of its calls after it (exact for the total, the burst's worst first wave).
+ * Model calls of one run of the tree per LlmAgent name: each agent's own calls times how
+ * often the tree runs it (loop iterations, workflow runs, tool turns of the agent whose
+ * AgentTool it is). Transfer targets are not counted, as in the total.
  */
-export function shapeOfCount(tree: CountedNode): TreeShape {
-  const width = Math.max(1, Math.min(tree.width, tree.calls));
-  return { parallelBranches: width, callsPerBranch: 1, sequentialSteps: tree.calls - width };
+export function callsByAgent(root: CountedNode): Map<string, number> {
+  const calls = new Map<string, number>();
+  const visit = (node: CountedNode, times: number) => {
+    if (times === 0) return;
+    if (node.kind === 'llm') {
+      const turns = node.turns ?? 0;
+      calls.set(node.name, (calls.get(node.name) ?? 0) + times * (1 + turns));
+      for (const child of node.children) if (child.role === 'agent-tool') visit(child, times * turns);
+      return;
+    }
+    const each = node.kind === 'loop' ? times * (node.iterations ?? 0) : times;
+    for (const child of node.children) visit(child, node.kind === 'workflow' ? each * (child.runs ?? 0) : each);
+  };
+  visit(root, 1);
+  return calls;
 }
 
 /** Every node of a counted tree, depth first (for tests and reports). */

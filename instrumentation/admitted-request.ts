@@ -1,0 +1,94 @@
+// One user request admitted at the door, and the async context that carries it to every
+// model call it makes. ADK runs every branch, loop body and AgentTool sub-run of a request
+// inside its runAsync, so an AsyncLocalStorage opened around that run reaches exactly this
+// request's calls, however many requests interleave on one wrapper.
+//
+// A request holds one reservation per limiter (its funded share): its calls draw from it and
+// never wait for budget, so nested calls of one request cannot deadlock on the request's own
+// reservation. When the request ends the share is settled against what its calls counted:
+// the unused part returns, an overrun is taken as debt.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Budget, BudgetTicket } from './budget.ts';
+
+/** A request's reservation on one limiter's budget. */
+export interface FundedShare {
+  readonly budget: Budget;
+  readonly ticket: BudgetTicket;
+  /** Counted tokens per call of each agent, as funded (what a call of that agent is charged up front). */
+  readonly tokensPerCall: ReadonlyMap<string, number>;
+  /** Counted tokens the request's calls on this limiter really used so far. */
+  spent: number;
+}
+
+/** What a limiter tells its request about one finished call. */
+export interface RequestCall {
+  readonly ok: boolean;
+  readonly countedTokens: number;
+}
+
+export class AdmittedRequest {
+  /** When the request arrived, on the admission's clock. */
+  readonly arrivedAt: number;
+  /** When it was admitted: its calls wait for permits in this order, then in call order. */
+  readonly admittedAt: number;
+  /** Absolute time on the admission's clock by which the request should be answered. */
+  readonly deadline: number;
+  readonly lane: string | undefined;
+  /** Funded shares, keyed by the limiter (a RateLimitedLlm) they were reserved for. */
+  readonly #shares: Map<object, FundedShare>;
+  /** Counted tokens of every call, by limiter name (funded or not). */
+  readonly tokensByLimiter = new Map<string, number>();
+  calls = 0;
+  failedCalls = 0;
+  #settled = false;
+
+  constructor(arrivedAt: number, admittedAt: number, deadline: number, lane: string | undefined, shares: Map<object, FundedShare>) {
+    this.arrivedAt = arrivedAt;
+    this.admittedAt = admittedAt;
+    this.deadline = deadline;
+    this.lane = lane;
+    this.#shares = shares;
+  }
+
+  /** The share funded for `limiter`, or undefined when its calls are admitted one by one. */
+  shareOf(limiter: object): FundedShare | undefined {
+    return this.#shares.get(limiter);
+  }
+
+  /** Record a finished (or refused) call of this request on `limiter`. */
+  recordCall(limiter: object, limiterName: string, call: RequestCall): void {
+    this.calls++;
+    if (!call.ok) this.failedCalls++;
+    this.tokensByLimiter.set(limiterName, (this.tokensByLimiter.get(limiterName) ?? 0) + call.countedTokens);
+    const share = this.#shares.get(limiter);
+    if (share) share.spent += call.countedTokens;
+  }
+
+  /** Whether every call so far ended ok. */
+  get wholeOk(): boolean {
+    return this.failedCalls === 0;
+  }
+
+  /** Settle every share once: give back what was not used, take an overrun as debt. */
+  settle(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    for (const share of this.#shares.values()) share.budget.reconcile(share.ticket, share.spent);
+  }
+}
+
+// One store per process, shared by every copy of this module (a user's module may bring its own).
+const STORE_KEY = Symbol.for('quotascope.admittedRequest');
+const globals = globalThis as unknown as Record<symbol, AsyncLocalStorage<AdmittedRequest> | undefined>;
+const store: AsyncLocalStorage<AdmittedRequest> = globals[STORE_KEY] ?? new AsyncLocalStorage<AdmittedRequest>();
+globals[STORE_KEY] = store;
+
+/** The admitted request whose run is the current async context, if any. */
+export function currentRequest(): AdmittedRequest | undefined {
+  return store.getStore();
+}
+
+/** Run `fn` as part of `request`: every model call made inside it belongs to the request. */
+export function runInRequest<T>(request: AdmittedRequest, fn: () => T): T {
+  return store.run(request, fn);
+}

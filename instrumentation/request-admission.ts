@@ -1,0 +1,284 @@
+// Request admission: serve a whole user request or shed it whole, before it spends anything.
+//
+// A request is one user invocation of an ADK tree, with everything nested in it (parallel
+// branches, loops, AgentTool sub-runs). At the door it is funded on every limiter of its tree
+// with the calls the tree makes (counted from the tree, tree/tree-count.ts) times each agent's
+// learned tokens per call (call-cost.ts), within its deadline; then it runs in an async
+// context (admitted-request.ts) where every model call draws from that reservation and waits
+// for a permit in the order of its request's admission. One that cannot be funded in time is
+// shed at once with RequestShed and a retry-after hint. Per-call admission misses a branch
+// here and a synthesizer there under overload; this turns the excess into whole requests
+// turned away, so the ones admitted finish whole and no tokens are spent on broken answers.
+//
+// An agent not seen yet has no learned cost: while a limiter knows none of its tree's agents,
+// that limiter admits the request's calls one by one (as `call` admission does) and learns.
+import type { Event, Runner, RunnableRoot } from '@google/adk';
+import { AdmittedRequest, currentRequest, type FundedShare, runInRequest } from './admitted-request.ts';
+import type { Budget, BudgetTicket } from './budget.ts';
+import { type Clock, realClock } from './clock.ts';
+import {
+  DEFAULT_REQUEST_DEADLINE_MS,
+  DEFAULT_SHED_FIRST_LANES,
+  MAX_REQUEST_DEADLINE_MS,
+  MIN_REQUEST_DEADLINE_MS,
+} from './defaults.ts';
+import { DeadlineExceeded, RequestShed, type ShedReason } from './errors.ts';
+import { isRateLimitedLlm, type RateLimitedLlm } from './rate-limited-llm.ts';
+import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from './tree/tree-count.ts';
+import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
+
+export interface RequestAdmissionOptions {
+  /** A request's deadline from its arrival, ms (default DEFAULT_REQUEST_DEADLINE_MS; 1 s to 600 s). */
+  readonly requestDeadlineMs?: number;
+  /** Rounds of tool calls an LlmAgent with tools is counted to make (default DEFAULT_TOOL_TURNS). */
+  readonly toolTurns?: number;
+  /** Lanes whose requests never wait at the door and are shed while others wait (default DEFAULT_SHED_FIRST_LANES). */
+  readonly shedFirstLanes?: readonly string[];
+  readonly clock?: Clock;
+}
+
+export interface RequestRunOptions {
+  /** The request's traffic class (a lane in shedFirstLanes is shed first). */
+  readonly lane?: string;
+  /** Aborts the wait at the door (the client went away). */
+  readonly signal?: AbortSignal;
+  /** When the request arrived, on the admission's clock (default: now). */
+  readonly arrivedAt?: number;
+}
+
+/** One limiter of a tree and the model calls a request makes on it, per agent. */
+interface TreeLimiter {
+  readonly llm: RateLimitedLlm;
+  /** Undefined when the tree's calls cannot be counted (its calls are admitted one by one). */
+  readonly calls: ReadonlyMap<string, number> | undefined;
+}
+
+/** What admission needs of a tree, read once per root. */
+interface TreePlan {
+  /** Sorted by limiter name: every request reserves in the same order. */
+  readonly limiters: readonly TreeLimiter[];
+  /** Calls on the critical path (0 when the tree cannot be counted). */
+  readonly depth: number;
+}
+
+/**
+ * The door waits for a request to be funded at most until its deadline less this many times
+ * the expected duration of its critical path, which leaves room for call times above the mean
+ * and for permit waits once admitted.
+ */
+const CRITICAL_PATH_MARGIN = 1.5;
+
+export class RequestAdmission {
+  readonly requestDeadlineMs: number;
+  readonly toolTurns: number;
+  readonly shedFirstLanes: ReadonlySet<string>;
+  readonly #clock: Clock;
+  readonly #plans = new WeakMap<object, TreePlan>();
+  /** Requests of lanes not shed first that wait at the door now. */
+  #waiting = 0;
+
+  constructor(options: RequestAdmissionOptions = {}) {
+    const deadline = options.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS;
+    if (!Number.isFinite(deadline) || deadline < MIN_REQUEST_DEADLINE_MS || deadline > MAX_REQUEST_DEADLINE_MS) {
+      throw new RangeError(
+        `RequestAdmission options: requestDeadlineMs: must be between ${MIN_REQUEST_DEADLINE_MS} and ${MAX_REQUEST_DEADLINE_MS} ms, got ${deadline}`,
+      );
+    }
+    const turns = options.toolTurns ?? DEFAULT_TOOL_TURNS;
+    if (!Number.isInteger(turns) || turns < 0 || turns > 100) {
+      throw new RangeError(`RequestAdmission options: toolTurns: must be an integer from 0 to 100, got ${turns}`);
+    }
+    this.requestDeadlineMs = deadline;
+    this.toolTurns = turns;
+    this.shedFirstLanes = new Set(options.shedFirstLanes ?? DEFAULT_SHED_FIRST_LANES);
+    this.#clock = options.clock ?? realClock;
+  }
+
+  /** Requests waiting at the door to be funded right now. */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
+  /**
+   * Admit one request of `root`, run `fn` as that request, and settle it when `fn` ends.
+   * Throws RequestShed, before `fn` runs, when the request cannot be funded in time. Inside
+   * a request already (an AgentTool's sub-run), `fn` runs as part of that request.
+   */
+  async run<T>(root: RunnableRoot, fn: () => Promise<T>, options: RequestRunOptions = {}): Promise<T> {
+    if (currentRequest()) return fn();
+    const plan = this.#planFor(root);
+    const request = await this.#admit(plan, options);
+    let ok = false;
+    try {
+      const result = await runInRequest(request, fn);
+      ok = true;
+      return result;
+    } finally {
+      this.#end(plan, request, ok);
+    }
+  }
+
+  /**
+   * `runner.runAsync(params)` as one admitted request: for a user's own Runner. Throws
+   * RequestShed on the first pull when the request cannot be funded in time.
+   */
+  async *runAsync(runner: Runner, params: Parameters<Runner['runAsync']>[0], options: RequestRunOptions = {}): AsyncGenerator<Event, void, undefined> {
+    if (currentRequest()) {
+      yield* runner.runAsync(params);
+      return;
+    }
+    const plan = this.#planFor(runner.agent);
+    const request = await this.#admit(plan, { signal: params.abortSignal, ...options });
+    const events = runInRequest(request, () => runner.runAsync(params));
+    let ok = false;
+    try {
+      for (;;) {
+        // Every step runs in the request's context: the branches it starts inherit it.
+        const next = await runInRequest(request, () => events.next());
+        if (next.done) break;
+        yield next.value;
+      }
+      ok = true;
+    } finally {
+      if (!ok) await runInRequest(request, () => events.return(undefined)).catch(() => {});
+      this.#end(plan, request, ok);
+    }
+  }
+
+  #planFor(root: RunnableRoot): TreePlan {
+    let plan = this.#plans.get(root);
+    if (!plan) {
+      plan = planTree(root, this.toolTurns);
+      this.#plans.set(root, plan);
+      for (const { llm } of plan.limiters) llm.metrics.requestDeadline.set({ limiter: llm.name }, this.requestDeadlineMs / 1000);
+    }
+    return plan;
+  }
+
+  async #admit(plan: TreePlan, options: RequestRunOptions): Promise<AdmittedRequest> {
+    const clock = this.#clock;
+    const arrivedAt = options.arrivedAt ?? clock.now();
+    const deadline = arrivedAt + this.requestDeadlineMs;
+    const callMs = Math.max(0, ...plan.limiters.map(({ llm }) => llm.callCost.meanCallMs ?? 0));
+    const shedFirst = options.lane !== undefined && this.shedFirstLanes.has(options.lane);
+    // A lane shed first never waits at the door; the others wait while the deadline leaves time for the tree.
+    const doorDeadline = shedFirst ? clock.now() : deadline - CRITICAL_PATH_MARGIN * plan.depth * callMs;
+    const shares = new Map<object, FundedShare>();
+    const taken: { budget: Budget; ticket: BudgetTicket }[] = [];
+    try {
+      for (const limiter of plan.limiters) {
+        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal });
+        if (!share) continue;
+        shares.set(limiter.llm, share);
+        taken.push(share);
+      }
+    } catch (error) {
+      for (const { budget, ticket } of taken) budget.reconcile(ticket, 0);
+      if (error instanceof RequestShed) this.#count(plan, 'shed', arrivedAt);
+      throw error;
+    }
+    this.#count(plan, 'admitted', arrivedAt);
+    return new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares);
+  }
+
+  /** Reserve a request's tokens on one limiter, or shed it; undefined when the limiter admits its calls one by one. */
+  async #fund(
+    { llm, calls }: TreeLimiter,
+    door: { doorDeadline: number; shedFirst: boolean; arrivedAt: number; signal: AbortSignal | undefined },
+  ): Promise<FundedShare | undefined> {
+    const budget = llm.budget;
+    if (!budget || !calls) return undefined;
+    const tokensPerCall = costsOf(llm, calls);
+    if (!tokensPerCall) return undefined;
+    let tokens = 0;
+    for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
+    tokens = Math.ceil(tokens);
+    const now = this.#clock.now();
+    const shed = (reason: ShedReason, retryAfterMs: number) => new RequestShed(llm.name, reason, retryAfterMs);
+    if (tokens > budget.capacity) throw shed('too_large', budget.windowMs ?? 60_000);
+    const fundableInMs = budget.fundableInMs?.(tokens);
+    if (door.shedFirst && this.#waiting > 0) throw shed('lane', fundableInMs ?? this.requestDeadlineMs);
+    if (fundableInMs !== undefined && now + fundableInMs > door.doorDeadline) {
+      throw shed(door.shedFirst ? 'lane' : 'deadline', fundableInMs);
+    }
+    let ticket: BudgetTicket;
+    if (door.shedFirst) {
+      const now = budget.tryReserve(tokens);
+      if (!now) throw shed('lane', fundableInMs ?? this.requestDeadlineMs);
+      ticket = now;
+    } else {
+      this.#waiting++;
+      try {
+        ticket = await budget.reserve(tokens, { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt });
+      } catch (error) {
+        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens) ?? this.requestDeadlineMs);
+        throw error;
+      } finally {
+        this.#waiting--;
+      }
+    }
+    return { budget, ticket, tokensPerCall, spent: 0 };
+  }
+
+  #count(plan: TreePlan, outcome: 'admitted' | 'shed', arrivedAt: number): void {
+    const waited = Math.max(0, this.#clock.now() - arrivedAt) / 1000;
+    for (const { llm } of plan.limiters) {
+      llm.metrics.requests.inc({ limiter: llm.name, outcome });
+      llm.metrics.requestAdmission.observe({ limiter: llm.name, outcome }, waited);
+    }
+  }
+
+  /** The request is over: settle its shares, count it completed or partial, and count a partial one's tokens as wasted. */
+  #end(plan: TreePlan, request: AdmittedRequest, ok: boolean): void {
+    request.settle();
+    const whole = ok && request.wholeOk;
+    for (const { llm } of plan.limiters) {
+      llm.metrics.requests.inc({ limiter: llm.name, outcome: whole ? 'completed' : 'partial' });
+      const spent = request.tokensByLimiter.get(llm.name) ?? 0;
+      if (!whole && spent > 0) llm.metrics.wastedTokens.inc({ limiter: llm.name }, spent);
+    }
+  }
+}
+
+/** Learned tokens per call of each agent; an agent not seen yet takes the limiter's mean. Undefined while the limiter knows none. */
+function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): Map<string, number> | undefined {
+  const mean = llm.callCost.meanTokensPerCall();
+  if (mean === undefined) return undefined;
+  const costs = new Map<string, number>();
+  for (const agent of calls.keys()) costs.set(agent, llm.callCost.tokensPerCall(agent) ?? mean);
+  return costs;
+}
+
+/** The tree's rate-limited models and the calls a request makes on each. */
+function planTree(root: RunnableRoot, toolTurns: number): TreePlan {
+  const tree = walkAgentTree(root);
+  const agentsByLimiter = new Map<RateLimitedLlm, string[]>();
+  for (const agent of llmAgentsOf(tree)) {
+    const model = modelOf(agent);
+    if (!isRateLimitedLlm(model)) continue;
+    agentsByLimiter.set(model, [...(agentsByLimiter.get(model) ?? []), agent.name]);
+  }
+  let counted: ReturnType<typeof countModelCalls> | undefined;
+  try {
+    counted = countModelCalls(tree, { toolTurns });
+  } catch (error) {
+    if (!(error instanceof TreeCountError)) throw error;
+  }
+  const byAgent = counted ? callsByAgent(counted) : undefined;
+  const limiters = [...agentsByLimiter]
+    .map(([llm, agents]) => ({
+      llm,
+      calls: byAgent ? new Map(agents.map((agent) => [agent, byAgent.get(agent) ?? 0] as const)) : undefined,
+    }))
+    .sort((a, b) => (a.llm.name < b.llm.name ? -1 : a.llm.name > b.llm.name ? 1 : 0));
+  return { limiters, depth: counted?.depth ?? 0 };
+}
+
+/** The model an LlmAgent runs with (its own, else its nearest ancestor's); undefined when it cannot be resolved. */
+function modelOf(agent: { canonicalModel: unknown }): unknown {
+  try {
+    return agent.canonicalModel;
+  } catch {
+    return undefined;
+  }
+}
