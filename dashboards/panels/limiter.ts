@@ -59,7 +59,12 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
                 expr: quantile(q, m.requestAdmission, joinSelectors(l, 'outcome="admitted"'), ri),
                 legend: `p${Math.round(q * 100)}`,
               })),
-              { expr: sumRate(m.requests, joinSelectors(l, 'outcome="shed"'), ri), legend: 'shed /s', unit: 'ops' },
+              // Arrivals less admissions: 0 while requests arrive and none is shed (the shed series alone has none until the first shed).
+              {
+                expr: `${sumRate(m.requests, joinSelectors(l, 'outcome=~"admitted|shed"'), ri)} - ${sumRate(m.requests, joinSelectors(l, 'outcome="admitted"'), ri)}`,
+                legend: 'shed /s',
+                unit: 'ops',
+              },
               { expr: `max by (limiter) (${series(m.requestDeadline, l)})`, legend: '{{limiter}} request deadline', reference: 'red' },
             ],
             quietRunEmpty: 'the histogram has no series under per-call admission (--admission call)',
