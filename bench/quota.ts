@@ -338,20 +338,23 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
       goodputWithinSloPerMinute: round(f.goodputWithinSloPerMinute),
       shedRequests: round(f.shedRequests),
       requestDeadlineMs: shape.requestDeadlineMs,
-      plannedServedPerWindow: round(shape.plan.overload.servedUserRequestsPerMinute),
+      plannedServedPerWindow: round(name === 'quotascope per-call' ? shape.plan.overload.servedUserRequestsPerMinute : shape.plan.admission.servedUserRequestsPerMinute),
     },
   }));
   const table = formatQuotaTable(results.map(({ name, f }) => ({ name, f })));
   const verdict = targetVerdict(results.map(({ name, f }) => ({ name, f })));
   const deadline = `request deadline ${(shape.requestDeadlineMs / 1000).toFixed(1)} s (${REQUEST_DEADLINE_MS / 1000} s compressed ${60_000 / o.windowMs}x): SLO goodput counts whole requests that ended within it`;
   const out = [`quota: ${QUOTA_GROUP} (ratios against the no-limiter row); ${deadline}`, table, ...verdict];
-  const own = results.find((r) => r.name === 'quotascope default');
-  if (own) {
-    const planned = shape.plan.overload.servedUserRequestsPerMinute;
-    const error = (own.f.servedPerWindow - planned) / planned;
+  // Plan vs measured: request admission serves what the budget sustains whole; per-call
+  // admission serves the budget's share of the calls (whole-request equivalents).
+  const planned = { 'quotascope default': shape.plan.admission.servedUserRequestsPerMinute, 'quotascope per-call': shape.plan.overload.servedUserRequestsPerMinute };
+  for (const [name, value] of Object.entries(planned)) {
+    const row = results.find((r) => r.name === name);
+    if (!row) continue;
+    const error = (row.f.servedPerWindow - value) / value;
     out.push(
-      `plan vs measured (quotascope default): ${planned.toFixed(2)} user requests/window planned (whole-request equivalents), ` +
-        `${own.f.servedPerWindow.toFixed(2)} measured (${error >= 0 ? '+' : ''}${(error * 100).toFixed(1)} %)`,
+      `plan vs measured (${name}): ${value.toFixed(2)} user requests/window planned (whole-request equivalents), ` +
+        `${row.f.servedPerWindow.toFixed(2)} measured (${error >= 0 ? '+' : ''}${(error * 100).toFixed(1)} %)`,
     );
   }
   let aimdTitle = '';
