@@ -92,8 +92,13 @@ export class AdmissionControl {
     const { budget } = this.#options;
     let reserved: number;
     try {
-      const funded = call.share?.tokensPerCall.get(call.agent);
-      if (funded !== undefined) return admitted(permit, funded, undefined, true);
+      const share = call.share;
+      const funded = share?.tokensPerCall.get(call.agent);
+      if (share && funded !== undefined) {
+        // Counted in the rolling window now, when the provider counts it.
+        share.budget.chargeWindow?.(share.ticket, funded);
+        return admitted(permit, funded, undefined, true);
+      }
       reserved = this.#estimate(call.request, call.agent);
       if (!budget) return admitted(permit, reserved, undefined);
       const ticket = budget.tryReserve(reserved);

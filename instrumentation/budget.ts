@@ -29,6 +29,13 @@ export interface ReserveOptions {
   readonly signal?: AbortSignal;
   /** Lower waits less in this process's queue (default: arrival order); see WaiterQueue. */
   readonly priority?: number;
+  /**
+   * Count the tokens in a rolling-window guard when they are used (chargeWindow), not at
+   * admission, as the provider counts them: a whole request reserved at the door is counted
+   * call by call. Until then they are held against the window as pending. A budget without
+   * chargeWindow ignores it.
+   */
+  readonly windowAtUse?: boolean;
 }
 
 export interface Budget {
@@ -50,7 +57,7 @@ export interface Budget {
    * Take tokens now if that can be decided synchronously: the admission's ticket, else
    * undefined (the caller then awaits reserve). Throws BudgetRequestTooLarge for more than the capacity.
    */
-  tryReserve(tokens: number): BudgetTicket | undefined;
+  tryReserve(tokens: number, options?: Pick<ReserveOptions, 'windowAtUse'>): BudgetTicket | undefined;
   /**
    * Wait (FIFO in this process) until the tokens are taken; resolves with the admission's
    * ticket. Rejects with DeadlineExceeded, the abort reason, or BudgetRequestTooLarge at once.
@@ -62,6 +69,8 @@ export interface Budget {
    * shared budget whose level lives elsewhere). Request admission sheds at once on it.
    */
   fundableInMs?(tokens: number): number | undefined;
+  /** A `windowAtUse` admission's tokens are being used now: count them in the rolling window. */
+  chargeWindow?(ticket: BudgetTicket, tokens: number): void;
   /**
    * Settle an admission against the provider's usage: give back an overestimate, take an
    * underestimate's shortfall.

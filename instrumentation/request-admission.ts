@@ -203,13 +203,14 @@ export class RequestAdmission {
     }
     let ticket: BudgetTicket;
     if (door.shedFirst) {
-      const now = budget.tryReserve(tokens);
+      const now = budget.tryReserve(tokens, { windowAtUse: true });
       if (!now) throw shed('lane', fundableInMs ?? this.requestDeadlineMs);
       ticket = now;
     } else {
       this.#waiting++;
       try {
-        ticket = await budget.reserve(tokens, { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt });
+        const wait = { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt, windowAtUse: true };
+        ticket = await budget.reserve(tokens, wait);
       } catch (error) {
         if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens) ?? this.requestDeadlineMs);
         throw error;

@@ -58,17 +58,33 @@ export function checkBudgetOptions(tokensPerMinute: number, options: { countedTo
   }
 }
 
-/** A TokenBudget's admission: its tokens and the rolling-window slot they were counted in. */
+/**
+ * A TokenBudget's admission: its tokens and the rolling-window slot they were counted in (the
+ * last one, for an admission counted when used), with what is still pending and what was
+ * counted so far.
+ */
 class TokenTicket implements BudgetTicket {
   readonly tokens: number;
-  readonly slot: number | undefined;
+  slot: number | undefined;
   readonly issuer: TokenBudget;
+  /** windowAtUse: tokens not yet counted in the window. */
+  pending: number;
+  /** Tokens counted in the window for this admission. */
+  counted: number;
 
-  constructor(issuer: TokenBudget, tokens: number, slot: number | undefined) {
+  constructor(issuer: TokenBudget, tokens: number, slot: number | undefined, pending: number) {
     this.issuer = issuer;
     this.tokens = tokens;
     this.slot = slot;
+    this.pending = pending;
+    this.counted = tokens - pending;
   }
+}
+
+/** A queued reservation. */
+interface Wanted {
+  readonly tokens: number;
+  readonly atUse: boolean;
 }
 
 // Refill is computed from elapsed time in floating point; tolerate rounding noise.
@@ -85,7 +101,9 @@ export class TokenBudget implements Budget {
   readonly #window: RollingWindow | undefined;
   #level: number;
   #refilledAt: number;
-  readonly #waiters: WaiterQueue<number, BudgetTicket>;
+  /** Admitted windowAtUse tokens not yet counted in the window: held against it. */
+  #pending = 0;
+  readonly #waiters: WaiterQueue<Wanted, BudgetTicket>;
   #wakeTimer: TimerHandle | undefined;
 
   constructor(tokensPerMinute: number, options: TokenBudgetOptions = {}) {
@@ -124,24 +142,24 @@ export class TokenBudget implements Budget {
   }
 
   /** Take tokens now if they are there and nobody is queued: the admission's ticket, else undefined. */
-  tryReserve(tokens: number): BudgetTicket | undefined {
+  tryReserve(tokens: number, options: Pick<ReserveOptions, 'windowAtUse'> = {}): BudgetTicket | undefined {
     this.#check(tokens);
     if (this.#waiters.size > 0) return undefined;
     this.#refill();
     if (this.#level + EPSILON < tokens) return undefined;
-    if (this.#window && !this.#window.fits(this.#clock.now(), tokens)) return undefined;
-    return this.#take(tokens);
+    if (this.#window && !this.#window.fits(this.#clock.now(), tokens + this.#pending)) return undefined;
+    return this.#take(tokens, options.windowAtUse === true);
   }
 
   /** Wait (FIFO, without blocking the event loop) until the tokens can be taken; resolves with the admission's ticket. */
   reserve(tokens: number, options: ReserveOptions = {}): Promise<BudgetTicket> {
     try {
-      const ticket = this.tryReserve(tokens);
+      const ticket = this.tryReserve(tokens, options);
       if (ticket) return Promise.resolve(ticket);
     } catch (error) {
       return Promise.reject(error);
     }
-    const waited = this.#waiters.wait(tokens, options);
+    const waited = this.#waiters.wait({ tokens, atUse: options.windowAtUse === true }, options);
     this.#admit();
     return waited;
   }
@@ -151,14 +169,14 @@ export class TokenBudget implements Budget {
     this.#check(tokens);
     this.#refill();
     let ahead = 0;
-    for (const waiter of this.#waiters) ahead += waiter.data;
+    for (const waiter of this.#waiters) ahead += waiter.data.tokens;
     const need = ahead + tokens;
     const bucketWaitMs = this.#level + EPSILON < need ? (need - this.#level) / this.#perMs : 0;
     // The window frees what it holds as its slots age; more than one window of queued tokens waits whole windows.
     const windowWaitMs = this.#window
-      ? need <= this.#window.limit
-        ? this.#window.waitMs(this.#clock.now(), need)
-        : Math.ceil(need / this.#window.limit) * this.windowMs
+      ? need + this.#pending <= this.#window.limit
+        ? this.#window.waitMs(this.#clock.now(), need + this.#pending)
+        : Math.ceil((need + this.#pending) / this.#window.limit) * this.windowMs
       : 0;
     return Math.ceil(Math.max(bucketWaitMs, windowWaitMs));
   }
@@ -176,9 +194,26 @@ export class TokenBudget implements Budget {
     }
     this.#refill();
     this.#level = Math.min(this.capacity, this.#level + reserved - actual);
-    const slot = ticket instanceof TokenTicket && ticket.issuer === this ? ticket.slot : undefined;
-    this.#window?.adjust(this.#clock.now(), reserved, actual, slot);
+    const own = ticket instanceof TokenTicket && ticket.issuer === this ? ticket : undefined;
+    if (own) {
+      // What was never used leaves the pending hold; the window settles what it counted.
+      this.#pending = Math.max(0, this.#pending - own.pending);
+      own.pending = 0;
+      this.#window?.adjust(this.#clock.now(), own.counted, actual, own.slot);
+    } else {
+      this.#window?.adjust(this.#clock.now(), reserved, actual, undefined);
+    }
     this.#admit();
+  }
+
+  /** A windowAtUse admission's tokens are used now: count them in the window (beyond its reservation too). */
+  chargeWindow(ticket: BudgetTicket, tokens: number): void {
+    if (!(ticket instanceof TokenTicket) || ticket.issuer !== this || !(tokens > 0)) return;
+    const fromPending = Math.min(tokens, ticket.pending);
+    ticket.pending -= fromPending;
+    this.#pending = Math.max(0, this.#pending - fromPending);
+    ticket.counted += tokens;
+    if (this.#window) ticket.slot = this.#window.add(this.#clock.now(), tokens);
   }
 
   /** Reject every queued reservation and stop the wake-up timer. */
@@ -188,9 +223,13 @@ export class TokenBudget implements Budget {
     return Promise.resolve();
   }
 
-  #take(tokens: number): TokenTicket {
+  #take(tokens: number, atUse: boolean): TokenTicket {
     this.#level -= tokens;
-    return new TokenTicket(this, tokens, this.#window?.add(this.#clock.now(), tokens));
+    if (atUse && this.#window) {
+      this.#pending += tokens;
+      return new TokenTicket(this, tokens, undefined, tokens);
+    }
+    return new TokenTicket(this, tokens, this.#window?.add(this.#clock.now(), tokens), 0);
   }
 
   #clearWake(): void {
@@ -220,9 +259,9 @@ export class TokenBudget implements Budget {
     this.#clearWake();
     this.#refill();
     for (let head = this.#waiters.head(); head !== undefined; head = this.#waiters.head()) {
-      const tokens = head.data;
+      const { tokens, atUse } = head.data;
       const bucketWaitMs = this.#level + EPSILON < tokens ? Math.ceil((tokens - this.#level) / this.#perMs) : 0;
-      const windowWaitMs = this.#window ? this.#window.waitMs(this.#clock.now(), tokens) : 0;
+      const windowWaitMs = this.#window ? this.#window.waitMs(this.#clock.now(), tokens + this.#pending) : 0;
       const waitMs = Math.max(bucketWaitMs, windowWaitMs);
       if (waitMs > 0) {
         this.#wakeTimer = this.#clock.setTimeout(() => {
@@ -231,7 +270,7 @@ export class TokenBudget implements Budget {
         }, waitMs);
         return;
       }
-      head.grant(this.#take(tokens));
+      head.grant(this.#take(tokens, atUse));
     }
   }
 }

@@ -1,6 +1,6 @@
-// Burst of 10 simultaneous review requests against 10 permits: the mock never sees more
-// than 10 calls at once, the 40 reviewer calls are admitted before the synthesizer wave,
-// and every permit is back afterwards.
+// Burst of 10 simultaneous review requests against 10 permits, model calls admitted one by
+// one (`admission: call`): the mock never sees more than 10 calls at once, the 40 reviewer
+// calls are admitted before the synthesizer wave, and every permit is back afterwards.
 //
 // Excess demand turns into recorded per-branch timeouts, never into failed requests: a
 // tight quota at the mock, 2 permits and a short maxWait. Every request still answers
@@ -11,10 +11,10 @@ import { limiterMetrics } from '../../instrumentation/index.ts';
 import { fastMock, metricsText, type Stack, startStack } from './stack.ts';
 import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
-describe('10 simultaneous review requests, 10 permits', () => {
+describe('10 simultaneous review requests, 10 permits, per-call admission', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack(fastMock(200), { permits: 10, maxWaitMs: 30_000 });
+    stack = await startStack(fastMock(200), { permits: 10, maxWaitMs: 30_000, admission: 'call' });
   });
   afterAll(async () => {
     await stack?.close();

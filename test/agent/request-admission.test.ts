@@ -1,0 +1,66 @@
+// Request admission in the agent service, over real sockets against the mock provider: a
+// burst of requests each served whole, and a request the budget cannot fund in time shed
+// whole with 429 + Retry-After before it makes a single provider call.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { limiterMetrics } from '../../instrumentation/index.ts';
+import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
+import { fastMock, metricsText, type Stack, startStack } from './stack.ts';
+
+describe('request admission: a burst served whole', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack(fastMock(100), { permits: 4, maxWaitMs: 30_000 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('10 simultaneous requests on 4 permits all come back whole, each admitted once', async () => {
+    await stack.run('review', { document: 'warm-up' });
+    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => stack.run('review', { document: `doc ${i}`, userId: `u${i}` })));
+    for (const r of responses) {
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.missingBranches).toEqual([]);
+    }
+    const text = await metricsText(stack.agent.url);
+    expect(sumOfMetric(text, limiterMetrics.requests.name, { outcome: 'admitted' })).toBe(11);
+    expect(sumOfMetric(text, limiterMetrics.requests.name, { outcome: 'completed' })).toBe(11);
+    expect(sumOfMetric(text, limiterMetrics.requests.name, { outcome: 'partial' })).toBe(0);
+    expect(sumOfMetric(text, limiterMetrics.wastedTokens.name)).toBe(0);
+    expect(sumOfMetric(text, limiterMetrics.requestDeadline.name)).toBe(60);
+    expect(stack.agent.limiter.snapshot().permitsInUse).toBe(0);
+  });
+});
+
+describe('request admission: a request that cannot be funded in time', () => {
+  let stack: Stack;
+  // ~10,000 input tokens a call: a review request counts ~52,000; the budget holds 80,000 a minute.
+  const document = 'x'.repeat(40_000);
+  beforeAll(async () => {
+    stack = await startStack(fastMock(50), { permits: 10, tokensPerMinute: 80_000, requestDeadlineMs: 5_000 });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('is answered 429 at once with Retry-After, makes no provider call, and is counted shed', async () => {
+    const warm = await stack.run('review', { document });
+    expect(warm.status, JSON.stringify(warm.body)).toBe(200);
+    const callsBefore = stack.probe.calls.length;
+    const res = await fetch(`${stack.agent.url}/v1/agents/review/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ document }),
+    });
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(2);
+    const body = (await res.json()) as { error: { code: string; reason: string; retryAfterSeconds: number; message: string } };
+    expect(body.error.code).toBe('REQUEST_SHED');
+    expect(body.error.reason).toBe('deadline');
+    expect(body.error.message).toMatch(/request shed by limiter "gemini"/);
+    expect(stack.probe.calls.length).toBe(callsBefore);
+    const text = await metricsText(stack.agent.url);
+    expect(sumOfMetric(text, limiterMetrics.requests.name, { outcome: 'shed' })).toBe(1);
+    expect(sumOfMetric(text, 'agent_requests_total', { status: '429' })).toBe(1);
+  });
+});
