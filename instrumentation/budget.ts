@@ -32,8 +32,9 @@ export interface ReserveOptions {
   /**
    * Count the tokens in a rolling-window guard when they are used (chargeWindow), not at
    * admission, as the provider counts them: a whole request reserved at the door is counted
-   * call by call. Until then they are held against the window as pending. A budget without
-   * chargeWindow ignores it.
+   * call by call. Until then they are held against the window as pending. Such an admission
+   * enters when the window and the pending holds are within the limit, so the window may go
+   * over by at most one admission's tokens. A budget without chargeWindow ignores it.
    */
   readonly windowAtUse?: boolean;
 }

@@ -147,8 +147,9 @@ export class TokenBudget implements Budget {
     if (this.#waiters.size > 0) return undefined;
     this.#refill();
     if (this.#level + EPSILON < tokens) return undefined;
-    if (this.#window && !this.#window.fits(this.#clock.now(), tokens + this.#pending)) return undefined;
-    return this.#take(tokens, options.windowAtUse === true);
+    const atUse = options.windowAtUse === true;
+    if (this.#window && !this.#window.fits(this.#clock.now(), this.#windowNeed(tokens, atUse))) return undefined;
+    return this.#take(tokens, atUse);
   }
 
   /** Wait (FIFO, without blocking the event loop) until the tokens can be taken; resolves with the admission's ticket. */
@@ -173,10 +174,11 @@ export class TokenBudget implements Budget {
     const need = ahead + tokens;
     const bucketWaitMs = this.#level + EPSILON < need ? (need - this.#level) / this.#perMs : 0;
     // The window frees what it holds as its slots age; more than one window of queued tokens waits whole windows.
+    const windowNeed = this.#windowNeed(need, true);
     const windowWaitMs = this.#window
-      ? need + this.#pending <= this.#window.limit
-        ? this.#window.waitMs(this.#clock.now(), need + this.#pending)
-        : Math.ceil((need + this.#pending) / this.#window.limit) * this.windowMs
+      ? windowNeed <= this.#window.limit
+        ? this.#window.waitMs(this.#clock.now(), windowNeed)
+        : Math.ceil(windowNeed / this.#window.limit) * this.windowMs
       : 0;
     return Math.ceil(Math.max(bucketWaitMs, windowWaitMs));
   }
@@ -204,6 +206,17 @@ export class TokenBudget implements Budget {
       this.#window?.adjust(this.#clock.now(), reserved, actual, undefined);
     }
     this.#admit();
+  }
+
+  /**
+   * What must fit in the window for an admission of `tokens`: everything pending, plus the
+   * tokens themselves for a call counted at once. A whole request counted when used enters
+   * when the window and the pending holds are within the limit, so it may take the window
+   * over by at most its own tokens: waiting for room for all of it at once would leave, on
+   * average, half a request of every window unused (the bucket still bounds the rate).
+   */
+  #windowNeed(tokens: number, atUse: boolean): number {
+    return atUse ? this.#pending : tokens + this.#pending;
   }
 
   /** A windowAtUse admission's tokens are used now: count them in the window (beyond its reservation too). */
@@ -261,7 +274,7 @@ export class TokenBudget implements Budget {
     for (let head = this.#waiters.head(); head !== undefined; head = this.#waiters.head()) {
       const { tokens, atUse } = head.data;
       const bucketWaitMs = this.#level + EPSILON < tokens ? Math.ceil((tokens - this.#level) / this.#perMs) : 0;
-      const windowWaitMs = this.#window ? this.#window.waitMs(this.#clock.now(), tokens + this.#pending) : 0;
+      const windowWaitMs = this.#window ? this.#window.waitMs(this.#clock.now(), this.#windowNeed(tokens, atUse)) : 0;
       const waitMs = Math.max(bucketWaitMs, windowWaitMs);
       if (waitMs > 0) {
         this.#wakeTimer = this.#clock.setTimeout(() => {

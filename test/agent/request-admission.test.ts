@@ -1,9 +1,12 @@
 // Request admission in the agent service, over real sockets against the mock provider: a
 // burst of requests each served whole, and a request the budget cannot fund in time shed
 // whole with 429 + Retry-After before it makes a single provider call.
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServedAgent, startServe } from '../../agent/serve/server.ts';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
+import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { fastMock, metricsText, type Stack, startStack } from './stack.ts';
 
 describe('request admission: a burst served whole', () => {
@@ -64,3 +67,54 @@ describe('request admission: a request that cannot be funded in time', () => {
     expect(sumOfMetric(text, 'agent_requests_total', { status: '429' })).toBe(1);
   });
 });
+
+describe('request admission on serve: a two-model tree, ADK protocol', () => {
+  let mock: MockProvider;
+  let served: ServedAgent;
+  const text = 'y'.repeat(20_000);
+  beforeAll(async () => {
+    mock = await startMockProvider(fastMock(15) as Parameters<typeof startMockProvider>[0], { port: 0 });
+    served = await startServe({
+      agent: fileURLToPath(new URL('../fixtures/agents/loop_tools.ts', import.meta.url)),
+      port: 0,
+      providerUrl: mock.url,
+      permits: 3,
+      tokensPerMinute: 60_000, // a request counts ~41,000 on flash and ~5,000 on pro
+      requestDeadlineMs: 1_000,
+      httpTimeoutMs: 10_000,
+    });
+  });
+  afterAll(async () => {
+    await served?.close();
+    await mock?.close();
+  });
+
+  async function run(path: '/run' | '/run_sse', sessionId: string): Promise<Response> {
+    await post(`${served.url}/apps/loop_tools/users/u/sessions/${sessionId}`, {});
+    return post(`${served.url}${path}`, { appName: 'loop_tools', userId: 'u', sessionId, newMessage: { role: 'user', parts: [{ text }] } });
+  }
+
+  it('funds the request on both models; one it cannot fund in time is 429 with Retry-After and detail on /run and /run_sse', async () => {
+    const warm = await run('/run', 's1');
+    expect(warm.status).toBe(200);
+    const callsBefore = sumOfMetric(await metricsText(mock.url), 'mock_provider_requests_total');
+    for (const [path, session] of [['/run', 's2'], ['/run_sse', 's3']] as const) {
+      const shed = await run(path, session);
+      expect(shed.status, path).toBe(429);
+      expect(Number(shed.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(((await shed.json()) as { detail: string }).detail).toMatch(/^request shed by limiter/);
+    }
+    expect(sumOfMetric(await metricsText(mock.url), 'mock_provider_requests_total')).toBe(callsBefore);
+    const metrics = await metricsText(served.url);
+    // The warm-up was admitted on both limiters of the tree, each with its own count.
+    expect(sumOfMetric(metrics, limiterMetrics.requests.name, { limiter: 'gemini-2_5-pro', outcome: 'admitted' })).toBe(1);
+    expect(sumOfMetric(metrics, limiterMetrics.requests.name, { limiter: 'gemini-2_5-flash', outcome: 'admitted' })).toBe(1);
+    // Every limiter of the tree counts each request it decided on.
+    expect(sumOfMetric(metrics, limiterMetrics.requests.name, { limiter: 'gemini-2_5-flash', outcome: 'shed' })).toBe(2);
+    expect(sumOfMetric(metrics, limiterMetrics.permitsInUse.name)).toBe(0);
+  });
+});
+
+function post(url: string, body: unknown): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
