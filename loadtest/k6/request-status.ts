@@ -3,11 +3,11 @@
 // shed, failed) and whether it failed (qs_request_failed). Every request also counts once
 // when it starts (qs_requests_started), so the ones a run's end cut off show as unfinished.
 // Pure (no k6 imports): the k6 script, the Node driver and the summary share it.
-import { ERROR_CODES } from '../../instrumentation/errors.ts';
 //
 // k6 keeps a tag's sub-metric in its end-of-test summary only when a threshold names it, so
 // the statuses a summary can report are a fixed list; any other status is counted by its
 // class (`3xx`, `5xx`, …) and 0 is k6's "no response" (refused, reset, timed out).
+import { ERROR_CODES } from '../../instrumentation/errors.ts';
 
 export const REQUEST_STATUS_METRIC = 'qs_request_status';
 export const REQUEST_FAILED_METRIC = 'qs_request_failed';

@@ -5,6 +5,7 @@ import {
   REQUEST_OUTCOME_METRIC,
   REQUEST_OUTCOMES,
   type RequestCounts,
+  type RequestOutcome,
   REQUESTS_STARTED_METRIC,
   STATUS_TAGS,
   statusSubmetric,
@@ -31,10 +32,7 @@ export const SUMMARY_SUBMETRICS: Record<string, string[]> = Object.fromEntries(
  * (started, but the run ended first: k6 interrupted the iteration).
  */
 export function requestCounts(data: Json): RequestCounts {
-  const ended = Object.fromEntries(REQUEST_OUTCOMES.map((o) => [o, Number(metricValues(data, requestOutcomeMetric(o))?.count ?? 0)])) as Record<
-    (typeof REQUEST_OUTCOMES)[number],
-    number
-  >;
+  const ended = Object.fromEntries(REQUEST_OUTCOMES.map((o) => [o, Number(metricValues(data, requestOutcomeMetric(o))?.count ?? 0)])) as Record<RequestOutcome, number>;
   const started = Number(metricValues(data, REQUESTS_STARTED_METRIC)?.count ?? 0);
   const endedTotal = REQUEST_OUTCOMES.reduce((n, o) => n + ended[o], 0);
   return { ...ended, unfinished: Math.max(0, started - endedTotal) };
