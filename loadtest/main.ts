@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TreeShape } from '../agent/tree-shapes.ts';
+import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
@@ -76,6 +77,22 @@ export function fitRunToTree(f: Flags, shape: TreeShape | undefined, tree: strin
     `--duration ${f.duration} s is too short for ${tree}: its critical path is ${chain} model call${chain === 1 ? '' : 's'} one after another × ${f.callSeconds} s = ${Number(criticalPath.toFixed(1))} s, ` +
     `and the steady window must see requests start and finish; lengthened to ${minimum} s (pass --duration ${minimum} or more to choose)`;
   return { flags: { ...f, duration: minimum }, criticalPath, note };
+}
+
+/**
+ * Under request admission, why no admitted request of the tree can finish: its request
+ * deadline is shorter than the tree's critical path (a call that cannot finish before the
+ * deadline is not started). Said before the run starts; undefined when the deadline is long enough.
+ */
+export function deadlineNote(f: Flags, shape: TreeShape | undefined, tree: string): string | undefined {
+  if (!shape || f.admission !== 'request') return undefined;
+  const criticalPath = criticalPathSeconds(shape, f.callSeconds);
+  if (f.requestDeadlineMs / 1000 > criticalPath) return undefined;
+  const suggested = Math.min(MAX_REQUEST_DEADLINE_MS, Math.ceil(2 * criticalPath) * 1000);
+  return (
+    `the request deadline (${f.requestDeadlineMs / 1000} s) is not longer than ${tree}'s critical path (${Number(criticalPath.toFixed(1))} s at ${f.callSeconds} s per call): ` +
+    `no admitted request can finish in time, so the run will shed or cut short every one; pass --request-deadline-ms ${suggested} (twice the critical path) to give requests room`
+  );
 }
 
 const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
@@ -250,6 +267,8 @@ export async function runStart(flags: StartOptions): Promise<number> {
   // --tree sends every request of a scenario file to that tree too.
   const fitted = flags.scenario ? { flags, criticalPath: 0 } : fitRunToTree(flags, treeShapeOf(target, tree), tree);
   if (fitted.note) console.log(`[main] ${fitted.note}`);
+  const tooShort = deadlineNote(fitted.flags, treeShapeOf(target, tree), tree);
+  if (tooShort) console.log(`[main] warning: ${tooShort}`);
   const chosen = flags.scenario ? loadScenario(flags.scenario) : mainScenario(fitted.flags, tree, fitted.criticalPath);
   const scenario = scenarioForTarget(target, flags.tree ? withTree(chosen, tree) : chosen);
   const runId = `${new Date().toISOString().replace(/[:.]/g, '-')}-${scenario.name}`;

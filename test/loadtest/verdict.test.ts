@@ -8,7 +8,7 @@ import { WORKED_EXAMPLE as EX } from '../../agent/worked-example.ts';
 import { isShedAnswer, REQUEST_OUTCOMES, requestFailed, requestOutcome } from '../../loadtest/k6/request-status.ts';
 import { condenseSummary } from '../../loadtest/k6/runner.ts';
 import { SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
-import { fitRunToTree } from '../../loadtest/main.ts';
+import { deadlineNote, fitRunToTree } from '../../loadtest/main.ts';
 import { comparePlan, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
 import { unmeasuredMessage } from '../../loadtest/measure/run-outcome.ts';
 import { criticalPathSeconds, minimumSteadySeconds, steadyWindow } from '../../loadtest/measure/steady-state.ts';
@@ -96,6 +96,16 @@ describe('a run long enough for the tree', () => {
     expect(fitted.note).toBeUndefined();
     expect(fitted.flags).toBe(defaults);
     expect(fitRunToTree(defaults, undefined, 'wide').note).toBeUndefined();
+  });
+
+  it('a request deadline not longer than the critical path is named before the run: no admitted request could finish', () => {
+    const loop = { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 9 };
+    expect(deadlineNote({ ...defaults, callSeconds: 8 }, loop, 'loop_tools')).toBe(
+      "the request deadline (60 s) is not longer than loop_tools's critical path (80 s at 8 s per call): no admitted request can finish in time, so the run will shed or cut short every one; pass --request-deadline-ms 160000 (twice the critical path) to give requests room",
+    );
+    expect(deadlineNote({ ...defaults, callSeconds: 8, requestDeadlineMs: 90_000 }, loop, 'loop_tools')).toBeUndefined();
+    expect(deadlineNote({ ...defaults, callSeconds: 8, admission: 'call' }, loop, 'loop_tools')).toBeUndefined();
+    expect(deadlineNote(defaults, { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, 'review')).toBeUndefined();
   });
 
   it('the lengthened steady window starts after one request life and holds two', () => {
