@@ -134,6 +134,20 @@ export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
       ],
     },
     {
+      name: 'a limiter shedding 25 % of its requests from 11m fires; one shedding 3 % does not',
+      series: [
+        at(m.requests, { ...replica('agent-1:8080'), outcome: 'admitted' }, '0+60x40'),
+        at(m.requests, { ...replica('agent-1:8080'), outcome: 'shed' }, '0x10 0+20x30'),
+        at(m.requests, { ...replica('agent-1:8080'), outcome: 'completed' }, '0+60x40'),
+        at(m.requests, { ...replica('agent-1:8080', 'steady'), outcome: 'admitted' }, '0+60x40'),
+        at(m.requests, { ...replica('agent-1:8080', 'steady'), outcome: 'shed' }, '0+2x40'),
+      ],
+      checks: [
+        { atMinute: 10, alert: 'LimiterRequestsShed', firing: [] },
+        { atMinute: 20, alert: 'LimiterRequestsShed', firing: [{ labels: perLimiter(), value: '25%' }] },
+      ],
+    },
+    {
       name: 'a limiter without a maxWait gauge fires after 10m; one with it does not',
       series: [
         at(m.permitsLimit, replica('agent-1:8080'), '10x20'),

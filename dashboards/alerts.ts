@@ -147,6 +147,20 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       noData: QUOTA_GUARD,
       panel: limiterPanel('acquire-quantiles'),
     },
+    LimiterRequestsShed: {
+      // Raw series only (no recording rule), so Grafana-managed rules can load it alone.
+      expr: `${sumRate(m.requests, joinSelectors(sel.agentScrape, 'outcome="shed"'), w.rate, ['job', 'limiter'])}\n/\n${sumRate(m.requests, joinSelectors(sel.agentScrape, 'outcome=~"admitted|shed"'), w.rate, ['job', 'limiter'])}\n> ${t.requestShedFraction}`,
+      summary: 'The limiter sheds user requests: demand exceeds what the budget funds within the request deadline.',
+      description: (x) =>
+        `Over ${w.rate}, limiter ${x.label('limiter')} (job ${x.label('job')}) shed ${x.value('percent')} of the user requests arriving (above ${t.requestShedFraction}): they were answered 429 at once, before any model call, because the budget could not fund them within the request deadline. Raise the quota or the budget, or lower the demand (the planner's fixes).`,
+      // Request admission reports its deadline per limiter: one series per limiter that admits whole requests.
+      present: `${sumOf(m.requestDeadline, sel.agentScrape, ['job', 'limiter'])} * 0`,
+      noData: {
+        state: 'OK',
+        why: 'counts the requests request admission sheds: a limiter admitting call by call reports none, and the acquire-time and quota alerts guard its quota',
+      },
+      panel: limiterPanel('request-outcomes'),
+    },
     LimiterMaxWaitMissing: {
       // Without its maxWait a limiter's acquire-time threshold is unknown: say so instead of staying silent.
       expr: `${sumOf(m.permitsLimit, sel.agentScrape, ['job', 'limiter'])}\nunless on (job, limiter)\n${records.maxWait}`,

@@ -23,6 +23,7 @@ export type Severity = 'critical' | 'warning' | 'info';
 /** Default severity per alert: critical pages, warning makes a ticket. */
 const defaultSeverities: Record<AlertName, Severity> = {
   LimiterAcquireTimeRising: 'warning',
+  LimiterRequestsShed: 'warning',
   LimiterMaxWaitMissing: 'warning',
   LimiterTimeouts: 'warning',
   ProviderRateLimitedDespiteLimiter: 'critical',
@@ -38,6 +39,7 @@ const defaultSeverities: Record<AlertName, Severity> = {
 /** Default `for` per alert: long enough to ride out a blip. */
 const defaultForDurations: Record<AlertName, string> = {
   LimiterAcquireTimeRising: '1m',
+  LimiterRequestsShed: '2m',
   LimiterMaxWaitMissing: '10m',
   LimiterTimeouts: '1m',
   ProviderRateLimitedDespiteLimiter: '2m',
@@ -194,6 +196,8 @@ export const dashboardsConfigSchema = z.strictObject({
       acquireWarnFractionOfMaxWait: fraction(1).default(0.25),
       /** ...when it is also this many times its own recent baseline. */
       acquireRiseFactor: z.number().gte(1).lte(100).default(1.5),
+      /** Shed requests above this fraction of the arriving ones (admitted + shed) means demand outgrows the budget. */
+      requestShedFraction: fraction(1).default(0.05),
       /** Permits in use / limit at or above this is saturated. */
       permitSaturation: fraction(1).default(1),
       /** Budget below this fraction of the limiter's capacity is exhausted. */

@@ -39,4 +39,6 @@ export const k6 = {
   permitWaitP95: 'k6_qs_permit_wait_p95',
   missingBranches: 'k6_qs_missing_branches_rate',
   branchOutcomes: 'k6_qs_branch_outcomes_total',
+  requestOutcomes: 'k6_qs_request_outcome_total',
+  requestsStarted: 'k6_qs_requests_started_total',
 } as const;

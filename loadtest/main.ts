@@ -5,6 +5,8 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { formatPerModel, mapPerModel } from '../agent/per-model.ts';
+import type { TreeShape } from '../agent/tree-shapes.ts';
+import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
@@ -13,14 +15,16 @@ import { type K6Summary, runK6 } from './k6/runner.ts';
 import { formatStatusCounts } from './k6/summary-text.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
-import { ALL_FAILED_EXIT_CODE, allFailedMessage, providerStatusCounts } from './measure/run-outcome.ts';
+import { ALL_FAILED_EXIT_CODE, allFailedMessage, completionsBetween, providerStatusCounts, UNMEASURED_EXIT_CODE, unmeasuredMessage } from './measure/run-outcome.ts';
+import { criticalPathSeconds, minimumSteadySeconds, steadyPhase, steadyWindow } from './measure/steady-state.ts';
 import { RUN_RECORD_FILE, type RunRecord, writeRunRecord } from './report/run-record.ts';
 import { stackTotals } from './report/summary.ts';
+import { runVerdict } from './report/verdict.ts';
 import { writeReport } from './report/write.ts';
 import { loadScenario } from './scenario/schema.ts';
 import { withTree } from './scenario/trees.ts';
 import type { ScenarioFile } from './scenario/types.ts';
-import { type AgentTarget, defaultTreeOf, resolveAgentTarget, scenarioForTarget } from './stack/agent-target.ts';
+import { type AgentTarget, defaultTreeOf, resolveAgentTarget, scenarioForTarget, treeShapeOf } from './stack/agent-target.ts';
 import { LOCAL_STACK_SCRAPE_SECONDS, startLocalStack } from './stack/local-stack.ts';
 import { MOCK_COUNTED_TOKENS } from './stack/mock-parameters.ts';
 import { ProcessGroup } from './stack/processes.ts';
@@ -38,9 +42,14 @@ const RATE_INTERVAL = `${4 * SCRAPE_SECONDS}s`;
 /** Share of a call's time the mock spends streaming output after the first token. */
 const STREAMING_SHARE = 0.9;
 
-/** The default run: the worked example's burst of 10 users, then steady traffic. */
-function mainScenario(f: Flags, tree: string): ScenarioFile {
+/**
+ * The default run: the worked example's burst of 10 users, then steady traffic. Requests get
+ * time to finish: the timeout and k6's graceful stop cover the tree's critical path
+ * (`criticalPath` seconds) and a maxWait.
+ */
+function mainScenario(f: Flags, tree: string, criticalPath = 0): ScenarioFile {
   const burstGap = f.burstUsers > 0 ? Math.max(10, f.callSeconds * 3) : 0;
+  const maxWait = f.maxWaitMs / 1000;
   return {
     name: 'main',
     description: `burst of ${f.burstUsers} users, then ${f.rate} requests/min for ${f.duration} s`,
@@ -49,9 +58,43 @@ function mainScenario(f: Flags, tree: string): ScenarioFile {
       ...(f.burstUsers > 0 ? [{ kind: 'burst' as const, at: 0, users: f.burstUsers }] : []),
       { kind: 'constant', start: burstGap, perMinute: f.rate, duration: f.duration },
     ],
-    requestTimeout: Math.max(60, (f.maxWaitMs / 1000 + f.callSeconds) * 4),
-    gracefulStop: Math.max(10, f.callSeconds * 4),
+    requestTimeout: Math.ceil(Math.max(60, (maxWait + f.callSeconds) * 4, 2 * criticalPath + maxWait)),
+    gracefulStop: Math.ceil(Math.max(10, f.callSeconds * 4, criticalPath + maxWait)),
   };
+}
+
+/**
+ * The built-in run made long enough for the tree: a steady phase shorter than
+ * minimumSteadySeconds would end before the requests it measures do. Returns the flags to run
+ * with and, when it lengthened the run, the reason (said before anything starts).
+ */
+export function fitRunToTree(f: Flags, shape: TreeShape | undefined, tree: string): { flags: Flags; criticalPath: number; note?: string } {
+  if (!shape) return { flags: f, criticalPath: 0 };
+  const criticalPath = criticalPathSeconds(shape, f.callSeconds);
+  const minimum = minimumSteadySeconds(criticalPath, f.callSeconds);
+  if (f.duration >= minimum) return { flags: f, criticalPath };
+  const chain = shape.callsPerBranch + shape.sequentialSteps;
+  const note =
+    `--duration ${f.duration} s is too short for ${tree}: its critical path is ${chain} model call${chain === 1 ? '' : 's'} one after another × ${f.callSeconds} s = ${Number(criticalPath.toFixed(1))} s, ` +
+    `and the steady window must see requests start and finish; lengthened to ${minimum} s (pass --duration ${minimum} or more to choose)`;
+  return { flags: { ...f, duration: minimum }, criticalPath, note };
+}
+
+/**
+ * Under request admission, why no admitted request of the tree can finish: its request
+ * deadline is shorter than the tree's critical path (a call that cannot finish before the
+ * deadline is not started). Said before the run starts; undefined when the deadline is long enough.
+ */
+export function deadlineNote(f: Flags, shape: TreeShape | undefined, tree: string): string | undefined {
+  // Unset, the deadline follows the tree (twice its critical path when that is longer than the default).
+  if (!shape || f.admission !== 'request' || f.requestDeadlineMs === undefined) return undefined;
+  const criticalPath = criticalPathSeconds(shape, f.callSeconds);
+  if (f.requestDeadlineMs / 1000 > criticalPath) return undefined;
+  const suggested = Math.min(MAX_REQUEST_DEADLINE_MS, Math.ceil(2 * criticalPath) * 1000);
+  return (
+    `the request deadline (${f.requestDeadlineMs / 1000} s) is not longer than ${tree}'s critical path (${Number(criticalPath.toFixed(1))} s at ${f.callSeconds} s per call): ` +
+    `no admitted request can finish in time, so the run will shed or cut short every one; pass --request-deadline-ms ${suggested} (twice the critical path) to give requests room`
+  );
 }
 
 const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
@@ -173,18 +216,29 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
   });
   writeRunRecord(reportDir, { ...record, report: reportPath });
   const a = totals.acquireSeconds;
+  const verdict = runVerdict({ outcomes: summary?.outcomes, providerRateLimited: totals.providerRateLimited, planVsMeasured: comparison });
+  const o = summary?.outcomes;
+  const started = o ? o.served + o.partial + o.shed + o.failed + o.unfinished : 0;
+  const share = (n: number) => fmt((n / Math.max(1, started)) * 100, '%');
+  const wasted = totals.actualTokens > 0 ? ` (${fmt((totals.wastedTokens / totals.actualTokens) * 100, '%')} of the counted tokens)` : '';
   console.log(
     [
       '',
+      verdict.line,
       `quotascope run ${runId} (${scenario.name})`,
-      `  user requests:     ${totals.requests} (client saw ${summary?.requests ?? 0}, failed ${fmt(((summary?.failedRequests ?? 0) / Math.max(1, summary?.requests ?? 0)) * 100, '%')}, with missing branches ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')})`,
+      o
+        ? `  user requests:     ${started} started: served ${o.served} (${share(o.served)}), partial ${o.partial} (${share(o.partial)}), shed ${o.shed} (${share(o.shed)}), failed ${o.failed}, unfinished ${o.unfinished}`
+        : '  user requests:     no client summary',
+      `  agent service:     ${totals.requests} answered; missing branches in ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')} of the admitted requests`,
       `  HTTP statuses:     ${formatStatusCounts(summary?.statusCodes ?? {})}`,
       `  model calls:       ${totals.modelCalls} at the provider${agent?.modelCallsPerRequest ? ` (${agent.modelCallsPerRequest} per request counted in ${agent.app})` : agent ? ` (${agent.app}: ${agent.countNote})` : ''}`,
+      `  wasted tokens:     ${totals.wastedTokens}${wasted} spent by requests that did not end wholly ok`,
       `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
       `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')} (admitted calls; maxWait ${fmt(totals.maxWaitSeconds, ' s')})`,
       `  limiter timeouts:  ${totals.timeouts} (gave up at maxWait)`,
       `  request duration:  p50 ${fmt((summary?.durationMs.p50 ?? 0) / 1000, ' s')}  p95 ${fmt((summary?.durationMs.p95 ?? 0) / 1000, ' s')}`,
       `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
+      `  alerts at the end: ${totals.alertsActiveAtEnd.length ? totals.alertsActiveAtEnd.join(', ') : 'none pending or firing'}`,
       'skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison),
       `  run record:        ${join(reportDir, RUN_RECORD_FILE)}`,
       `report: ${reportPath}`,
@@ -193,6 +247,18 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
   if (failure) {
     console.error(`start: ${failure}`);
     return ALL_FAILED_EXIT_CODE;
+  }
+  const phase = steadyPhase(scenario);
+  const window = phase && steadyWindow(phase, flags.callSeconds);
+  const from = window ? testStartedAt + window.from * 1000 : 0;
+  const to = window ? Math.min(testStartedAt + window.to * 1000, endedAt) : 0;
+  const unmeasured = unmeasuredMessage({
+    limiterSeries: totals.limiterSeries,
+    ...(window ? { steady: { completions: to > from ? await completionsBetween(prometheusUrl, from, to) : 0, seconds: Math.max(0, to - from) / 1000 } } : {}),
+  });
+  if (unmeasured) {
+    console.error(`start: ${unmeasured}`);
+    return UNMEASURED_EXIT_CODE;
   }
   // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.
   return exitCode;
@@ -209,7 +275,11 @@ export async function runStart(flags: StartOptions): Promise<number> {
   if (target.kind === 'serve' && target.calibrationNote) console.log(`[main] ${target.calibrationNote}`);
   const tree = flags.tree ?? defaultTreeOf(target);
   // --tree sends every request of a scenario file to that tree too.
-  const chosen = flags.scenario ? loadScenario(flags.scenario) : mainScenario(flags, tree);
+  const fitted = flags.scenario ? { flags, criticalPath: 0 } : fitRunToTree(flags, treeShapeOf(target, tree), tree);
+  if (fitted.note) console.log(`[main] ${fitted.note}`);
+  const tooShort = deadlineNote(fitted.flags, treeShapeOf(target, tree), tree);
+  if (tooShort) console.log(`[main] warning: ${tooShort}`);
+  const chosen = flags.scenario ? loadScenario(flags.scenario) : mainScenario(fitted.flags, tree, fitted.criticalPath);
   const scenario = scenarioForTarget(target, flags.tree ? withTree(chosen, tree) : chosen);
   const runId = `${new Date().toISOString().replace(/[:.]/g, '-')}-${scenario.name}`;
   const reportDir = resolve(flags.reportDir, runId);
@@ -231,7 +301,7 @@ export async function runStart(flags: StartOptions): Promise<number> {
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
 
-  const running = run(flags, target, scenario, group, reportDir, runId, aborter.signal)
+  const running = run(fitted.flags, target, scenario, group, reportDir, runId, aborter.signal)
     .catch((e) => {
       if (aborter.signal.aborted) return 130;
       console.error(`[main] failed: ${(e as Error).message}`);

@@ -13,10 +13,11 @@ import { RunProgress } from './k6/progress.ts';
 import { runK6, THRESHOLDS_FAILED } from './k6/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
-import { ALL_FAILED_EXIT_CODE, allFailedMessage, providerStatusCounts } from './measure/run-outcome.ts';
+import { ALL_FAILED_EXIT_CODE, allFailedMessage, completionsBetween, providerStatusCounts, UNMEASURED_EXIT_CODE, unmeasuredMessage } from './measure/run-outcome.ts';
 import { rateIntervalFor } from './report/collect.ts';
 import { type RunRecord, writeRunRecord } from './report/run-record.ts';
 import { stackTotals } from './report/summary.ts';
+import { runVerdict } from './report/verdict.ts';
 import { writeReport } from './report/write.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import type { AgentTarget } from './stack/agent-target.ts';
@@ -159,8 +160,23 @@ async function runAgainst(scenario: ScenarioFile, o: ScenarioRunOptions, runId: 
   }
   const providerStatuses = prometheusUrl && !signal.aborted ? await providerStatusCounts(prometheusUrl, result.startedAt, Date.now()).catch(() => undefined) : undefined;
   const failure = allFailedMessage(result.summary, providerStatuses);
+  // The verdict first, then the figures behind it.
+  if (!signal.aborted) {
+    const rateLimited = providerStatuses ? (providerStatuses['429'] ?? 0) : undefined;
+    console.log(runVerdict({ outcomes: result.summary?.outcomes, providerRateLimited: rateLimited, planVsMeasured: comparison }).line);
+  }
+  if (comparison) console.log('skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison));
+  let unmeasured: string | undefined;
   if (t.counted && prometheusUrl && !signal.aborted) {
     const totals = await stackTotals(prometheusUrl, result.startedAt, Date.now());
+    // Its own stack: the limiter's metrics must be there, and a compared steady window must have completions.
+    unmeasured = unmeasuredMessage({
+      limiterSeries: totals.limiterSeries,
+      ...(comparison && 'window' in comparison
+        ? { steady: { completions: await completionsBetween(prometheusUrl, comparison.window.start, comparison.window.end), seconds: (comparison.window.end - comparison.window.start) / 1000 } }
+        : {}),
+    });
+    if (totals.alertsActiveAtEnd.length > 0) console.log(`[loadtest] alerts pending or firing at the end: ${totals.alertsActiveAtEnd.join(', ')}`);
     const counted = t.counted.calls === undefined ? '' : ` (${t.counted.calls} per request counted in ${t.counted.app})`;
     console.log(`[loadtest] ${totals.requests} requests served, ${totals.modelCalls} model calls at the provider${counted}, ${totals.providerRateLimited} 429s, ${totals.timeouts} limiter timeouts`);
   }
@@ -197,6 +213,10 @@ async function runAgainst(scenario: ScenarioFile, o: ScenarioRunOptions, runId: 
   if (failure) {
     console.error(`loadtest: ${failure}`);
     return ALL_FAILED_EXIT_CODE;
+  }
+  if (unmeasured) {
+    console.error(`loadtest: ${unmeasured}`);
+    return UNMEASURED_EXIT_CODE;
   }
   if (result.exitCode === THRESHOLDS_FAILED) console.log('[loadtest] thresholds failed (k6 exit 99)');
   return result.exitCode;

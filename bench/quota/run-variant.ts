@@ -5,6 +5,8 @@ import { type Event, InMemoryRunner } from '@google/adk';
 import { collectBranchOutcomes } from '../../agent/outcomes.ts';
 import { buildTree } from '../../agent/trees.ts';
 import { documentForTokens } from '../../loadtest/k6/document.ts';
+import { RequestShed } from '../../instrumentation/errors.ts';
+import type { RequestAdmission } from '../../instrumentation/request-admission.ts';
 import { startChild, stopChild } from '../support/child-process.ts';
 import { createReplicaModels, type VariantName, type VariantSettings } from './variants.ts';
 
@@ -21,7 +23,7 @@ export interface MockShape {
 
 export interface VariantRun {
   readonly variant: VariantName;
-  readonly settings: Omit<VariantSettings, 'providerUrl' | 'apiKey' | 'redisKey'>;
+  readonly settings: Omit<VariantSettings, 'providerUrl' | 'apiKey' | 'redisKey' | 'requestDeadlineMs'>;
   readonly mock: MockShape;
   /** Arrival times, ms from the start of the load. */
   readonly arrivals: readonly number[];
@@ -29,6 +31,8 @@ export interface VariantRun {
   /** After the load, how long requests still running may finish before they are cut off. */
   readonly graceMs: number;
   readonly inputTokensPerCall: number;
+  /** The request deadline (already compressed): goodput within the SLO counts whole requests that ended within it. */
+  readonly requestDeadlineMs: number;
 }
 
 export interface WindowFigures {
@@ -58,6 +62,15 @@ export interface VariantResult {
   readonly configuredAt: number;
   /** Requests still running at the cut-off (counted as not ok, their latency censored there). */
   readonly cutOff: number;
+  /** Requests that ended with some branch ok and some not (a missing branch). */
+  readonly partialRequests: number;
+  /** Requests shed whole at the door (request admission: RequestShed before any model call). */
+  readonly shedRequests: number;
+  /** Input tokens (what the quota counts) the provider reported for every request, and for the ones not wholly ok. */
+  readonly countedTokens: number;
+  readonly wastedTokens: number;
+  /** Goodput's count, within the request deadline: whole requests in the goodput span that took at most requestDeadlineMs. */
+  readonly wholeWithinDeadline: number;
   readonly latenciesMs: readonly number[];
   /** Branches that ended in the limiter's timeout. */
   readonly timeouts: number;
@@ -75,8 +88,14 @@ interface Outcome {
   /** When it ended, epoch ms. */
   readonly endAt: number;
   readonly ok: boolean;
+  /** Some branch ok, some not. */
+  readonly partial: boolean;
+  /** Refused whole by request admission before any model call. */
+  readonly shed: boolean;
   readonly timeouts: number;
   readonly cut: boolean;
+  /** Input tokens the provider reported for the request's model calls. */
+  readonly tokens: number;
 }
 
 /** Runs one variant against its own mock provider; redisUrl is needed for the central variant. */
@@ -96,6 +115,7 @@ export async function runVariant(run: VariantRun, redisUrl?: string): Promise<Va
       apiKey: 'bench-key',
       redisUrl,
       redisKey: `quotascope:bench:${process.pid}:${Date.now()}`,
+      requestDeadlineMs: run.requestDeadlineMs,
     };
     const models = await createReplicaModels(run.variant, settings);
     try {
@@ -115,7 +135,7 @@ async function drive(
 ): Promise<Omit<VariantResult, 'configuredAt'>> {
   const replicas = models.map((m) => {
     const tree = buildTree('review', m.model, { branches: 8, width: 4, toolDelayMs: 0 });
-    return { tree, runner: new InMemoryRunner({ agent: tree.root, appName: APP }) };
+    return { tree, runner: new InMemoryRunner({ agent: tree.root, appName: APP }), admission: m.admission };
   });
   const document = documentForTokens(run.inputTokensPerCall);
   const cutOff = new AbortController();
@@ -165,11 +185,17 @@ async function drive(
         ...(sample?.tokenLimit === undefined ? {} : { tokenLimit: Math.round(sample.tokenLimit) }),
       };
     });
+  const inGoodputSpan = (o: Outcome) => o.ok && o.endAt >= started + windowMs && o.endAt <= loadEnd;
   return {
     variant: run.variant,
     requests: outcomes.length,
     okRequests: outcomes.filter((o) => o.ok).length,
-    wholeInLoad: outcomes.filter((o) => o.ok && o.endAt >= started + windowMs && o.endAt <= loadEnd).length,
+    wholeInLoad: outcomes.filter(inGoodputSpan).length,
+    wholeWithinDeadline: outcomes.filter((o) => inGoodputSpan(o) && o.ms <= run.requestDeadlineMs).length,
+    partialRequests: outcomes.filter((o) => o.partial).length,
+    shedRequests: outcomes.filter((o) => o.shed).length,
+    countedTokens: outcomes.reduce((sum, o) => sum + o.tokens, 0),
+    wastedTokens: outcomes.reduce((sum, o) => sum + (o.ok ? 0 : o.tokens), 0),
     goodputMs: run.loadMs - windowMs,
     cutOff: outcomes.filter((o) => o.cut).length,
     latenciesMs: outcomes.map((o) => o.ms),
@@ -182,14 +208,15 @@ async function drive(
 
 /** One user request through a replica's review tree; never rejects, and returns at the cut-off at the latest. */
 async function request(
-  replica: { tree: ReturnType<typeof buildTree>; runner: InMemoryRunner },
+  replica: { tree: ReturnType<typeof buildTree>; runner: InMemoryRunner; admission?: RequestAdmission },
   document: string,
   cutOff: AbortSignal,
 ): Promise<Outcome> {
   const start = performance.now();
-  const { runner, tree } = replica;
+  const { runner, tree, admission } = replica;
   const events: Event[] = [];
-  const run = (async () => {
+  let shed = false;
+  const runTree = async () => {
     const session = await runner.sessionService.createSession({ appName: APP, userId: 'bench' });
     try {
       for await (const event of runner.runAsync({
@@ -204,10 +231,15 @@ async function request(
     } finally {
       await runner.sessionService.deleteSession({ appName: APP, userId: 'bench', sessionId: session.id });
     }
-  })().then(
+  };
+  // As the agent service runs it: admitted whole at the door (or shed), or call by call.
+  const run = (admission ? admission.run(runner.agent, runTree, { signal: cutOff }) : runTree()).then(
     () => 'done' as const,
-    // A thrown run (ADK rethrows non-Error values) is a failed request.
-    () => 'failed' as const,
+    // A thrown run (ADK rethrows non-Error values) is a failed request; RequestShed is a shed one.
+    (error: unknown) => {
+      shed = error instanceof RequestShed;
+      return 'failed' as const;
+    },
   );
   const cut = new Promise<'cut'>((resolve) => {
     if (cutOff.aborted) resolve('cut');
@@ -216,13 +248,19 @@ async function request(
   const ended = await Promise.race([run, cut]);
   const ms = performance.now() - start;
   const endAt = Date.now();
-  if (ended === 'cut') return { ms, endAt, ok: false, timeouts: 0, cut: true };
+  const tokens = events.reduce((sum, e) => sum + (e.partial ? 0 : (e.usageMetadata?.promptTokenCount ?? 0)), 0);
+  if (ended === 'cut') return { ms, endAt, ok: false, partial: false, shed: false, timeouts: 0, cut: true, tokens };
   const branches = collectBranchOutcomes(events, tree.branches);
+  const okBranches = branches.filter((b) => b.outcome === 'ok').length;
+  const ok = ended === 'done' && okBranches === branches.length;
   return {
     ms,
     endAt,
-    ok: ended === 'done' && branches.every((b) => b.outcome === 'ok'),
+    ok,
+    partial: !shed && !ok && okBranches > 0,
+    shed,
     timeouts: branches.filter((b) => b.outcome === 'timeout').length,
     cut: false,
+    tokens,
   };
 }

@@ -11,6 +11,10 @@
 //   rolling-window guard (the bucket the design started from), fair permits, reconcile.
 // - quotascope default / central / adaptive: RateLimitedLlm as the agent service wires it
 //   (input-counted budget with the rolling guard; one Redis bucket for the fleet; AIMD permits).
+// - quotascope per-call: the default's RateLimitedLlm with each call admitted on its own
+//   (`--admission call`), the behaviour before request admission.
+// - quotascope full quota: the default with a budget of 100 % of the quota, to compare with the
+//   unlimited peers at equal quota use.
 //
 // Delays are compressed with the quota window: the SDK's backoff, the limiter's maxWait and
 // backoff are scaled by windowMs / 60 s, as the quota itself is.
@@ -23,6 +27,7 @@ import { ProviderGemini } from '../../agent/provider-model.ts';
 import { estimateInputTokens } from '../../instrumentation/estimator.ts';
 import { AimdLimit, type Budget, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../../instrumentation/redis.ts';
+import { RequestAdmission } from '../../instrumentation/request-admission.ts';
 
 export const VARIANTS = [
   'no limiter (SDK retries)',
@@ -30,6 +35,8 @@ export const VARIANTS = [
   'bottleneck',
   'plain bucket',
   'quotascope default',
+  'quotascope per-call',
+  'quotascope full quota',
   'quotascope central',
   'quotascope adaptive',
 ] as const;
@@ -42,11 +49,15 @@ export interface VariantSettings {
   readonly windowMs: number;
   /** The fleet's budget per window, tokens (a share of the quota). */
   readonly fleetBudgetTokens: number;
+  /** The provider quota per window, tokens (the full-quota variant's budget). */
+  readonly quotaTokens: number;
   readonly replicas: number;
   /** Permits per replica (from the plan). */
   readonly permits: number;
   /** The limiter's bound on waiting, ms (already compressed). */
   readonly maxWaitMs: number;
+  /** The request deadline, ms (already compressed). */
+  readonly requestDeadlineMs: number;
   /** redis:// URL for the central variant. */
   readonly redisUrl?: string;
   /** A fresh Redis key per run, so runs never share a bucket. */
@@ -56,6 +67,8 @@ export interface VariantSettings {
 /** One replica's model, and how to inspect and stop it. */
 export interface ReplicaModel {
   readonly model: BaseLlm;
+  /** Request admission around each user request (the agent service's default); absent: calls are admitted one by one. */
+  readonly admission?: RequestAdmission;
   /** Current permit limit (moves under AIMD); undefined without permits. */
   permitLimit(): number | undefined;
   /** The budget's tokens per window now (moves under AIMD); undefined without a budget. */
@@ -128,6 +141,9 @@ function limited(llm: RateLimitedLlm, after: () => Promise<void> = async () => {
   };
 }
 
+/** Request admission as the agent service builds it, with the compressed deadline. */
+const admitting = (settings: VariantSettings) => new RequestAdmission({ requestDeadlineMs: settings.requestDeadlineMs });
+
 /** One model per replica for a variant; the caller closes each. */
 export async function createReplicaModels(variant: VariantName, settings: VariantSettings): Promise<ReplicaModel[]> {
   const { providerUrl, apiKey, windowMs, replicas, permits } = settings;
@@ -166,7 +182,13 @@ export async function createReplicaModels(variant: VariantName, settings: Varian
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs, rollingWindow: false, countedTokens: 'total' }))));
         break;
       case 'quotascope default':
+        models.push({ ...limited(wrapped(settings, new TokenBudget(share, { windowMs }))), admission: admitting(settings) });
+        break;
+      case 'quotascope per-call':
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs }))));
+        break;
+      case 'quotascope full quota':
+        models.push({ ...limited(wrapped(settings, new TokenBudget(Math.floor(settings.quotaTokens / replicas), { windowMs }))), admission: admitting(settings) });
         break;
       case 'quotascope adaptive':
         models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs }), { adaptive: true })));

@@ -33,6 +33,58 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
     variables: limiterVariables(s),
     rows: [
       {
+        title: 'Requests (request admission)',
+        panels: [
+          {
+            key: 'request-outcomes',
+            title: 'Requests by outcome',
+            description:
+              'User requests per second by outcome under request admission: admitted (funded whole at the door), shed (refused whole with a 429 before any model call), completed (ended with every call ok) and partial (ended with some call not ok). Shed is what the budget cannot fund in time; partial should stay near zero.',
+            unit: 'ops',
+            kind: 'timeseries',
+            min: 0,
+            targets: [{ expr: sumRate(m.requests, l, ri, ['outcome']), legend: '{{outcome}}' }],
+            quietRunEmpty: 'the counter has no series under per-call admission (--admission call), where no request is admitted as a whole',
+          },
+          {
+            key: 'request-admission-wait',
+            title: 'Request admission wait p50 / p95 / p99 (admitted requests)',
+            description:
+              "Time from a request's arrival to its admission, for the admitted requests, and, on the right axis, the requests per second shed at the door. Red: each limiter's request deadline: a request that cannot be funded by then is shed.",
+            unit: 's',
+            kind: 'timeseries',
+            min: 0,
+            targets: [
+              ...[0.5, 0.95, 0.99].map((q) => ({
+                expr: quantile(q, m.requestAdmission, joinSelectors(l, 'outcome="admitted"'), ri),
+                legend: `p${Math.round(q * 100)}`,
+              })),
+              // Arrivals less admissions: 0 while requests arrive and none is shed (the shed series alone has none until the first shed).
+              {
+                expr: `${sumRate(m.requests, joinSelectors(l, 'outcome=~"admitted|shed"'), ri)} - ${sumRate(m.requests, joinSelectors(l, 'outcome="admitted"'), ri)}`,
+                legend: 'shed /s',
+                unit: 'ops',
+              },
+              { expr: `max by (limiter) (${series(m.requestDeadline, l)})`, legend: '{{limiter}} request deadline', reference: 'red' },
+            ],
+            quietRunEmpty: 'the histogram has no series under per-call admission (--admission call)',
+          },
+          {
+            key: 'wasted-tokens',
+            title: `Wasted tokens per minute (${config.countedTokens} tokens counted)`,
+            description: `Counted tokens spent by requests that did not end wholly ok (their answer lacks a branch, so the tokens bought nothing whole), per minute, and on the right axis as a share of all tokens the provider reported. Request admission keeps it near zero.`,
+            unit: 'short',
+            kind: 'timeseries',
+            min: 0,
+            targets: [
+              { expr: `${sumRate(m.wastedTokens, l, ri)} * 60`, legend: 'wasted' },
+              { expr: `${sumRate(m.wastedTokens, l, ri)} / ${sumRate(m.tokensActual, l, ri)}`, legend: 'share of actual', unit: 'percentunit' },
+            ],
+            quietRunEmpty: 'the counter has no series until a request ends not wholly ok',
+          },
+        ],
+      },
+      {
         title: 'Saturation',
         panels: [
           {

@@ -40,6 +40,20 @@ export function buildLoadtestDashboard(config: DashboardsConfig): DashboardSpec 
             quietRunEmpty: noK6,
           },
           {
+            key: 'k6-request-outcomes',
+            title: 'User requests by outcome (k6)',
+            description:
+              'User requests per second as k6 counted them: started, and ended served (every branch ok), partial (a branch not ok), shed (429 REQUEST_SHED: refused whole at the door) or failed. Started above the ended ones is requests still running; at the end of a run, the gap is the unfinished ones.',
+            unit: 'reqps',
+            kind: 'timeseries',
+            min: 0,
+            targets: [
+              { expr: sumRate(k6.requestsStarted, k, ri), legend: 'started' },
+              { expr: sumRate(k6.requestOutcomes, k, ri, ['outcome']), legend: '{{outcome}}' },
+            ],
+            quietRunEmpty: noK6,
+          },
+          {
             key: 'k6-vus',
             title: 'Virtual users',
             description: 'Active k6 virtual users (simultaneous simulated clients).',

@@ -5,8 +5,8 @@
 import http, { type Params } from 'k6/http';
 import { Counter } from 'k6/metrics';
 import { readRunResponse, UNKNOWN_AUTHOR } from './adk-events.ts';
-import { adkRoutes, runBody, sessionUrl } from './adk-request.ts';
-import { requestFailed, statusTag } from './request-status.ts';
+import { type AdkRoutes, adkRoutes, runBody, sessionUrl } from './adk-request.ts';
+import { isShedAnswer, jsonBody, type RequestOutcome, requestOutcome, statusTag } from './request-status.ts';
 import type { AdkTarget } from '../scenario/types.ts';
 
 /** The metrics both protocols feed (created once, in run.ts). */
@@ -16,6 +16,7 @@ export interface RequestMetrics {
   branchOutcomes: { add(value: number, tags?: Record<string, string>): void };
   requestStatus: { add(value: number, tags?: Record<string, string>): void };
   requestFailures: { add(value: boolean, tags?: Record<string, string>): void };
+  requestOutcomes: { add(value: number, tags?: Record<string, string>): void };
 }
 
 // What only the ADK protocol can count: ADK's events carry every model response.
@@ -38,8 +39,12 @@ export function adkUserRequest(r: AdkRequest): void {
   const routes = adkRoutes(r.target, adk, r.userId);
   const headers = { 'content-type': 'application/json' };
   const requestTags = (name: string) => ({ name, tree: tags.tree, traffic_class: tags.traffic_class });
+  const ended = (outcome: RequestOutcome) => {
+    metrics.requestOutcomes.add(1, { ...tags, outcome });
+    metrics.requestFailures.add(outcome === 'failed', tags);
+  };
   const fail = (outcome: string) => {
-    metrics.requestFailures.add(true, tags);
+    ended('failed');
     metrics.missingBranches.add(true, tags);
     metrics.branchOutcomes.add(1, { ...tags, author: UNKNOWN_AUTHOR, outcome });
   };
@@ -65,19 +70,30 @@ export function adkUserRequest(r: AdkRequest): void {
   });
   metrics.requestDuration.add(res.timings.duration, tags);
   metrics.requestStatus.add(1, { ...tags, status: statusTag(res.status) });
-  const reading = readRunResponse(res.status, typeof res.body === 'string' ? res.body : '', routes.sse, adk.authors);
+  const body = typeof res.body === 'string' ? res.body : '';
+  if (isShedAnswer(res.status, jsonBody(body))) {
+    // Shed whole before any model call: no branch ran, so none is missing or failed.
+    ended('shed');
+    deleteSession(routes, sessionId, r.timeout, requestTags);
+    return;
+  }
+  const reading = readRunResponse(res.status, body, routes.sse, adk.authors);
   modelCalls.add(reading.modelCalls, tags);
   modelTokens.add(reading.inputTokens, { ...tags, type: 'input' });
   modelTokens.add(reading.outputTokens, { ...tags, type: 'output' });
   for (const a of reading.authors) metrics.branchOutcomes.add(1, { ...tags, author: a.author, outcome: a.outcome });
   if (reading.failure) metrics.branchOutcomes.add(1, { ...tags, author: UNKNOWN_AUTHOR, outcome: reading.failure.outcome });
   metrics.missingBranches.add(reading.failure !== undefined || reading.missing.length > 0, tags);
-  metrics.requestFailures.add(reading.failure !== undefined || requestFailed(res.status, reading.authors.map((a) => a.outcome)), tags);
+  const outcomes = reading.authors.map((a) => a.outcome);
+  ended(reading.failure !== undefined ? 'failed' : requestOutcome(res.status, false, outcomes, reading.missing.length));
+  deleteSession(routes, sessionId, r.timeout, requestTags);
+}
 
-  // Housekeeping, not part of the request: a null responseCallback keeps it out of
-  // http_req_failed, so a server without the route (404, 405) fails nothing.
+// Housekeeping, not part of the request: a null responseCallback keeps it out of
+// http_req_failed, so a server without the route (404, 405) fails nothing.
+function deleteSession(routes: AdkRoutes, sessionId: string, timeout: string, requestTags: (name: string) => Record<string, string>): void {
   http.del(sessionUrl(routes, sessionId), null, {
-    timeout: r.timeout,
+    timeout,
     tags: requestTags(routes.deleteSessionName),
     responseCallback: null as unknown as Params['responseCallback'], // k6 takes null; its types do not say so
   });

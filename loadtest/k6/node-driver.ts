@@ -5,7 +5,7 @@ import { arrivalSends } from '../scenario/arrivals.ts';
 import { DEFAULT_REQUEST_TIMEOUT_S, resolveRequest } from '../scenario/request.ts';
 import type { ScenarioFile, TrafficClass } from '../scenario/types.ts';
 import { documentForTokens } from './document.ts';
-import { requestFailed, statusTag } from './request-status.ts';
+import { isShedAnswer, type RequestCounts, requestOutcome, statusTag } from './request-status.ts';
 import type { K6Summary } from './runner.ts';
 
 export interface PlannedRequest {
@@ -41,6 +41,8 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
   };
   let missing = 0;
   let outcomes = 0;
+  let started = 0;
+  const counts: RequestCounts = { served: 0, partial: 0, shed: 0, failed: 0, unfinished: 0 };
   const start = Date.now();
   const progress = setInterval(() => onLine(`node driver: ${durations.length}/${planned.length} requests done`), 5000);
   const timeoutMs = (s.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S) * 1000;
@@ -49,6 +51,7 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
     if (delay > 0) await new Promise((res) => setTimeout(res, delay));
     if (signal?.aborted) return;
     const t0 = performance.now();
+    started++;
     try {
       const res = await fetch(`${target}/v1/agents/${r.tree}/run`, {
         method: 'POST',
@@ -58,13 +61,19 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
       });
       const body = (await res.json().catch(() => ({}))) as { missingBranches?: string[]; permitWaitMs?: number; branches?: { outcome: string }[] };
       countStatus(res.status);
-      if (requestFailed(res.status, body.branches?.map((b) => b.outcome))) failedRequests++;
+      const shed = isShedAnswer(res.status, body);
+      const outcome = requestOutcome(res.status, shed, res.ok ? body.branches?.map((b) => b.outcome) : undefined, body.missingBranches?.length ?? 0);
+      counts[outcome]++;
+      if (outcome === 'failed') failedRequests++;
       if (!res.ok) failed++;
-      if (!res.ok || (body.missingBranches?.length ?? 0) > 0) missing++;
+      if (!shed && (!res.ok || (body.missingBranches?.length ?? 0) > 0)) missing++;
       if (typeof body.permitWaitMs === 'number') waits.push(body.permitWaitMs);
       outcomes += body.branches?.length ?? 0;
     } catch {
+      // Cut off by the run's end (Ctrl-C): unfinished, not failed.
+      if (signal?.aborted) return;
       countStatus(0);
+      counts.failed++;
       failedRequests++;
       failed++;
       missing++;
@@ -80,6 +89,7 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
     requests: durations.length,
     failedRate: failed / n,
     failedRequests,
+    outcomes: { ...counts, unfinished: started - (counts.served + counts.partial + counts.shed + counts.failed) },
     statusCodes,
     durationMs: { p50: percentile(d, 0.5), p95: percentile(d, 0.95), p99: percentile(d, 0.99), max: d[d.length - 1] ?? 0 },
     permitWaitMs: { p50: percentile(w, 0.5), p95: percentile(w, 0.95), max: w[w.length - 1] ?? 0 },

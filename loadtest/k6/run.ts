@@ -12,7 +12,17 @@ import type { ScenarioFile } from '../scenario/types.ts';
 import { adkUserRequest } from './adk-protocol.ts';
 import { buildOptions } from './build-options.ts';
 import { documentForTokens } from './document.ts';
-import { REQUEST_FAILED_METRIC, REQUEST_STATUS_METRIC, requestFailed, statusTag } from './request-status.ts';
+import {
+  isShedAnswer,
+  jsonBody,
+  REQUEST_FAILED_METRIC,
+  REQUEST_OUTCOME_METRIC,
+  REQUEST_STATUS_METRIC,
+  REQUESTS_STARTED_METRIC,
+  type RequestOutcome,
+  requestOutcome,
+  statusTag,
+} from './request-status.ts';
 import { SUMMARY_SUBMETRICS, summaryText } from './summary-text.ts';
 
 if (!__ENV.SCENARIO_FILE) throw new Error('SCENARIO_FILE is not set (path of a scenario JSON file)');
@@ -35,6 +45,9 @@ const missingBranches = new Rate('qs_missing_branches');
 const branchOutcomes = new Counter('qs_branch_outcomes');
 const requestStatus = new Counter(REQUEST_STATUS_METRIC);
 const requestFailures = new Rate(REQUEST_FAILED_METRIC);
+const requestOutcomes = new Counter(REQUEST_OUTCOME_METRIC);
+// Counted before the first HTTP call: started minus ended is what the run's end cut off.
+const requestsStarted = new Counter(REQUESTS_STARTED_METRIC);
 
 // Documents are built once per VU per size, not once per request.
 const documents = new Map<string, string>();
@@ -63,11 +76,12 @@ export function userRequest(): void {
   const tokens = record?.inputTokensPerCall ?? Number(env.INPUT_TOKENS);
   const width = record?.width ?? (env.WIDTH ? Number(env.WIDTH) : undefined);
   const tags = { tree, scenario: file.name, traffic_class: trafficClass };
+  requestsStarted.add(1, tags);
 
   const userId = file.adk?.userId ?? `vu-${exec.vu.idInTest}`;
   const target = targets[(exec.vu.idInTest + exec.vu.iterationInInstance) % targets.length];
   if (file.protocol === 'adk' && file.adk) {
-    const metrics = { requestDuration, missingBranches, branchOutcomes, requestStatus, requestFailures };
+    const metrics = { requestDuration, missingBranches, branchOutcomes, requestStatus, requestFailures, requestOutcomes };
     adkUserRequest({ target, adk: file.adk, userId, document: documentFor(tokens), timeout, tags, metrics });
     return;
   }
@@ -79,20 +93,20 @@ export function userRequest(): void {
   });
   requestDuration.add(res.timings.duration, tags);
   requestStatus.add(1, { ...tags, status: statusTag(res.status) });
-  if (res.status !== 200) {
-    missingBranches.add(true, tags);
-    requestFailures.add(true, tags);
+  const ended = (outcome: RequestOutcome) => {
+    requestOutcomes.add(1, { ...tags, outcome });
+    requestFailures.add(outcome === 'failed', tags);
+  };
+  const parsed = jsonBody(typeof res.body === 'string' ? res.body : undefined) as AgentResponse | undefined;
+  if (res.status !== 200 || parsed === undefined) {
+    const shed = isShedAnswer(res.status, parsed);
+    // A shed request was never admitted: it has no branches to miss.
+    if (!shed) missingBranches.add(true, tags);
+    ended(requestOutcome(res.status, shed, undefined));
     return;
   }
-  let parsed: AgentResponse = {};
-  try {
-    parsed = res.json() as AgentResponse;
-  } catch {
-    missingBranches.add(true, tags);
-    requestFailures.add(true, tags);
-    return;
-  }
-  requestFailures.add(requestFailed(res.status, parsed.branches?.map((b) => b.outcome)), tags);
+  const outcomes = parsed.branches?.map((b) => b.outcome);
+  ended(requestOutcome(res.status, false, outcomes, parsed.missingBranches?.length ?? 0));
   if (typeof parsed.permitWaitMs === 'number') permitWait.add(parsed.permitWaitMs, tags);
   missingBranches.add((parsed.missingBranches?.length ?? 0) > 0, tags);
   for (const b of parsed.branches ?? []) branchOutcomes.add(1, { ...tags, outcome: b.outcome });

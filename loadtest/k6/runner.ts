@@ -11,8 +11,8 @@ import type { ScenarioFile } from '../scenario/types.ts';
 import { getMockConfig, putMockConfig } from '../stack/mock-admin.ts';
 import { type K6Progress, parseK6Progress } from './progress.ts';
 import { K6_ENV, requireTool } from '../stack/tools.ts';
-import { REQUEST_FAILED_METRIC } from './request-status.ts';
-import { isDisplayOnly, statusCounts } from './summary-text.ts';
+import { REQUEST_FAILED_METRIC, type RequestCounts } from './request-status.ts';
+import { isDisplayOnly, requestCounts, statusCounts } from './summary-text.ts';
 
 export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
 /** Trend stats k6 remote-writes, so Prometheus gets e.g. k6_qs_request_duration_p95. */
@@ -51,8 +51,10 @@ export interface K6Summary {
   requests: number;
   /** Share of HTTP requests that failed (k6's http_req_failed; ADK: two per user request). */
   failedRate: number;
-  /** User requests that failed: no 2xx answer, or no branch ok (k6/request-status.ts). */
+  /** User requests that failed: no 2xx answer (shed ones aside), or no branch ok (k6/request-status.ts). */
   failedRequests: number;
+  /** Every started user request by how it ended (unfinished: the run ended first). Absent in older run records. */
+  outcomes: RequestCounts;
   /** The HTTP status each user request ended with, by status tag (only those seen). */
   statusCodes: Record<string, number>;
   durationMs: { p50: number; p95: number; p99: number; max: number };
@@ -91,6 +93,7 @@ export function condenseSummary(data: any): K6Summary {
     requests: v('qs_request_duration', 'count'), // one per user request (ADK: session + run are two HTTP requests)
     failedRate: v('http_req_failed', 'rate'),
     failedRequests: v(REQUEST_FAILED_METRIC, 'passes'),
+    outcomes: requestCounts(data),
     statusCodes: statusCounts(data),
     durationMs: {
       p50: v('qs_request_duration', 'med'),

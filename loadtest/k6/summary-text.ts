@@ -1,6 +1,15 @@
 // The few lines k6 prints at the end of a run (handleSummary replaces k6's own summary).
 import { BRANCH_OUTCOMES } from '../../instrumentation/errors.ts';
-import { REQUEST_FAILED_METRIC, STATUS_TAGS, statusSubmetric } from './request-status.ts';
+import {
+  REQUEST_FAILED_METRIC,
+  REQUEST_OUTCOME_METRIC,
+  REQUEST_OUTCOMES,
+  type RequestCounts,
+  type RequestOutcome,
+  REQUESTS_STARTED_METRIC,
+  STATUS_TAGS,
+  statusSubmetric,
+} from './request-status.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: k6's summary data is an untyped JSON tree
 type Json = any;
@@ -13,9 +22,25 @@ function metricValues(data: Json, name: string): Record<string, number> | undefi
 // hold and are left out of the threshold lines.
 const DISPLAY_ONLY = 'count>=0';
 const outcomeMetric = (outcome: string) => `qs_branch_outcomes{outcome:${outcome}}`;
+const requestOutcomeMetric = (outcome: string) => `${REQUEST_OUTCOME_METRIC}{outcome:${outcome}}`;
 export const SUMMARY_SUBMETRICS: Record<string, string[]> = Object.fromEntries(
-  [...BRANCH_OUTCOMES.map(outcomeMetric), ...STATUS_TAGS.map(statusSubmetric)].map((m) => [m, [DISPLAY_ONLY]]),
+  [...BRANCH_OUTCOMES.map(outcomeMetric), ...REQUEST_OUTCOMES.map(requestOutcomeMetric), ...STATUS_TAGS.map(statusSubmetric)].map((m) => [m, [DISPLAY_ONLY]]),
 );
+
+/**
+ * Every started user request by how it ended: served, partial, shed, failed, and unfinished
+ * (started, but the run ended first: k6 interrupted the iteration).
+ */
+export function requestCounts(data: Json): RequestCounts {
+  const ended = Object.fromEntries(REQUEST_OUTCOMES.map((o) => [o, Number(metricValues(data, requestOutcomeMetric(o))?.count ?? 0)])) as Record<RequestOutcome, number>;
+  const started = Number(metricValues(data, REQUESTS_STARTED_METRIC)?.count ?? 0);
+  const endedTotal = REQUEST_OUTCOMES.reduce((n, o) => n + ended[o], 0);
+  return { ...ended, unfinished: Math.max(0, started - endedTotal) };
+}
+
+/** `served 12, partial 0, shed 3, failed 1, unfinished 2`. */
+export const formatRequestCounts = (c: RequestCounts): string =>
+  `served ${c.served}, partial ${c.partial}, shed ${c.shed}, failed ${c.failed}, unfinished ${c.unfinished}`;
 
 /** The HTTP statuses user requests ended with, by `status` tag (only those seen). */
 export function statusCounts(data: Json): Record<string, number> {
@@ -46,6 +71,7 @@ export function summaryText(data: Json, scenario: string): string {
   // Failed user requests: no 2xx answer, or no branch ok (see request-status.ts).
   const failed = metricValues(data, REQUEST_FAILED_METRIC);
   lines.push(`  requests:         ${reqs?.count ?? 0} (failed ${((failed?.rate ?? 0) * 100).toFixed(1)}%)`);
+  lines.push(`  outcomes:         ${formatRequestCounts(requestCounts(data))}`);
   lines.push(`  statuses:         ${formatStatusCounts(statusCounts(data))}`);
   lines.push(`  request duration: p50 ${fmtMs(dur?.med)}  p95 ${fmtMs(dur?.['p(95)'])}  p99 ${fmtMs(dur?.['p(99)'])}  max ${fmtMs(dur?.max)}`);
   lines.push(`  permit wait:      p50 ${fmtMs(wait?.med)}  p95 ${fmtMs(wait?.['p(95)'])}  max ${fmtMs(wait?.max)}`);

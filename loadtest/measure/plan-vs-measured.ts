@@ -20,13 +20,28 @@ import type { GaugeProbe } from './gauge-probe.ts';
 import { query, queryScalar } from './prometheus-client.ts';
 import { type StackParameters, steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from './steady-state.ts';
 
+/** How the limiters admitted the run's work: whole requests (the default) or each call on its own. */
+export type Admission = 'request' | 'call';
+
+/** User requests per minute by how request admission ended them (llm_limiter_requests_total). */
+export interface RequestRates {
+  served: number;
+  shed: number;
+  partial: number;
+}
+
 export interface Measured {
   /**
    * User requests served per minute, in whole-request equivalents: successful model calls per
-   * minute / calls per request. Under overload requests still answer (with missing branches),
-   * so the answered count would show the demand, not what the quota sustains.
+   * minute / calls per request. Under per-call admission requests still answer (with missing
+   * branches), so the answered count would show the demand, not what the quota sustains.
    */
   userRequestsPerMinute: number;
+  /**
+   * Under request admission, the limiters' own count of whole requests per minute: completed
+   * (served), shed and partial; undefined when no limiter admitted a request (per-call admission).
+   */
+  requests?: RequestRates;
   /** HTTP requests the agent service answered per minute (diagnostic: includes partial ones). */
   answeredRequestsPerMinute: number;
   /** Time-averaged model calls in progress (call-seconds per second), summed over replicas. */
@@ -49,6 +64,17 @@ export interface ComparisonRow {
   relativeError: number;
 }
 
+/** The plan's answer at the tested demand, for the run's verdict. */
+export interface PlannedOutcome {
+  demandUserRequestsPerMinute: number;
+  /** What the budget sustains, user requests per minute (fleet). */
+  sustainedUserRequestsPerMinute: number;
+  /** Whether the demand fits the budget. */
+  fits: boolean;
+  /** The planner's best fix when it does not fit. */
+  bestFix?: string;
+}
+
 export interface PlanVsMeasured {
   /** The binding quota axis (and, for a tree of several models, the binding model). */
   binding: string;
@@ -56,6 +82,9 @@ export interface PlanVsMeasured {
   models?: { model: string; limiter: string; sustainedUserRequestsPerMinute: number; binding: boolean }[];
   /** What the plan's input tokens per call came from. */
   tokens?: 'calibrated' | 'given';
+  /** How the limiters admitted work in the run (request: the rows compare served, shed and partial). */
+  admission: Admission;
+  planned: PlannedOutcome;
   /** Which tokens the plan, the budget and the quota counted. */
   countedTokens: string;
   /** The latency the planner was given, s (compare with measured.callSeconds). */
@@ -74,26 +103,51 @@ const relativeError = (planned: number, measured: number): number =>
 export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasured {
   const p = plan(input);
   const replicas = p.fleet.replicas;
-  // What the fleet completes: the demand, or under overload the share the budget lets through.
-  const sustained = p.overload.servedUserRequestsPerMinute;
-  const inFlight = p.inFlight.perReplica * replicas;
-  // The wrapper holds a permit while it waits for token budget, so once the budget binds
-  // (demand above what it sustains) every permit ends up held: the permits saturate.
-  const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
-  const permitsHeld = overloaded ? p.perReplica.permits * replicas : inFlight;
+  const requests = measured.requests;
+  const admission: Admission = requests ? 'request' : 'call';
   const row = (quantity: string, planned: number, value: number): ComparisonRow => ({
     quantity,
     planned,
     measured: value,
     relativeError: relativeError(planned, value),
   });
-  const rows = [
-    row('user requests/min', sustained, measured.userRequestsPerMinute),
-    row('calls in flight', inFlight, measured.callsInFlight),
-  ];
+  const rows: ComparisonRow[] = [];
+  let inFlight: number;
+  let permitsHeld: number;
+  if (requests) {
+    // Request admission: what the budget sustains is served whole, the rest shed at the door.
+    const a = p.admission;
+    rows.push(
+      row('served requests/min', a.servedUserRequestsPerMinute, requests.served),
+      row('shed requests/min', a.shedUserRequestsPerMinute, requests.shed),
+      row('partial requests/min', a.partialUserRequestsPerMinute, requests.partial),
+    );
+    // Admitted requests are funded before they take a permit: permits are held only by calls.
+    inFlight = ((a.servedUserRequestsPerMinute * p.tree.callsPerRequest) / 60) * p.input.latencySeconds;
+    permitsHeld = inFlight;
+  } else {
+    // Per-call admission: what the fleet completes is the demand, or under overload the share
+    // the budget lets through, in whole-request equivalents.
+    rows.push(row('served requests/min', p.overload.servedUserRequestsPerMinute, measured.userRequestsPerMinute));
+    inFlight = p.inFlight.perReplica * replicas;
+    // The wrapper holds a permit while it waits for token budget, so once the budget binds
+    // (demand above what it sustains) every permit ends up held: the permits saturate.
+    const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
+    permitsHeld = overloaded ? p.perReplica.permits * replicas : inFlight;
+  }
+  rows.push(row('calls in flight', inFlight, measured.callsInFlight));
   if (measured.permitsInUseProbed !== undefined) rows.push(row('permits in use', permitsHeld, measured.permitsInUseProbed));
+  const sustained = p.perReplica.userRequestsPerMinuteExact * replicas;
+  const best = p.fixes[0];
   return {
     binding: p.binding.axis,
+    admission,
+    planned: {
+      demandUserRequestsPerMinute: p.demand.userRequestsPerMinute,
+      sustainedUserRequestsPerMinute: sustained,
+      fits: p.demand.userRequestsPerMinute <= sustained + 1e-9,
+      ...(best && p.demand.userRequestsPerMinute > sustained + 1e-9 ? { bestFix: best.summary } : {}),
+    },
     countedTokens: p.input.countedTokens,
     plannedCallSeconds: p.input.latencySeconds,
     measuredCallSeconds: measured.callSeconds,
@@ -173,8 +227,15 @@ async function compareModels(
     callsSum += measured.okCallsPerMinute / 60;
   }
   if (probed !== undefined) rows.push({ quantity: 'permits in use', planned: permitsPlanned, measured: probed, relativeError: 0 });
+  // The verdict reads the binding model: it sustains what the whole tree can serve.
+  const demand = binding?.plan.demand.userRequestsPerMinute ?? 0;
+  const sustained = binding?.sustainedUserRequestsPerMinute ?? 0;
+  const fits = demand <= sustained + 1e-9;
+  const bestFix = binding?.plan.fixes[0]?.summary;
   return {
     binding: `${binding?.plan.binding.axis ?? 'tokens'} of ${plans.binding}`,
+    admission: wholeRequests ? 'request' : 'call',
+    planned: { demandUserRequestsPerMinute: demand, sustainedUserRequestsPerMinute: sustained, fits, ...(!fits && bestFix ? { bestFix } : {}) },
     models: plans.models.map((m) => ({ model: m.model, limiter: m.limiter as string, sustainedUserRequestsPerMinute: m.sustainedUserRequestsPerMinute, binding: m.model === plans.binding })),
     tokens: r.stack.inputTokensPerModel ? 'calibrated' : 'given',
     countedTokens: r.stack.countedTokens,
@@ -202,10 +263,23 @@ export async function measureSteadyState(prometheusUrl: string, start: number, e
   const callsInFlight = (await queryScalar(prometheusUrl, `sum(rate(${d}_sum${w}))`, end)) ?? 0;
   const callSeconds = await queryScalar(prometheusUrl, `sum(increase(${d}_sum${w})) / sum(increase(${d}_count${w}))`, end);
   const permitsInUseScraped = await queryScalar(prometheusUrl, `avg_over_time(sum(${limiterMetrics.permitsInUse.name})[${seconds}s:1s])`, end);
+  // Every limiter a request draws on counts it once: the busiest limiter counts them all.
+  const byOutcome = async (outcome: string) =>
+    (await queryScalar(prometheusUrl, `max(sum by (limiter) (increase(${limiterMetrics.requests.name}{outcome="${outcome}"}${w})))`, end)) ?? 0;
+  const admissions = await queryScalar(prometheusUrl, `sum(increase(${limiterMetrics.requests.name}{outcome=~"admitted|shed"}${w}))`, end);
+  const perMinute = (n: number) => (n / seconds) * 60;
+  const requests = admissions
+    ? { served: perMinute(await byOutcome('completed')), shed: perMinute(await byOutcome('shed')), partial: perMinute(await byOutcome('partial')) }
+    : undefined;
   return {
-    userRequestsPerMinute: (okCalls / callsPerRequest / seconds) * 60,
-    answeredRequestsPerMinute: (completed / seconds) * 60,
-    callsInFlight, permitsInUseScraped, callSeconds, window: { start, end } };
+    userRequestsPerMinute: perMinute(okCalls / callsPerRequest),
+    answeredRequestsPerMinute: perMinute(completed),
+    ...(requests ? { requests } : {}),
+    callsInFlight,
+    permitsInUseScraped,
+    callSeconds,
+    window: { start, end },
+  };
 }
 
 export function formatComparison(c: PlanVsMeasured): string {
@@ -214,7 +288,7 @@ export function formatComparison(c: PlanVsMeasured): string {
   const call = c.measuredCallSeconds === undefined ? '-' : `${c.measuredCallSeconds.toFixed(3)} s`;
   const models = c.models && c.models.length > 0 ? `; each model planned against its own quota, ${c.tokens === 'calibrated' ? 'input tokens per call calibrated from the tree' : 'input tokens per call as given'}` : '';
   const lines = [
-    `plan vs measured (binding quota: ${c.binding}, ${c.countedTokens} tokens counted${models}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
+    `plan vs measured (binding quota: ${c.binding}, ${c.countedTokens} tokens counted${models}; ${c.admission === 'request' ? 'request admission' : 'per-call admission'}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
     `  ${'quantity'.padEnd(width)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,
   ];
   for (const r of c.rows) {

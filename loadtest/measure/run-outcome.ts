@@ -1,7 +1,9 @@
 // The verdict on a finished run beyond k6's thresholds: a run whose user requests ALL failed
 // measured nothing about the limiter, so it fails (exit 1) and says what it saw: the HTTP
 // statuses the requests ended with and, where the stack has a mock provider, what the
-// provider answered the model calls.
+// provider answered the model calls. So does a run that measured nothing the verdict needs:
+// no limiter metrics, or no request completed in its steady window.
+import { agentMetrics } from '../../agent/metrics.ts';
 import { mock } from '../../dashboards/config.ts';
 import type { K6Summary } from '../k6/runner.ts';
 import { formatStatusCounts } from '../k6/summary-text.ts';
@@ -9,6 +11,34 @@ import { query } from './prometheus-client.ts';
 
 /** Exit code of a run whose every request failed. */
 export const ALL_FAILED_EXIT_CODE = 1;
+/** Exit code of a run that measured nothing the verdict needs. */
+export const UNMEASURED_EXIT_CODE = 1;
+
+/** What a run measured that its verdict rests on. */
+export interface RunEvidence {
+  /** Limiter series Prometheus scraped from the agent side during the run. */
+  limiterSeries: number;
+  /** Requests answered 2xx inside the steady window, and the window's length; absent without a steady phase. */
+  steady?: { completions: number; seconds: number };
+}
+
+/** Why the run cannot give a verdict (one line), or undefined when it measured what it needs. */
+export function unmeasuredMessage(e: RunEvidence): string | undefined {
+  if (e.limiterSeries === 0) {
+    return 'measured nothing the verdict needs: Prometheus scraped no limiter metrics (llm_limiter_*) from the agent, so acquire time, budget and plan vs measured are blind (are the models wrapped with a copy of quotascope the served /metrics does not expose?)';
+  }
+  if (e.steady && e.steady.completions === 0) {
+    return `measured nothing the verdict needs: no request completed inside the ${Math.round(e.steady.seconds)} s steady window, so what the quota serves is unknown: lengthen the run (--duration) or lower the load`;
+  }
+  return undefined;
+}
+
+/** Requests the agent side answered 2xx in [start, end] (epoch ms). */
+export async function completionsBetween(prometheusUrl: string, start: number, end: number): Promise<number> {
+  const seconds = Math.max(1, Math.round((end - start) / 1000));
+  const [first] = await query(prometheusUrl, `sum(increase(${agentMetrics.requests.name}{status=~"2.."}[${seconds}s]))`, end);
+  return first && Number.isFinite(first.value) ? Math.round(first.value) : 0;
+}
 
 /** The one-line reason a run failed as a whole, or undefined when some request succeeded (or none ran). */
 export function allFailedMessage(summary: K6Summary | undefined, providerStatuses?: Record<string, number>): string | undefined {

@@ -114,3 +114,29 @@ export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: Sta
     ...(stack.burstUsers ? { burstUsers: stack.burstUsers } : {}),
   };
 }
+
+/**
+ * The tree's critical path: its longest chain of model calls one after another (a branch's
+ * calls, then the sequential steps), times the call time. No request finishes sooner.
+ */
+export function criticalPathSeconds(shape: TreeShape, callSeconds: number): number {
+  return (shape.callsPerBranch + shape.sequentialSteps) * callSeconds;
+}
+
+/**
+ * The shortest steady phase (whole seconds) that measures whole requests of a tree whose
+ * critical path is `criticalPath` seconds: its warm-up holds one request's life, so the first
+ * requests have ended, and its measuring window holds two, so requests that start inside
+ * the window also end inside it (steadyWindow's warm-up is a third of the phase, at least 4
+ * call times, at most half).
+ */
+export function minimumSteadySeconds(criticalPath: number, callSeconds: number): number {
+  const long = (duration: number) => {
+    const arrival: ConstantArrival = { kind: 'constant', start: 0, perMinute: 1, duration };
+    const w = steadyWindow({ arrival, tree: '', inputTokensPerCall: 1 }, callSeconds);
+    return w.from >= criticalPath && w.to - w.from >= 2 * criticalPath;
+  };
+  // The warm-up is d/3, 4 call times or d/2: the least d each case needs, smallest first.
+  const candidates = [3 * criticalPath + 1.5, 2 * criticalPath + 1 + 4 * callSeconds, 4 * criticalPath + 2].map((d) => Math.ceil(d)).sort((a, b) => a - b);
+  return candidates.find(long) ?? (candidates.at(-1) as number);
+}

@@ -31,7 +31,7 @@ function treeLine(plan: Plan): string {
 }
 
 export function formatPlan(plan: Plan): string {
-  const { demand, quota, quotaUse, binding, perReplica, fleet, overload, burst, input } = plan;
+  const { demand, quota, quotaUse, binding, perReplica, fleet, admission, overload, burst, input } = plan;
   const bindingText = binding.overQuota
     ? `${binding.axis} bind: ${pct(binding.overBy)} over the quota`
     : `${binding.axis} bind first, at ${pct(binding.quotaUse)} of the quota`;
@@ -71,8 +71,16 @@ export function formatPlan(plan: Plan): string {
           ? `${trim(fleet.shortfallUserRequestsPerMinute, 2)} user requests/min (${pct(fleet.shortfallFraction)} of the demand)`
           : 'none: the demand fits the budget',
       ],
+      ['served', `${trim(admission.servedUserRequestsPerMinute, 1)} user requests/min (what the budget sustains, every branch answered)`],
       [
-        'sustained peak',
+        'shed',
+        admission.shedUserRequestsPerMinute > 0
+          ? `${trim(admission.shedUserRequestsPerMinute, 1)} user requests/min (${pct(admission.shedFraction)} of the demand: answered 429 at once, before any model call)`
+          : '0 user requests/min',
+      ],
+      ['partial', '≈0 (a request is admitted whole or shed whole)'],
+      [
+        'with --admission call',
         overload.secondsUntilMaxWait === null
           ? 'the queue does not grow'
           : `queue grows by ${trim(overload.excessCallsPerMinute, 1)} calls/min; waits reach maxWait after ≈${Math.round(overload.secondsUntilMaxWait)} s, then ≈${trim(overload.timeoutsPerMinute, 1)} calls/min time out`,

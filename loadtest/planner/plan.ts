@@ -83,7 +83,22 @@ export interface Plan {
     /** The shortfall as a fraction of the demand. */
     readonly shortfallFraction: number;
   };
-  /** What a sustained peak does to the queue when the demand is above the budget. */
+  /**
+   * Request admission (the limiter's default): a request is admitted whole or shed whole at
+   * the door, so the fleet serves what the budget sustains, sheds the rest, and leaves no
+   * request partial.
+   */
+  readonly admission: {
+    /** User requests per minute served whole: the demand, capped by what the budget sustains. */
+    readonly servedUserRequestsPerMinute: number;
+    /** User requests per minute shed (demand − served). */
+    readonly shedUserRequestsPerMinute: number;
+    /** User requests per minute with a missing branch: none, since requests are funded whole. */
+    readonly partialUserRequestsPerMinute: number;
+    /** Shed as a share of the demand. */
+    readonly shedFraction: number;
+  };
+  /** Per-call admission (`--admission call`): what a sustained peak does to the queue when the demand is above the budget. */
   readonly overload: {
     /**
      * Share of the demand's calls completed when the excess is shed as timed-out calls (1 when
@@ -191,6 +206,7 @@ export function plan(rawInput: PlanInput): Plan {
   const permits = Math.max(wholeRequests * tree.callsPerRequest, tree.parallelBranches);
 
   const fleetUsers = replicaUsers * input.replicas;
+  const served = Math.min(input.userRequestsPerMinute, replicaUsersExact * input.replicas);
   const shortfall = Math.max(0, input.userRequestsPerMinute - fleetUsers);
   const excessCalls = Math.max(0, callsPerMinute - replicaCalls * input.replicas);
   const excessPerReplica = excessCalls / input.replicas;
@@ -224,6 +240,12 @@ export function plan(rawInput: PlanInput): Plan {
       userRequestsPerMinute: fleetUsers,
       shortfallUserRequestsPerMinute: shortfall,
       shortfallFraction: shortfall / input.userRequestsPerMinute,
+    },
+    admission: {
+      servedUserRequestsPerMinute: served,
+      shedUserRequestsPerMinute: input.userRequestsPerMinute - served,
+      partialUserRequestsPerMinute: 0,
+      shedFraction: (input.userRequestsPerMinute - served) / input.userRequestsPerMinute,
     },
     overload: {
       completedShare: completed,

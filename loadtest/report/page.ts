@@ -6,10 +6,11 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { LEGEND_CALCS } from '../../dashboards/index.ts';
 import type { K6Summary } from '../k6/runner.ts';
-import { formatStatusCounts } from '../k6/summary-text.ts';
+import { formatRequestCounts, formatStatusCounts } from '../k6/summary-text.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
 import type { AlertSpan, Chart } from './collect.ts';
 import type { StackTotals } from './summary.ts';
+import { runVerdict } from './verdict.ts';
 
 export interface ReportData {
   title: string;
@@ -74,6 +75,12 @@ function summarySection(d: ReportData): string {
           ['acquire time of admitted calls p50 / p95 / p99', `${seconds(a.p50)} / ${seconds(a.p95)} / ${seconds(a.p99)}`],
           ['limiter timeouts (gave up at maxWait)', `${num(t.timeouts)}${t.maxWaitSeconds === undefined ? '' : ` (maxWait ${seconds(t.maxWaitSeconds)})`}`],
           ['alerts fired', esc(t.alertsFired.length ? t.alertsFired.join(', ') : 'none')],
+          // Older run records have neither.
+          ['alerts pending or firing at the end', esc(t.alertsActiveAtEnd?.length ? t.alertsActiveAtEnd.join(', ') : 'none')],
+          ...(t.limiterRequests && Object.keys(t.limiterRequests).length > 0
+            ? [['requests by the limiters (admitted / shed / completed / partial)', ['admitted', 'shed', 'completed', 'partial'].map((o) => num(t.limiterRequests[o] ?? 0)).join(' / ')]]
+            : []),
+          ...(t.actualTokens ? [['wasted tokens (requests not wholly ok)', `${num(t.wastedTokens)} (${percent(t.wastedTokens / t.actualTokens)} of the counted tokens)`]] : []),
         ].map(([k, v]) => [esc(k), v]),
         'kv',
       ),
@@ -82,7 +89,9 @@ function summarySection(d: ReportData): string {
   const k = d.k6;
   if (k) {
     const rows = [
-      ['requests', `${num(k.requests)} (failed ${percent(k.failedRate)})`],
+      // Older run records have no outcomes.
+      ['requests: served, partial, shed, failed, unfinished', k.outcomes ? formatRequestCounts(k.outcomes) : '-'],
+      ['requests answered', `${num(k.requests)} (HTTP requests failed ${percent(k.failedRate)})`],
       // Older run records have no per-request statuses.
       ['HTTP statuses of the requests', k.statusCodes ? formatStatusCounts(k.statusCodes) : '-'],
       ['request duration p50 / p95 / p99 / max', `${ms(k.durationMs.p50)} / ${ms(k.durationMs.p95)} / ${ms(k.durationMs.p99)} / ${ms(k.durationMs.max)}`],
@@ -167,6 +176,8 @@ body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1280px; pa
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 10px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
 h3 { font-size: 14px; margin: 0 0 6px; }
 .meta { color: #57606a; font-size: 13px; }
+.verdict { padding: 10px 14px; border-radius: 6px; margin: 12px 0; font-size: 15px; font-weight: 600; }
+.verdict.fits { background: #dafbe1; border: 1px solid #4ac26b; } .verdict.misfit { background: #ffebe9; border: 1px solid #ff8182; } .verdict.unknown { background: #fff8c5; border: 1px solid #d4a72c; }
 .banner { padding: 14px 16px; border-radius: 6px; margin: 16px 0; font-size: 15px; }
 .banner.down { background: #ffebe9; border: 1px solid #ff8182; } .banner.empty { background: #fff8c5; border: 1px solid #d4a72c; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0 16px; }
@@ -195,6 +206,14 @@ table.legend th:first-child { text-align: left; }
 .axis { display: flex; justify-content: space-between; margin-left: 300px; font-size: 12px; color: #57606a; }
 `;
 
+/** The run's verdict, the page's first line (k6's counts, the provider's 429s, the plan). */
+function verdictBanner(d: ReportData): string {
+  if (!d.k6?.outcomes) return '';
+  const v = runVerdict({ outcomes: d.k6.outcomes, providerRateLimited: d.totals?.providerRateLimited, planVsMeasured: d.planVsMeasured });
+  const kind = v.fits === undefined ? 'unknown' : v.fits ? 'fits' : 'misfit';
+  return `<p id="verdict" class="verdict ${kind}">${esc(v.line)}</p>`;
+}
+
 /** The report page for `data`: one HTML string with everything inlined. */
 export function renderReport(data: ReportData): string {
   const problem = data.problem
@@ -216,6 +235,7 @@ export function renderReport(data: ReportData): string {
 <h1>${esc(data.title)}</h1>
 <p class="meta">${esc(iso(data.range.from))} to ${esc(iso(data.range.to))} (${Math.round((data.range.to - data.range.from) / 1000)} s) · Prometheus ${esc(data.prometheusUrl)} · made ${esc(iso(data.generatedAt))}</p>
 </header>
+${verdictBanner(data)}
 ${problem}
 <div class="cards">
 ${parametersSection(data.parameters)}

@@ -1,10 +1,11 @@
 // The run's totals from Prometheus (the processes are fresh, so a counter's last value is
 // the run's total), the admitted calls' acquire-time percentiles, the timeouts as their own
-// count, and the alerts that fired.
+// count, request admission's own request counts and wasted tokens, and the alerts that fired
+// and those still pending or firing at the end.
 import { agentMetrics } from '../../agent/metrics.ts';
 import { mock } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
-import { alerts, alertsFiredBetween, queryScalar } from '../measure/prometheus-client.ts';
+import { alerts, alertsFiredBetween, query, queryScalar } from '../measure/prometheus-client.ts';
 
 export interface StackTotals {
   requests: number;
@@ -18,7 +19,15 @@ export interface StackTotals {
   /** The limiters' maxWait (largest, when they differ), from llm_limiter_max_wait_seconds. */
   maxWaitSeconds?: number;
   alertsFired: string[];
+  /** Alerts pending or firing when the run ended, `Name (state)`, one per name and state. */
   alertsActiveAtEnd: string[];
+  /** Limiter series Prometheus scraped for the run: 0 means the served /metrics had no limiter metrics. */
+  limiterSeries: number;
+  /** Request admission's counts by outcome (admitted, shed, completed, partial); empty under per-call admission. */
+  limiterRequests: Record<string, number>;
+  /** Counted tokens spent by requests that did not end wholly ok, and all counted tokens the provider reported. */
+  wastedTokens: number;
+  actualTokens: number;
 }
 
 const total = (name: string, seconds: number) => `sum(last_over_time(${name}[${seconds}s]))`;
@@ -37,6 +46,16 @@ export async function stackTotals(prometheusUrl: string, start: number, end: num
     acquireSeconds: { p50: await quantile(0.5), p95: await quantile(0.95), p99: await quantile(0.99) },
     maxWaitSeconds: await queryScalar(prometheusUrl, `max(max_over_time(${limiterMetrics.maxWait.name}[${s}s]))`, end),
     alertsFired: await alertsFiredBetween(prometheusUrl, start, end),
-    alertsActiveAtEnd: (await alerts(prometheusUrl)).map((a) => `${a.name} (${a.state})`),
+    alertsActiveAtEnd: [...new Set((await alerts(prometheusUrl)).map((a) => `${a.name} (${a.state})`))].sort(),
+    limiterSeries: await q(`count(last_over_time(${limiterMetrics.calls.name}[${s}s])) or count(last_over_time(${limiterMetrics.permitsLimit.name}[${s}s]))`),
+    limiterRequests: await limiterRequests(prometheusUrl, s, end),
+    wastedTokens: await q(total(limiterMetrics.wastedTokens.name, s)),
+    actualTokens: await q(total(limiterMetrics.tokensActual.name, s)),
   };
+}
+
+/** The busiest limiter's request counts by outcome (every limiter a request draws on counts it). */
+async function limiterRequests(prometheusUrl: string, seconds: number, end: number): Promise<Record<string, number>> {
+  const samples = await query(prometheusUrl, `max by (outcome) (sum by (limiter, outcome) (last_over_time(${limiterMetrics.requests.name}[${seconds}s])))`, end);
+  return Object.fromEntries(samples.map((x) => [x.metric.outcome ?? 'unknown', Math.round(x.value)]));
 }

@@ -3,9 +3,9 @@
 // and pointed at the run's mock provider. Everything that can be wrong with the choice (a
 // file or export that does not load, a tree that cannot be walked, an unknown tree) is found
 // here, in-process, before any process starts (an agent without a model too).
-import { TREE_NAMES } from '../../agent/tree-shapes.ts';
 import type { QuotaScope } from '../../agent/config.ts';
 import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
+import { shapeOfCount, TREE_NAMES, TREE_SHAPES, type TreeShape } from '../../agent/tree-shapes.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { AdmissionMode } from '../../instrumentation/defaults.ts';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
@@ -27,6 +27,8 @@ export type AgentTarget =
       readonly app: string;
       /** Model calls per request counted from the tree; undefined where they cannot be counted (why in countNote). */
       readonly modelCallsPerRequest: number | undefined;
+      /** The counted tree as the planner's shape (undefined where it cannot be counted). */
+      readonly shape?: TreeShape;
       readonly countNote?: string;
       /** Input tokens per call of each model, from one calibration request through the tree (when asked for and it worked). */
       readonly inputTokensPerModel?: Readonly<Record<string, number>>;
@@ -77,11 +79,15 @@ export async function resolveAgentTarget(
     throw new AgentTargetError(`--agent: the app name "${app}" (from ${module.file}) is not an ADK app name: name the app (npm start: --tree, loadtest: --app)`);
   }
   let modelCallsPerRequest: number | undefined;
+  let shape: TreeShape | undefined;
   let countNote: string | undefined;
   try {
-    const calls = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS }).calls;
-    if (calls > 0) modelCallsPerRequest = calls;
-    else countNote = `"${tree.name}" makes no model calls the count can see`;
+    const counted = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS });
+    const calls = counted.calls;
+    if (calls > 0) {
+      modelCallsPerRequest = calls;
+      shape = shapeOfCount(counted);
+    } else countNote = `"${tree.name}" makes no model calls the count can see`;
   } catch (error) {
     if (!(error instanceof TreeCountError)) throw error;
     countNote = error.message;
@@ -103,7 +109,23 @@ export async function resolveAgentTarget(
       calibrationNote = `not calibrated (${error.message}): the plan takes every call at the request's input tokens`;
     }
   }
-  return { kind: 'serve', spec: `${module.file}#${module.exportName}`, app, modelCallsPerRequest, countNote, inputTokensPerModel, inputTokensPerAgent, calibrationNote };
+  return {
+    kind: 'serve',
+    spec: `${module.file}#${module.exportName}`,
+    app,
+    modelCallsPerRequest,
+    ...(shape ? { shape } : {}),
+    countNote,
+    inputTokensPerModel,
+    inputTokensPerAgent,
+    calibrationNote,
+  };
+}
+
+/** The counted shape of `tree` on this target, or undefined where its calls per request are not fixed. */
+export function treeShapeOf(target: AgentTarget, tree: string): TreeShape | undefined {
+  if (target.kind === 'serve') return target.shape;
+  return (TREE_SHAPES as Readonly<Record<string, TreeShape | null>>)[tree] ?? undefined;
 }
 
 /** The tree a built-in scenario calls on this target when no --tree is given. */

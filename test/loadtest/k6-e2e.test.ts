@@ -23,7 +23,18 @@ import { startMockProvider } from '../../mock-provider/index.ts';
 
 const CALL_MS = 397; // mock call latency: 100 ms to first token + 99 more tokens x 3 ms
 /** Plan-vs-measured tolerance per row, from measurements (README: "Plan vs measured"). */
-const TOLERANCE: Record<string, number> = { 'user requests/min': 0.05, 'calls in flight': 0.05, 'permits in use': 0.1 };
+const TOLERANCE: Record<string, number> = {
+  'served requests/min': 0.05,
+  'shed requests/min': 0.05,
+  'partial requests/min': 0.05,
+  'calls in flight': 0.05,
+  'permits in use': 0.1,
+};
+/** The rows plan vs measured compares under each admission. */
+const ROWS = {
+  request: ['served requests/min', 'shed requests/min', 'partial requests/min', 'calls in flight', 'permits in use'],
+  call: ['served requests/min', 'calls in flight', 'permits in use'],
+};
 const dir = mkdtempSync(join(tmpdir(), 'qs-loadtest-'));
 let mock: Awaited<ReturnType<typeof startMockProvider>>;
 let agent: Awaited<ReturnType<typeof startAgentService>>;
@@ -140,7 +151,7 @@ describe('k6 against the stack', () => {
     // A call takes the mock's latency plus client overhead, never less, and no permit/budget wait.
     expect(c.measuredCallSeconds).toBeGreaterThanOrEqual(CALL_MS / 1000);
     expect(c.measuredCallSeconds).toBeLessThan(CALL_MS / 1000 + 0.25);
-    expect(c.rows.map((row) => row.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
+    expect(c.rows.map((row) => row.quantity)).toEqual(ROWS[c.admission]);
     for (const row of c.rows) expect(Math.abs(row.relativeError), row.quantity).toBeLessThan(TOLERANCE[row.quantity]);
   }, 90_000);
 
@@ -153,12 +164,15 @@ describe('k6 against the stack', () => {
     const reports = join(dir, 'cli-reports');
     const args = ['cli/quotascope.ts', 'loadtest', file, '--target', agent.url, '--prometheus', prometheusUrl, '--mock-url', mock.url, '--plan', '--report-dir', reports];
     const { stdout } = await promisify(execFile)(process.execPath, args);
-    expect(stdout).toMatch(/plan vs measured \(binding quota: tokens, input tokens counted; steady window \d+ s; call time planned 0\.397 s/);
-    expect(stdout).toMatch(/user requests\/min +120\.0 +\d/);
+    expect(stdout).toMatch(/plan vs measured \(binding quota: tokens, input tokens counted; (request|per-call) admission; steady window \d+ s; call time planned 0\.397 s/);
+    expect(stdout).toMatch(/served requests\/min +120\.0 +\d/);
+    // The verdict comes first, counting every request.
+    expect(stdout).toMatch(/^verdict: the tree fits its quota at 120 user requests\/min; served \d+, partial 0, shed 0, failed 0, unfinished \d+ of \d+ requests$/m);
+    expect(stdout.indexOf('verdict: ')).toBeLessThan(stdout.indexOf('plan vs measured'));
     const [runId] = readdirSync(reports);
     const saved = JSON.parse(readFileSync(join(reports, runId, 'plan-vs-measured.json'), 'utf8'));
-    expect(saved.rows.map((r: { quantity: string }) => r.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
-    for (const row of saved.rows) expect(row.measured, row.quantity).toBeGreaterThan(0);
+    expect(saved.rows.map((r: { quantity: string }) => r.quantity)).toEqual(ROWS[saved.admission as 'request' | 'call']);
+    for (const row of saved.rows) if (row.planned > 0) expect(row.measured, row.quantity).toBeGreaterThan(0);
   }, 60_000);
 
   it('--plan without --prometheus is refused before k6 starts', async () => {

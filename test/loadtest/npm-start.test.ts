@@ -35,9 +35,12 @@ describe('npm start (quotascope start)', () => {
     const reports = join(dir, 'ok');
     const run = await npmStart([...FLAGS, '--report-dir', reports]);
     expect(run.code, run.out).toBe(0);
-    for (const line of ['user requests:', 'model calls:', '429s:', 'acquire time:', 'limiter timeouts:', 'alerts fired:', 'plan vs measured']) {
+    for (const line of ['user requests:', 'model calls:', '429s:', 'acquire time:', 'limiter timeouts:', 'alerts fired:', 'alerts at the end:', 'plan vs measured']) {
       expect(run.out).toContain(line);
     }
+    // The summary opens with the verdict; every started request is counted.
+    expect(run.out).toMatch(/\nverdict: the tree fits its quota at 60 user requests\/min; served \d+, partial 0, shed 0, failed 0, unfinished \d+ of \d+ requests\nquotascope run /);
+    expect(run.out).toMatch(/user requests: +\d+ started: served \d+ \([\d.]+%\), partial 0 \(0%\), shed 0 \(0%\), failed 0, unfinished \d+/);
     // Progress: a plain line (not a terminal) with the figures; k6's per-second lines only in k6.log.
     expect(run.out).toMatch(/^\[run\] .* · \d+ requests · acquire p95 .* · 429s \d+ · timeouts \d+$/m);
     expect(run.out).not.toMatch(/running \([\dm.]+s\)/);
@@ -56,7 +59,11 @@ describe('npm start (quotascope start)', () => {
     expect(summary.stack.timeouts).toBe(0);
     expect(summary.stack.acquireSeconds.p95).toBeGreaterThanOrEqual(0);
     expect(summary.stack.alertsFired).toEqual(expect.any(Array));
-    expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual(['user requests/min', 'calls in flight', 'permits in use']);
+    expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual(
+      summary.planVsMeasured.admission === 'request'
+        ? ['served requests/min', 'shed requests/min', 'partial requests/min', 'calls in flight', 'permits in use']
+        : ['served requests/min', 'calls in flight', 'permits in use'],
+    );
     expect(summary.planVsMeasured.rows[0].planned).toBe(60);
     expect(summary.processes.map((p: { name: string }) => p.name)).toEqual(['mock-provider', 'agent', 'prometheus']);
     for (const f of ['index.html', 'scenario.json', 'k6-summary.json', 'k6.log', 'agent.log', 'mock-provider.log', 'prometheus.log']) {

@@ -270,6 +270,23 @@ describe('invariants', () => {
     );
   });
 
+  it('request admission: served is what the budget sustains, shed = demand − served, none partial', () => {
+    fc.assert(
+      fc.property(arbitraryInput, (input) => {
+        const p = plan(input);
+        const a = p.admission;
+        const sustained = p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas;
+        expect(a.servedUserRequestsPerMinute).toBeCloseTo(Math.min(p.demand.userRequestsPerMinute, sustained), 9);
+        expect(a.servedUserRequestsPerMinute + a.shedUserRequestsPerMinute).toBeCloseTo(p.demand.userRequestsPerMinute, 9);
+        expect(a.shedUserRequestsPerMinute).toBeGreaterThanOrEqual(0);
+        expect(a.partialUserRequestsPerMinute).toBe(0);
+        // Served whole, the fleet's counted tokens stay within its budget.
+        expect(a.servedUserRequestsPerMinute * p.tree.callsPerRequest * p.demand.tokensPerCall).toBeLessThanOrEqual(p.budget.fleetTokensPerMinute * (1 + 1e-9));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('every feasible fix, applied, closes the shortfall', () => {
     fc.assert(
       fc.property(arbitraryInput, (input) => {
@@ -312,6 +329,10 @@ describe('the CLI as a process', () => {
     expect(stdout).toContain('200 calls/min (3.3 calls/s)');
     expect(stdout).toContain('1.16 M tokens/min');
     expect(stdout).toContain('30 sustainable against a demand of 40');
+    // Request admission: what the budget sustains served whole, the rest shed, none partial.
+    expect(stdout).toMatch(/^ {2}served +31 user requests\/min \(what the budget sustains, every branch answered\)$/m);
+    expect(stdout).toMatch(/^ {2}shed +9 user requests\/min \(22 % of the demand: answered 429 at once, before any model call\)$/m);
+    expect(stdout).toMatch(/^ {2}partial +≈0 /m);
   });
 
   it('gives the same numbers as JSON fields, and flags override the example', async () => {
