@@ -100,7 +100,9 @@ describe('a run long enough for the tree', () => {
 
   it('a request deadline not longer than the critical path is named before the run: no admitted request could finish', () => {
     const loop = { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 9 };
-    expect(deadlineNote({ ...defaults, callSeconds: 8 }, loop, 'loop_tools')).toBe(
+    // Unset, the deadline follows the tree: nothing to warn about.
+    expect(deadlineNote({ ...defaults, callSeconds: 8 }, loop, 'loop_tools')).toBeUndefined();
+    expect(deadlineNote({ ...defaults, callSeconds: 8, requestDeadlineMs: 60_000 }, loop, 'loop_tools')).toBe(
       "the request deadline (60 s) is not longer than loop_tools's critical path (80 s at 8 s per call): no admitted request can finish in time, so the run will shed or cut short every one; pass --request-deadline-ms 160000 (twice the critical path) to give requests room",
     );
     expect(deadlineNote({ ...defaults, callSeconds: 8, requestDeadlineMs: 90_000 }, loop, 'loop_tools')).toBeUndefined();
