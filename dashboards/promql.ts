@@ -10,11 +10,6 @@ export function sumRate(metric: string, selector: string, window: string, by: re
   return `${sumBy(by)}(rate(${series(metric, selector)}[${window}]))`;
 }
 
-/** `sum by (labels) (increase(...))`. */
-export function sumIncrease(metric: string, selector: string, window: string, by: readonly string[] = []): string {
-  return `${sumBy(by)}(increase(${series(metric, selector)}[${window}]))`;
-}
-
 /** `sum by (labels) (metric{selector})`. */
 export function sumOf(metric: string, selector: string, by: readonly string[] = []): string {
   return `${sumBy(by)}(${series(metric, selector)})`;

@@ -158,9 +158,7 @@ export const limiterMetrics = {
 
 export type LimiterMetricKey = keyof typeof limiterMetrics;
 
-export const ACQUIRE_OUTCOMES = ['acquired', 'timeout', 'aborted'] as const;
 export const CALL_OUTCOMES = ['ok', 'error', 'rate_limited', 'cancelled', 'timeout'] as const;
 /** Why a call was refused admission: maxWait expired waiting for a permit or for budget, or the wait queue was full (maxWaiting). */
 export const TIMEOUT_REASONS = ['permit', 'budget', 'queue_full'] as const;
 export type TimeoutReason = (typeof TIMEOUT_REASONS)[number];
-export const CENTRAL_UNAVAILABLE_HANDLING = ['local_share', 'refused'] as const;

@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { buildAlerts, buildRecordingRules } from '../../dashboards/alerts.ts';
-import { buildAlertTestCases } from '../../dashboards/alertTests.ts';
+import { buildAlertTestCases } from '../../dashboards/alert-tests.ts';
 import { type DashboardsConfig, defaultConfig } from '../../dashboards/config.ts';
 import { generatedFiles, generatedPaths } from '../../dashboards/files.ts';
 import { loadConfigFile } from '../../dashboards/generate.ts';
