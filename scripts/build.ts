@@ -48,6 +48,7 @@ console.log(`[build] wrote ${dist}`);
 
 interface Manifest {
   version: string;
+  exports: Record<string, string | { types: string; default: string }>;
   license: string;
   engines: Record<string, string>;
   dependencies: Record<string, string>;
@@ -62,12 +63,17 @@ const LIMITER_DEPENDENCIES = ['@opentelemetry/api', 'prom-client', 'zod'] as con
 const LIMITER_OPTIONAL_PEERS = ['redis'] as const;
 /** The peers its files import (the root package's ranges). */
 const LIMITER_PEERS = ['@google/adk'] as const;
-const LIMITER_ENTRIES = { '.': 'index', './redis': 'redis', './testing': 'testing' } as const;
+/** The root package's entries into dist/instrumentation/ ('.', './redis', './testing') are the library's. */
+const LIMITER_ENTRIES = Object.entries(manifest.exports).flatMap(([path, target]) =>
+  typeof target === 'object' && target.default.startsWith('./dist/instrumentation/')
+    ? [[path, { types: target.types.replace('/instrumentation/', '/'), default: target.default.replace('/instrumentation/', '/') }] as const]
+    : [],
+);
 
-const pick = (from: Record<string, string>, names: readonly string[]) =>
+const pick = (from: Record<string, string>, field: string, names: readonly string[]) =>
   Object.fromEntries(
     names.map((name) => {
-      if (!from[name]) throw new Error(`[build] ${name} is not a dependency of the root package.json`);
+      if (!from[name]) throw new Error(`[build] ${name} is not in the root package.json's ${field}`);
       return [name, from[name]];
     }),
   );
@@ -97,7 +103,6 @@ for (const file of readdirSync(limiterFiles, { recursive: true, encoding: 'utf8'
   }
 }
 
-const entry = (file: string) => ({ types: `./dist/${file}.d.ts`, default: `./dist/${file}.js` });
 const limiterManifest = {
   name: LIMITER_PACKAGE,
   version: manifest.version,
@@ -106,11 +111,14 @@ const limiterManifest = {
   license: manifest.license,
   keywords: ['adk', 'gemini', 'rate-limit', 'quota', 'llm', 'prometheus'],
   files: ['dist', 'README.md'],
-  exports: { ...Object.fromEntries(Object.entries(LIMITER_ENTRIES).map(([path, file]) => [path, entry(file)])), './package.json': './package.json' },
-  types: entry(LIMITER_ENTRIES['.']).types,
+  exports: { ...Object.fromEntries(LIMITER_ENTRIES), './package.json': './package.json' },
+  types: Object.fromEntries(LIMITER_ENTRIES)['.'].types,
   engines: manifest.engines,
-  dependencies: pick(manifest.dependencies, LIMITER_DEPENDENCIES),
-  peerDependencies: { ...pick(manifest.peerDependencies, LIMITER_PEERS), ...pick(manifest.dependencies, LIMITER_OPTIONAL_PEERS) },
+  dependencies: pick(manifest.dependencies, 'dependencies', LIMITER_DEPENDENCIES),
+  peerDependencies: {
+    ...pick(manifest.peerDependencies, 'peerDependencies', LIMITER_PEERS),
+    ...pick(manifest.dependencies, 'dependencies', LIMITER_OPTIONAL_PEERS),
+  },
   peerDependenciesMeta: Object.fromEntries(LIMITER_OPTIONAL_PEERS.map((name) => [name, { optional: true }])),
 };
 writeFileSync(join(limiterDir, 'package.json'), `${JSON.stringify(limiterManifest, null, 2)}\n`);
