@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 
 // Three tiers, one project each: `npm test` runs them all, `npm run unit` the unit tier.
@@ -56,6 +57,11 @@ const e2e = [
   'test/loadtest/start-agent.test.ts',
   'test/package/**/*.test.ts',
 ];
+
+// A listed file that no longer exists is a stale entry: say so rather than match nothing.
+for (const file of [...integration, ...e2e].filter((entry) => !entry.includes('*'))) {
+  if (!existsSync(new URL(file, import.meta.url))) throw new Error(`vitest.config.ts lists ${file}, which does not exist`);
+}
 
 export default defineConfig({
   test: {
