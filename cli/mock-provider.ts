@@ -1,21 +1,10 @@
 // `quotascope mock-provider`: starts the mock provider. Configuration comes from a YAML or
 // JSON file (--config), then MOCK_PROVIDER_* environment variables, then flags; later
 // sources win. Each flag's default and bounds are the config schema's.
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { z } from 'zod';
-import { parse as parseYaml } from 'yaml';
-import {
-  ConfigError,
-  type Distribution,
-  defaultConfig,
-  faultsSchema,
-  type MockConfig,
-  mergeConfig,
-  mockConfigSchema,
-  type ServerLimits,
-  serverLimitsSchema,
-} from '../mock-provider/config.ts';
+import { ConfigError, type Distribution, faultsSchema, type MockConfig, mockConfigSchema, type ServerLimits, serverLimitsSchema } from '../mock-provider/config.ts';
+import { ConfigFileError, type ConfigLayer, layerConfig, readConfigFile, settingsLayer } from '../mock-provider/config-layers.ts';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
 import type { MockProvider } from '../mock-provider/server.ts';
 import { UsageError } from './errors.ts';
@@ -171,32 +160,15 @@ function defineFlags(command: Command): FlagSet<Key> {
   return new FlagSet(command, SPECS, { envPrefix: ENV_PREFIX, errorPrefix: (key, origin) => (isListenKey(key as Key) ? origin : `${origin}: ${key}`) });
 }
 
-function readConfigFile(path: string): unknown {
-  let text: string;
+/** The --config file as the first layer over the defaults (a UsageError when it cannot be read). */
+function fileLayer(path: string | undefined): ConfigLayer {
+  if (path === undefined) return { name: 'config file', patch: {} };
   try {
-    text = readFileSync(path, 'utf8');
+    return { name: `config file ${path}`, patch: readConfigFile(path) };
   } catch (error) {
-    throw new UsageError(`--config: cannot read ${path}: ${(error as Error).message}`);
+    if (error instanceof ConfigFileError) throw new UsageError(`--config: ${error.message}`);
+    throw error;
   }
-  try {
-    return path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
-  } catch (error) {
-    throw new UsageError(`--config: ${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${(error as Error).message.split('\n')[0]}`);
-  }
-}
-
-/** Sets `value` at a dotted config path inside a partial config. */
-function setPath(patch: Record<string, unknown>, path: string, value: unknown): void {
-  const [head, tail] = path.split('.');
-  if (tail === undefined) patch[head] = value;
-  else patch[head] = { ...((patch[head] as Record<string, unknown> | undefined) ?? {}), [tail]: value };
-}
-
-/** The flags or env variables of one layer that set any of `fields` (dotted config paths), else the layer's name. */
-function sourcesOf(flags: FlagSet<Key>, layer: string, given: readonly Key[], fields: readonly string[]): string {
-  const related = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
-  const names = given.filter((key) => fields.some((field) => related(key, field))).map((key) => flags.nameOf(key));
-  return names.length > 0 ? names.join(', ') : layer;
 }
 
 function settingsFrom(flags: FlagSet<Key>): MockSettings {
@@ -211,33 +183,18 @@ function settingsFrom(flags: FlagSet<Key>): MockSettings {
     adminToken: values.adminToken as string | undefined,
     limits: parsedLimits.data,
   };
-  const envPatch: Record<string, unknown> = {};
-  const flagPatch: Record<string, unknown> = {};
-  const envKeys: Key[] = [];
-  const flagKeys: Key[] = [];
-  for (const [key, value] of Object.entries(flags.given()) as [Key, unknown][]) {
-    if (isListenKey(key)) continue;
-    const fromFlag = flags.nameOf(key).startsWith('--');
-    setPath(fromFlag ? flagPatch : envPatch, key, value);
-    (fromFlag ? flagKeys : envKeys).push(key);
+  const given = (Object.entries(flags.given()) as [Key, unknown][]).filter(([key]) => !isListenKey(key)).map(([key, value]) => [key, value, flags.nameOf(key)] as const);
+  try {
+    const config = layerConfig([
+      fileLayer(listen.config),
+      settingsLayer('environment', given.filter(([, , name]) => !name.startsWith('--'))),
+      settingsLayer('flags', given.filter(([, , name]) => name.startsWith('--'))),
+    ]);
+    return { config, listen };
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
   }
-  let merged = defaultConfig;
-  const layers: [string, unknown, Key[]][] = [
-    [`config file ${listen.config}`, listen.config === undefined ? {} : readConfigFile(listen.config), []],
-    ['environment', envPatch, envKeys],
-    ['flags', flagPatch, flagKeys],
-  ];
-  // A value can be fine alone and wrong with the others (probabilities summing past 1): the
-  // error names the flags or variables that set the fields it is about.
-  for (const [layer, patch, given] of layers) {
-    try {
-      merged = mergeConfig(merged, patch ?? {});
-    } catch (error) {
-      if (error instanceof ConfigError) throw new UsageError(`${sourcesOf(flags, layer, given, error.fields)}: ${error.message}`);
-      throw error;
-    }
-  }
-  return { config: merged, listen };
 }
 
 /** Resolves file < env < flags into a validated config and listen options (throws UsageError). */

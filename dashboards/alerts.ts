@@ -1,8 +1,8 @@
-// The alerts and recording rules, defined once per config. render/prometheusRules.ts emits
-// them as a Prometheus rule file (and a PrometheusRule), render/grafanaAlerts.ts as
-// Grafana-managed alert rules; the promtool unit tests (alertTests.ts) prove each one fires
+// The alerts and recording rules, defined once per config. render/prometheus-rules.ts emits
+// them as a Prometheus rule file (and a PrometheusRule), render/grafana-alerts.ts as
+// Grafana-managed alert rules; the promtool unit tests (alert-tests.ts) prove each one fires
 // and stays silent.
-import type { AlertName } from './alertNames.ts';
+import type { AlertName } from './alert-names.ts';
 import { type DashboardsConfig, type Severity, selectorsOf } from './config.ts';
 import { limiter as m } from './metrics.ts';
 import { quantile, series, sumIncrease, sumOf, sumRate } from './promql.ts';

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
-import { type AlertName, alertNames } from './alertNames.ts';
+import { type AlertName, alertNames } from './alert-names.ts';
 import { formatMatchers, joinSelectors, labelsSatisfying, type Matcher, parseMatchers, selectsSomething } from './selector.ts';
 
 /** The metric names live in metrics.ts; re-exported for the modules that import them from here (loadtest/report). */

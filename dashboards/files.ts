@@ -2,14 +2,14 @@
 // memory so the generator and its --check mode share one code path.
 import { stringify } from 'yaml';
 import { buildAlerts, buildRecordingRules } from './alerts.ts';
-import { buildAlertTestCases } from './alertTests.ts';
+import { buildAlertTestCases } from './alert-tests.ts';
 import type { DashboardsConfig } from './config.ts';
 import { buildDashboards } from './panels/index.ts';
-import { grafanaAlertProvisioning } from './render/grafanaAlerts.ts';
-import { grafanaDashboard } from './render/grafanaDashboard.ts';
+import { grafanaAlertProvisioning } from './render/grafana-alerts.ts';
+import { grafanaDashboard } from './render/grafana-dashboard.ts';
 import { dashboardConfigMap, prometheusRule } from './render/kubernetes.ts';
-import { promtoolTestFile } from './render/promtoolTests.ts';
-import { prometheusRuleFile } from './render/prometheusRules.ts';
+import { promtoolTestFile } from './render/promtool-tests.ts';
+import { prometheusRuleFile } from './render/prometheus-rules.ts';
 import { dashboardProviderProvisioning, datasourceProvisioning } from './render/provisioning.ts';
 
 export const generatedPaths = {

@@ -7,9 +7,9 @@ import { buildDashboards } from './panels/index.ts';
 import { buildLimiterDashboard } from './panels/limiter.ts';
 import { buildLoadtestDashboard } from './panels/loadtest.ts';
 
-export { type AlertName, alertNames } from './alertNames.ts';
+export { type AlertName, alertNames } from './alert-names.ts';
 export { type AlertSpec, buildAlerts, buildRecordingRules, type RecordingRuleSpec, recordsOf } from './alerts.ts';
-export { buildAlertTestCases } from './alertTests.ts';
+export { buildAlertTestCases } from './alert-tests.ts';
 export {
   type DashboardsConfig,
   DashboardsConfigError,
@@ -27,7 +27,7 @@ export { agent as agentMetrics, k6 as k6Metrics, limiter as limiterMetricNames, 
 export { buildDashboards } from './panels/index.ts';
 export { buildLimiterDashboard } from './panels/limiter.ts';
 export { buildLoadtestDashboard } from './panels/loadtest.ts';
-export { buildMockProviderDashboard } from './panels/mockProvider.ts';
+export { buildMockProviderDashboard } from './panels/mock-provider.ts';
 export {
   type DashboardSpec,
   instantiate,

@@ -1,8 +1,10 @@
 // Every metric name the dashboards and alerts read. Limiter names come from
-// instrumentation/metrics/definitions.ts and the agent's from agent/metrics.ts; the
-// mock-provider and k6 names, which the dashboards read over the wire, are typed here once.
+// instrumentation/metrics/definitions.ts, the agent's from agent/metrics.ts and the mock
+// provider's from mock-provider/metrics.ts; the k6 names, which only k6's remote write
+// produces, are typed here once.
 import { agentMetrics } from '../agent/metrics.ts';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
+import { mockProviderMetrics } from '../mock-provider/metrics.ts';
 
 /** Limiter metric names, imported (never retyped). */
 export const limiter = Object.fromEntries(
@@ -14,18 +16,10 @@ export const agent = Object.fromEntries(Object.entries(agentMetrics).map(([key, 
   readonly [K in keyof typeof agentMetrics]: (typeof agentMetrics)[K]['name'];
 };
 
-/** Mock provider metrics (mock-provider/). */
-export const mock = {
-  requests: 'mock_provider_requests_total',
-  tokens: 'mock_provider_tokens_total',
-  quotaUsed: 'mock_provider_quota_used',
-  quotaLimit: 'mock_provider_quota_limit',
-  rateLimited: 'mock_provider_rate_limited_total',
-  inFlight: 'mock_provider_in_flight_requests',
-  requestDuration: 'mock_provider_request_duration_seconds',
-  timeToFirstToken: 'mock_provider_time_to_first_token_seconds',
-  faults: 'mock_provider_faults_total',
-} as const;
+/** Mock provider metric names, imported (never retyped). */
+export const mock = Object.fromEntries(Object.entries(mockProviderMetrics).map(([key, def]) => [key, def.name])) as {
+  readonly [K in keyof typeof mockProviderMetrics]: (typeof mockProviderMetrics)[K]['name'];
+};
 
 /** k6 metrics as Prometheus receives them through remote write (trend stats mode). */
 export const k6 = {

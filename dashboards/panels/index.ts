@@ -2,7 +2,7 @@
 import type { DashboardsConfig } from '../config.ts';
 import { buildLimiterDashboard } from './limiter.ts';
 import { buildLoadtestDashboard } from './loadtest.ts';
-import { buildMockProviderDashboard } from './mockProvider.ts';
+import { buildMockProviderDashboard } from './mock-provider.ts';
 import type { DashboardSpec } from './spec.ts';
 
 export function buildDashboards(config: DashboardsConfig): DashboardSpec[] {

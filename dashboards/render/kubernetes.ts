@@ -3,7 +3,7 @@
 // labelled grafana_dashboard="1"). One ConfigMap each keeps every object well under the
 // 256 KiB that `kubectl apply` can annotate.
 import type { DashboardsConfig } from '../config.ts';
-import type { PrometheusRuleFile } from './prometheusRules.ts';
+import type { PrometheusRuleFile } from './prometheus-rules.ts';
 
 /** The label Grafana's sidecar (kiwigrid k8s-sidecar, as in the grafana Helm chart) selects dashboards by. */
 export const sidecarDashboardLabel = { grafana_dashboard: '1' } as const;

@@ -186,7 +186,6 @@ export const limiterMetrics = {
 
 export type LimiterMetricKey = keyof typeof limiterMetrics;
 
-export const ACQUIRE_OUTCOMES = ['acquired', 'timeout', 'aborted'] as const;
 export const CALL_OUTCOMES = ['ok', 'error', 'rate_limited', 'cancelled', 'timeout'] as const;
 /**
  * Why a call was refused admission: maxWait expired waiting for a permit or for budget, the
@@ -197,4 +196,3 @@ export const TIMEOUT_REASONS = ['permit', 'budget', 'queue_full', 'request_deadl
 export const REQUEST_OUTCOMES = ['admitted', 'shed', 'completed', 'partial'] as const;
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type TimeoutReason = (typeof TIMEOUT_REASONS)[number];
-export const CENTRAL_UNAVAILABLE_HANDLING = ['local_share', 'refused'] as const;

@@ -8,7 +8,7 @@ import { parseCliConfig } from '../../cli/agent.ts';
 import { type AgentService, startAgentService } from '../../agent/service.ts';
 import { limiterMetrics } from '../../instrumentation/index.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
-import { type RedisServer, startRedisServer } from '../instrumentation/redis-server.ts';
+import { type RedisServer, startRedisServer } from '../support/redis-server.ts';
 import { fastMock, metricsText, type RunResponse } from './stack.ts';
 import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 

@@ -15,7 +15,7 @@ import { FakeLlm, fakeRequest as request } from '../../instrumentation/testing.t
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { fastMock } from '../agent/stack.ts';
 import { consume } from '../instrumentation/helpers.ts';
-import { type RedisServer, startRedisServer } from '../instrumentation/redis-server.ts';
+import { type RedisServer, startRedisServer } from '../support/redis-server.ts';
 
 const WINDOW_MS = 3_000;
 const CALL_TOKENS = 400;

@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { ERROR_CODES, limiterMetrics } from '../../instrumentation/index.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
 import { fastMock, metricsText, type RunResponse } from '../agent/stack.ts';
-import { type RedisServer, startRedisServer } from '../instrumentation/redis-server.ts';
+import { type RedisServer, startRedisServer } from '../support/redis-server.ts';
 import { sumOfMetric } from '../../loadtest/measure/prometheus-text.ts';
 
 /** Forwards TCP to a target; stall() holds every byte both ways (connections stay open), resume() delivers them. */

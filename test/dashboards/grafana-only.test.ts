@@ -14,7 +14,7 @@ import { buildAlerts, buildRecordingRules } from '../../dashboards/alerts.ts';
 import { defaultConfig } from '../../dashboards/config.ts';
 import { generatedPaths } from '../../dashboards/files.ts';
 import { generatedDir } from '../../dashboards/generate.ts';
-import { inlineRecordingRules } from '../../dashboards/render/grafanaAlerts.ts';
+import { inlineRecordingRules } from '../../dashboards/render/grafana-alerts.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
 import { parseQuery } from './lint.ts';

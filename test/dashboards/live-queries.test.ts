@@ -16,7 +16,7 @@ import { generatedPaths } from '../../dashboards/files.ts';
 import { generatedDir } from '../../dashboards/generate.ts';
 import { buildDashboards } from '../../dashboards/panels/index.ts';
 import { instantiate, panelsOf } from '../../dashboards/panels/spec.ts';
-import { alertAnnotationExpr } from '../../dashboards/render/grafanaDashboard.ts';
+import { alertAnnotationExpr } from '../../dashboards/render/grafana-dashboard.ts';
 import { runK6 } from '../../loadtest/k6/runner.ts';
 import { ProcessGroup } from '../../loadtest/stack/processes.ts';
 import { startPrometheus } from '../../loadtest/stack/prometheus.ts';

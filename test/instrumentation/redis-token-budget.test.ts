@@ -18,7 +18,7 @@ import {
 } from '../../instrumentation/redis.ts';
 import { FakeLlm, fakeRequest as request, textResponse } from '../../instrumentation/testing.ts';
 import { consume, metricValue } from './helpers.ts';
-import { type RedisServer, startRedisServer } from './redis-server.ts';
+import { type RedisServer, startRedisServer } from '../support/redis-server.ts';
 
 let redis: RedisServer;
 const clients: BudgetRedisClient[] = [];

@@ -1,45 +1,67 @@
-// The package as a user gets it: `npm pack` (which builds dist/), then the tarball installed
-// into a scratch project with its own @google/adk and @google/genai, and Node 22 from npm.
-// There: plain `node` imports (no type stripping) on Node 22 and 24 wrap ADK's Gemini in a
-// RateLimitedLlm; tsc compiles a consumer with one ADK copy; the main entry loads no
-// express, Grafana SDK, OTel SDK or Redis client; `npx quotascope` plans and serves the mock
-// until SIGTERM.
+// The packages as a user gets them: `npm pack` (which builds dist/ and stages the library
+// package), the tarballs installed into scratch projects with their own @google/adk and
+// @google/genai, and Node 22 from npm.
+// - quotascope (the CLI package): plain `node` imports (no type stripping) on Node 22 and 24
+//   wrap ADK's Gemini in a RateLimitedLlm; tsc compiles a consumer with one ADK copy; the
+//   main entry loads no express, Grafana SDK, OTel SDK or Redis client; `npx quotascope`
+//   plans, serves the mock until SIGTERM, and runs a short `start` end to end.
+// - quotascope-limiter (the library): at most 3 dependencies of its own; beside ADK and genai
+//   it adds at most 10 packages (`npm ls --all --parseable`); its Redis entry needs the
+//   optional `redis` peer and loads once that is installed.
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, posix } from 'node:path';
+import { join, posix, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../loadtest/stack/processes.ts';
+import { requireTool } from '../../loadtest/stack/tools.ts';
 import { plan, reviewAgentExample } from '../../loadtest/planner/index.ts';
 
 const run = promisify(execFile);
 const repo = join(import.meta.dirname, '..', '..');
-const manifest = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
+interface Manifest {
+  name: string;
+  dependencies?: Record<string, string>;
   peerDependencies: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   files: string[];
   exports: Record<string, string | { types: string; default: string }>;
   bin: Record<string, string>;
-};
+}
+const manifest = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as Manifest;
+/** Where the build stages the library package (scripts/build.ts). */
+const LIBRARY_DIR = join(repo, 'dist', 'packages', 'quotascope-limiter');
 const scratch = mkdtempSync(join(tmpdir(), 'qs-package-'));
 const consumer = join(scratch, 'consumer');
 /** Node 22 as the consumer's own devDependency (the repo runs on the `node` 24 package). */
 const node22 = join(consumer, 'node_modules', '.bin', 'node');
+const INSTALL_FLAGS = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
 let tarball = '';
 let packed: { files: { path: string }[]; size: number; entryCount: number };
+let libraryTarball = '';
+let libraryPacked: { files: { path: string }[] };
 
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+// Two projects' node_modules and a run's reports: removed asynchronously, given the time a busy disk needs.
+afterAll(() => rm(scratch, { recursive: true, force: true }), 600_000);
+
+/** `npm pack --json` of `dir` into the scratch folder: the tarball's path and its file list. */
+async function pack(dir: string): Promise<[string, { files: { path: string }[]; size: number; entryCount: number }]> {
+  const { stdout } = await run('npm', ['pack', dir, '--json', '--pack-destination', scratch, '--loglevel=error'], { cwd: repo, maxBuffer: 16 * 1024 * 1024 });
+  const [result] = JSON.parse(stdout.slice(stdout.indexOf('[\n'))); // after the build's log lines
+  return [join(scratch, result.filename), result];
+}
 
 beforeAll(async () => {
-  // `npm pack` runs prepack, which is `npm run build`.
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', scratch, '--loglevel=error'], { cwd: repo, maxBuffer: 16 * 1024 * 1024 });
-  packed = JSON.parse(stdout.slice(stdout.indexOf('[\n')))[0]; // after the build's log lines
-  tarball = join(scratch, readdirSync(scratch).find((f) => f.endsWith('.tgz')) as string);
+  // `npm pack` runs prepack, which is `npm run build` (it stages the library package too).
+  [tarball, packed] = await pack('.');
+  [libraryTarball, libraryPacked] = await pack(LIBRARY_DIR);
   mkdirSync(consumer);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module', allowScripts: { node: true } }));
   const peers = Object.entries(manifest.peerDependencies).map(([name, range]) => `${name}@${range}`);
-  await run('npm', ['install', tarball, ...peers, 'node@>=22.12 <23', '@types/node@24', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+  await run('npm', ['install', tarball, ...peers, 'node@>=22.12 <23', '@types/node@24', ...INSTALL_FLAGS], {
     cwd: consumer,
     maxBuffer: 16 * 1024 * 1024,
   });
@@ -53,7 +75,7 @@ describe('the tarball', () => {
     expect(paths).toContain(manifest.bin.quotascope);
     const outside = paths.filter((p) => !p.startsWith('dist/') && p !== 'README.md' && p !== 'package.json');
     expect(outside).toEqual([]);
-    expect(paths.filter((p) => /^dist\/(test|bench|docs)\//.test(p))).toEqual([]);
+    expect(paths.filter((p) => /^dist\/(test|bench|docs|packages)\//.test(p))).toEqual([]);
   });
 
   it('ships the k6 script as source with every .ts file it imports (k6 runs TypeScript itself)', () => {
@@ -209,5 +231,113 @@ describe('installed in a project of its own', () => {
       if (open) await new Promise((r) => setTimeout(r, 100));
     }
     expect(open).toBe(false);
+  });
+  it('npx quotascope start: a short run of the whole stack from the installed package', { timeout: 300_000 }, async () => {
+    requireTool('k6');
+    requireTool('prometheus');
+    const reports = join(scratch, 'reports');
+    const flags = ['--duration', '10', '--rate', '60', '--call-seconds', '0.5', '--tokens', '1000', '--replicas', '2', '--burst-users', '3', '--report-dir', reports];
+    const result = await run('npx', ['quotascope', 'start', ...flags], { cwd: consumer, maxBuffer: 16 * 1024 * 1024, timeout: 280_000 }).catch((error) => error);
+    expect(result.code ?? 0, `${result.stdout}${result.stderr}`).toBe(0);
+    const [runId] = readdirSync(reports);
+    const summary = JSON.parse(readFileSync(join(reports, runId, 'summary.json'), 'utf8'));
+    expect(summary.k6ExitCode).toBe(0);
+    expect(summary.k6.requests).toBeGreaterThanOrEqual(13);
+    expect(summary.k6.failedRate).toBe(0);
+    expect(summary.stack.requests).toBe(summary.k6.requests);
+    expect(summary.stack.modelCalls).toBe(5 * summary.k6.requests);
+    expect(existsSync(join(reports, runId, 'index.html'))).toBe(true);
+  });
+});
+
+describe('the library package (quotascope-limiter), installed beside ADK and genai', () => {
+  const library = join(scratch, 'library');
+  let libraryManifest: Manifest;
+  const peers = ['@google/adk', '@google/genai'].map((name) => `${name}@${manifest.peerDependencies[name]}`);
+  /** Every package of the project's tree, by path under the project (`npm ls --all --parseable`). */
+  const installed = async (): Promise<Set<string>> => {
+    const { stdout } = await run('npm', ['ls', '--all', '--parseable'], { cwd: library, maxBuffer: 16 * 1024 * 1024 });
+    return new Set(stdout.trim().split('\n').map((path) => relative(library, path)).filter((path) => path !== ''));
+  };
+  let alone = new Set<string>();
+  let withLibrary = new Set<string>();
+
+  beforeAll(async () => {
+    libraryManifest = JSON.parse(readFileSync(join(LIBRARY_DIR, 'package.json'), 'utf8'));
+    mkdirSync(library);
+    writeFileSync(join(library, 'package.json'), JSON.stringify({ name: 'agent', private: true, type: 'module' }));
+    await run('npm', ['install', ...peers, ...INSTALL_FLAGS], { cwd: library, maxBuffer: 16 * 1024 * 1024 });
+    alone = await installed();
+    await run('npm', ['install', libraryTarball, ...INSTALL_FLAGS], { cwd: library, maxBuffer: 16 * 1024 * 1024 });
+    withLibrary = await installed();
+  }, 400_000);
+
+  it('holds its compiled files, README and package.json, with at most 3 dependencies and redis as an optional peer', () => {
+    const paths = libraryPacked.files.map((f) => f.path);
+    expect(paths.filter((p) => !p.startsWith('dist/') && p !== 'README.md' && p !== 'package.json')).toEqual([]);
+    for (const target of Object.values(libraryManifest.exports)) {
+      if (typeof target === 'string') continue;
+      expect(paths.map((p) => `./${p}`)).toEqual(expect.arrayContaining([target.types, target.default]));
+    }
+    expect(Object.keys(libraryManifest.dependencies ?? {}).length).toBeLessThanOrEqual(3);
+    expect(libraryManifest.dependencies).not.toHaveProperty('redis');
+    expect(libraryManifest.peerDependencies).toHaveProperty('redis');
+    expect(libraryManifest.peerDependenciesMeta?.redis?.optional).toBe(true);
+  });
+
+  it('adds at most 10 packages to a project that has @google/adk and @google/genai', () => {
+    const added = [...withLibrary].filter((path) => !alone.has(path));
+    expect(added).toContain(join('node_modules', 'quotascope-limiter'));
+    expect(added.length, added.join(', ')).toBeLessThanOrEqual(10);
+  });
+
+  it('plain node 22 imports it and wraps ADK Gemini in a RateLimitedLlm; the Redis entry needs the optional redis peer', async () => {
+    writeFileSync(
+      join(library, 'check.mjs'),
+      `
+      import { Gemini } from '@google/adk';
+      import { RateLimitedLlm, TokenBudget, limiterMetrics } from 'quotascope-limiter';
+      import { ManualClock } from 'quotascope-limiter/testing';
+      const llm = new RateLimitedLlm({ delegate: new Gemini({ model: 'gemini-2.5-flash', apiKey: 'unused' }), name: 'gemini', maxConcurrent: 4, budget: new TokenBudget(300_000) });
+      console.log(JSON.stringify({ node: process.version, model: llm.model, metric: limiterMetrics.permitsInUse.name, clock: new ManualClock().now() }));
+      `,
+    );
+    const { stdout } = await run(node22, ['check.mjs'], { cwd: library });
+    expect(JSON.parse(stdout)).toMatchObject({ node: expect.stringMatching(/^v22\./), model: 'gemini-2.5-flash', metric: 'llm_limiter_permits_in_use', clock: 0 });
+
+    const importRedisEntry = ['-e', "const { RedisTokenBudget } = await import('quotascope-limiter/redis'); console.log(typeof RedisTokenBudget)"];
+    const missing = await run(node22, importRedisEntry, { cwd: library }).catch((error) => error);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/Cannot find package 'redis'/);
+    await run('npm', ['install', `redis@${libraryManifest.peerDependencies.redis}`, ...INSTALL_FLAGS], { cwd: library, maxBuffer: 16 * 1024 * 1024 });
+    expect((await run(node22, importRedisEntry, { cwd: library })).stdout.trim()).toBe('function');
+  });
+
+  it('a consumer .ts compiles with tsc against its .d.ts', async () => {
+    writeFileSync(
+      join(library, 'agent.ts'),
+      `
+      import { Gemini, LlmAgent } from '@google/adk';
+      import { RateLimitedLlm, RateLimitTimeout, TokenBudget } from 'quotascope-limiter';
+      import { RedisTokenBudget } from 'quotascope-limiter/redis';
+      import { FakeLlm } from 'quotascope-limiter/testing';
+
+      const model = new RateLimitedLlm({ delegate: new Gemini({ model: 'gemini-2.5-flash' }), name: 'gemini', maxConcurrent: 10, budget: new TokenBudget(300_000) });
+      export const agent = new LlmAgent({ name: 'reviewer', model, instruction: 'review the document' });
+      export const fake: FakeLlm | undefined = undefined;
+      export type Shared = RedisTokenBudget;
+      export const isTimeout = (error: unknown): boolean => error instanceof RateLimitTimeout;
+      `,
+    );
+    writeFileSync(
+      join(library, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+        files: ['agent.ts'],
+      }),
+    );
+    const tsc = join(repo, 'node_modules', 'typescript', 'bin', 'tsc');
+    const result = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: library }).catch((error) => error);
+    expect(`${result.stdout ?? ''}${result.stderr ?? ''}`).toBe('');
   });
 });

@@ -1,5 +1,5 @@
 // The promtool unit tests of the alerts, as data: for every alert a synthetic series that
-// fires it and one that must stay silent. render/promtoolTests.ts turns these cases into
+// fires it and one that must stay silent. render/promtool-tests.ts turns these cases into
 // the rules test file; the expected annotations are rendered from the alert specs
 // themselves, with the expected values filled in. The series carry labels that the
 // configured selectors accept, so the same cases test a user's config; the acquire-time

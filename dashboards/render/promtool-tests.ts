@@ -1,7 +1,7 @@
 // Alert test cases → a `promtool test rules` file. Expected annotations are the spec's own
 // summary/description rendered with the expected values, so a template change is tested too.
 import type { AlertSpec, AnnotationTemplate } from '../alerts.ts';
-import type { AlertTestCase, ExpectedAlert } from '../alertTests.ts';
+import type { AlertTestCase, ExpectedAlert } from '../alert-tests.ts';
 import type { DashboardsConfig } from '../config.ts';
 import { alertLabels, runbookUrl } from './runbook.ts';
 

@@ -13,7 +13,7 @@ import * as prom from '@grafana/grafana-foundation-sdk/prometheus';
 import type { AlertSpec, AnnotationTemplate, RecordingRuleSpec, ValueFormat } from '../alerts.ts';
 import type { DashboardsConfig } from '../config.ts';
 import type { DashboardSpec } from '../panels/spec.ts';
-import { panelIds } from './grafanaDashboard.ts';
+import { panelIds } from './grafana-dashboard.ts';
 import { alertLabels, runbookUrl } from './runbook.ts';
 
 export const grafanaRuleGroup = 'quotascope-limiter';

@@ -4,7 +4,7 @@ import * as dash from '@grafana/grafana-foundation-sdk/dashboard';
 import * as heatmap from '@grafana/grafana-foundation-sdk/heatmap';
 import * as prom from '@grafana/grafana-foundation-sdk/prometheus';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
-import { alertNames } from '../alertNames.ts';
+import { alertNames } from '../alert-names.ts';
 import { type DashboardSpec, LEGEND_CALCS, type PanelSpec, type VariableSpec } from '../panels/spec.ts';
 
 /** Every query goes through the dashboard's datasource variable (a Grafana `${datasource}` reference). */
