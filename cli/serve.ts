@@ -110,7 +110,7 @@ async function serve(options: ServeOptions): Promise<void> {
   try {
     // The module (a wrong file or export is a usage error) and the port first, then the provider.
     lendProviderKey(options.apiKey);
-    const module = await loadAgentModule(options.agent);
+    const module = await loadAgentModule(options.agent, undefined, options.importTimeoutMs);
     const reachable = options.wrap
       ? checkProviderReachable(options.providerUrl).then(
           () => undefined,

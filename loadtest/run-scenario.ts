@@ -156,7 +156,6 @@ async function runAgainst(scenario: ScenarioFile, o: ScenarioRunOptions, runId: 
       stack: { ...mock, budgetFraction: o.budgetFraction, replicas: o.replicas ?? targets.length },
     });
     replaceFile(join(reportDir, 'plan-vs-measured.json'), JSON.stringify(comparison, null, 2));
-    console.log('skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison));
   }
   const providerStatuses = prometheusUrl && !signal.aborted ? await providerStatusCounts(prometheusUrl, result.startedAt, Date.now()).catch(() => undefined) : undefined;
   const failure = allFailedMessage(result.summary, providerStatuses);
