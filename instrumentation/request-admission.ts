@@ -216,7 +216,8 @@ export class RequestAdmission {
     if (tokens > budget.capacity) throw shed('too_large', budget.windowMs ?? 60_000);
     const fundableInMs = budget.fundableInMs?.(tokens);
     if (door.shedFirst && this.#waiting > 0) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
-    if (fundableInMs !== undefined && now + fundableInMs > door.doorDeadline) {
+    // A lane shed first goes only if it can be funded now; the others if in time for their door deadline.
+    if (fundableInMs !== undefined && (door.shedFirst ? fundableInMs > 0 : now + fundableInMs > door.doorDeadline)) {
       throw shed(door.shedFirst ? 'lane' : 'deadline', fundableInMs);
     }
     let ticket: BudgetTicket;

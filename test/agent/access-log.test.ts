@@ -63,7 +63,6 @@ describe('access log → trace', () => {
     } finally {
       await stack.close(); // flushes and closes the log
     }
-    console.log("DEBUG", JSON.stringify(responses[2].body));
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 400, 404, 400]);
 
     const text = readFileSync(logPath, 'utf8');

@@ -201,6 +201,15 @@ describe('RequestAdmission', () => {
     expect(budget.waiting).toBe(0);
   });
 
+  it('admits a batch-lane request the budget can fund now', async () => {
+    const s = setup({ permits: 10, tokensPerMinute: 600_000 });
+    const tree = reviewTree(s.llm);
+    const admission = new RequestAdmission({ requestDeadlineMs: 30_000 });
+    await runRequest(admission, tree, 'warm-up');
+    await runRequest(admission, tree, 'batch', 'batch');
+    expect(s.started.filter((c) => c.tag === 'batch')).toHaveLength(5);
+  });
+
   it('sheds a batch-lane request at once while the budget cannot fund it now', async () => {
     const s = setup({ permits: 10, tokensPerMinute: 12_000 });
     const tree = reviewTree(s.llm);
