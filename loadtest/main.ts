@@ -232,7 +232,7 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
       `  agent service:     ${totals.requests} answered; missing branches in ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')} of the admitted requests`,
       `  HTTP statuses:     ${formatStatusCounts(summary?.statusCodes ?? {})}`,
       `  model calls:       ${totals.modelCalls} at the provider${agent?.modelCallsPerRequest ? ` (${agent.modelCallsPerRequest} per request counted in ${agent.app})` : agent ? ` (${agent.app}: ${agent.countNote})` : ''}`,
-      `  wasted tokens:     ${totals.wastedTokens}${wasted} spent by requests that did not end wholly ok`,
+      `  wasted tokens:     ${Math.round(totals.wastedTokens)}${wasted} spent by requests that did not end wholly ok`,
       `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
       `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')} (admitted calls; maxWait ${fmt(totals.maxWaitSeconds, ' s')})`,
       `  limiter timeouts:  ${totals.timeouts} (gave up at maxWait)`,
