@@ -3,7 +3,7 @@
 // would hang a branch forever.
 import { Gemini } from '@google/adk';
 import type { HttpOptions } from '@google/genai';
-import { redactUrl } from '../instrumentation/redact-url.ts';
+import { redactUrl, redactUrlsIn } from '../instrumentation/redact-url.ts';
 
 export interface ProviderModelOptions {
   /** Base URL of a Gemini-compatible REST API, e.g. http://127.0.0.1:8090. */
@@ -62,9 +62,13 @@ export class ProviderUnreachableError extends Error {
  */
 export async function checkProviderReachable(providerUrl: string, waitMs = 10_000): Promise<void> {
   const deadline = Date.now() + waitMs;
+  // fetch refuses a URL with credentials: reach the host without them (the probe only needs an answer).
+  const target = new URL(providerUrl);
+  target.username = '';
+  target.password = '';
   for (;;) {
     try {
-      const res = await fetch(providerUrl, { signal: AbortSignal.timeout(Math.max(1_000, deadline - Date.now())), redirect: 'manual' });
+      const res = await fetch(target, { signal: AbortSignal.timeout(Math.max(1_000, deadline - Date.now())), redirect: 'manual' });
       await res.body?.cancel();
       return;
     } catch (error) {
@@ -75,7 +79,7 @@ export async function checkProviderReachable(providerUrl: string, waitMs = 10_00
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       const reason = (error as Error).name === 'TimeoutError' ? 'no answer' : (cause?.code ?? cause?.message ?? (error as Error).message);
       throw new ProviderUnreachableError(
-        `provider ${redactUrl(providerUrl)} is unreachable (${reason}, for ${waitMs / 1000} s): start it (quotascope mock-provider) or pass --provider-url`,
+        `provider ${redactUrl(providerUrl)} is unreachable (${redactUrlsIn(String(reason))}, for ${waitMs / 1000} s): start it (quotascope mock-provider) or pass --provider-url`,
       );
     }
   }
