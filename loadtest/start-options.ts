@@ -1,17 +1,11 @@
 // What `npm start` (`quotascope start`) takes: the worked example's run, each figure
 // overridable. Kept apart from the run so --help shows the defaults without loading it.
 import { z } from 'zod';
-import { QUOTA_SCOPES } from '../agent/config.ts';
+import { agentServiceFields, QUOTA_SCOPES } from '../agent/config.ts';
 import { perModelSchema } from '../agent/per-model.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
-import {
-  ADMISSION_MODES,
-  DEFAULT_ADMISSION_MODE,
-  DEFAULT_COUNTED_TOKENS,
-  MAX_REQUEST_DEADLINE_MS,
-  MIN_REQUEST_DEADLINE_MS,
-} from '../instrumentation/defaults.ts';
+import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
 import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
 import { treeNameSchema } from './scenario/schema.ts';
 
@@ -45,9 +39,9 @@ export const startOptionsSchema = z.object({
   /** The limiter's maxWait, ms. */
   maxWaitMs: z.int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(EX.maxWaitMs),
   /** request: each user request funded whole at the door or shed whole; call: each model call admitted alone. */
-  admission: z.enum(ADMISSION_MODES).default(DEFAULT_ADMISSION_MODE),
+  admission: agentServiceFields.shape.admission,
   /** A request's deadline from its arrival, ms. */
-  requestDeadlineMs: z.int().min(MIN_REQUEST_DEADLINE_MS).max(MAX_REQUEST_DEADLINE_MS).optional(),
+  requestDeadlineMs: agentServiceFields.shape.requestDeadlineMs,
   /** Which tokens the quota counts (input: Gemini's TPM, or total); the mock, the budget, the planner and the report take it from here. */
   countedTokens: z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
   /** Where reports/<run-id> goes. */
