@@ -99,20 +99,25 @@ describe('provider 500s', () => {
       expect(body.text).toBe('');
     });
 
-    it(`${tree}: with 30 % of calls failing, all 10 requests answer 200 and the finished reviews are kept`, async () => {
+    it(`${tree}: with 30 % of calls failing, every request answers 200 and the finished reviews are kept`, async () => {
       await fetch(`${stack.mock.url}/admin/config`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ faults: { http500Probability: 0.3 }, seed: 5 }),
       });
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stack.run(tree, { document: `doc ${i}` })));
-      for (const { status, body } of results) {
-        expect(status, JSON.stringify(body)).toBe(200);
-        expect(body.branches).toHaveLength(5);
-        for (const b of body.branches) expect(['ok', 'error']).toContain(b.outcome);
+      // Concurrent requests draw from the seeded stream in arrival order, which varies, so a
+      // batch of 10 may see no failed synthesizer (0.7^10 ≈ 3 %); batches repeat until one does.
+      const synthFailed: Awaited<ReturnType<Stack['run']>>[] = [];
+      for (let batch = 0; batch < 5 && synthFailed.length === 0; batch++) {
+        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stack.run(tree, { document: `doc ${batch}.${i}` })));
+        for (const { status, body } of results) {
+          expect(status, JSON.stringify(body)).toBe(200);
+          expect(body.branches).toHaveLength(5);
+          for (const b of body.branches) expect(['ok', 'error']).toContain(b.outcome);
+        }
+        synthFailed.push(...results.filter((r) => r.body.branches.at(-1)?.outcome === 'error'));
       }
-      const synthFailed = results.filter((r) => r.body.branches.at(-1)?.outcome === 'error');
-      // The seed makes some synthesizer calls fail: their reviews are still reported.
+      // Some synthesizer calls fail: their reviews are still reported.
       expect(synthFailed.length).toBeGreaterThan(0);
       for (const r of synthFailed) expect(r.body.branches.slice(0, 4).some((b) => b.outcome === 'ok')).toBe(true);
       await fetch(`${stack.mock.url}/admin/config`, {
