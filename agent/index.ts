@@ -15,5 +15,6 @@ export { type AgentModuleSpec, AgentModuleError, type LoadedAgentModule, loadAge
 export { type ServeOptions, type ServeOptionsInput, serveOptionsSchema } from './serve/options.ts';
 export { type ServedAgent, startServe } from './serve/server.ts';
 export { type AgentTreeNode, AgentTreeError, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../instrumentation/tree/tree-walk.ts';
-export { TREE_NAMES, TREE_SHAPES, type TreeName, type TreeShape } from './tree-shapes.ts';
+export { sampleTreeShapes } from './sample-shapes.ts';
+export { TREE_NAMES, type TreeName, type TreeShape } from './tree-shapes.ts';
 export { buildTree } from './trees.ts';

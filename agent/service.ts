@@ -13,7 +13,8 @@ import { mountNativeRun } from './native-run.ts';
 import { ProviderGemini } from './provider-model.ts';
 import type { RunRequest } from './request-schema.ts';
 import { currentTrafficClass, recordCallReport } from './run-context.ts';
-import { publishedAgents, TREE_NAMES, type TreeName } from './tree-shapes.ts';
+import { samplePublishedAgents } from './sample-shapes.ts';
+import { TREE_NAMES, type TreeName } from './tree-shapes.ts';
 import { type BuiltTree, buildTree, SYNTHESIZER } from './trees.ts';
 
 // ParallelAgent/SequentialAgent log a deprecation WARN per construction; the
@@ -105,7 +106,7 @@ export async function startAgentService(
     res.type(registry.contentType).send(await registry.metrics());
   });
 
-  mountNativeRun(app, { trees: TREE_NAMES, agents: publishedAgents() }, {
+  mountNativeRun(app, { trees: TREE_NAMES, agents: samplePublishedAgents(limiter.model) }, {
     metrics,
     admission: createRequestAdmission(config),
     accessLog,

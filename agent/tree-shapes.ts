@@ -1,42 +1,48 @@
-// The trees' fan-out as the capacity planner counts it, published at GET /v1/agents. Pure
-// data (no ADK imports) so the load-test side can read the same table.
+// A tree's shape as GET /v1/agents publishes it (the agent service and `serve`) and as the
+// load-test side reads it back: one zod schema for both ends. No ADK imports, so the
+// reader stays light; the sample trees are counted in sample-shapes.ts.
+import { z } from 'zod';
 import type { CountedNode } from '../instrumentation/tree/tree-count.ts';
-import { REVIEWERS } from './reviewers.ts';
 
 export const TREE_NAMES = ['review', 'review-workflow', 'wide', 'tools'] as const;
 export type TreeName = (typeof TREE_NAMES)[number];
 
+/** Model calls of one tree per request: bounded so a published figure cannot blow up a plan. */
+const callCount = z.number().int().min(0).max(10_000);
+
 /** Per request: `parallelBranches` branches of `callsPerBranch` calls each, then `sequentialSteps` calls one after another. */
-export interface TreeShape {
-  parallelBranches: number;
-  callsPerBranch: number;
-  sequentialSteps: number;
+export const treeShapeSchema = z.object({
+  parallelBranches: callCount,
+  callsPerBranch: callCount,
+  sequentialSteps: callCount,
   /** Copies of every branch's output in each sequential step's prompt (0 when unset). */
-  branchOutputsPerStep?: number;
-}
+  branchOutputsPerStep: z.number().min(0).max(100).optional(),
+});
+export type TreeShape = z.infer<typeof treeShapeSchema>;
 
-/** The review tree: the reviewers in parallel, then the synthesizer. */
-const REVIEW_FAN_OUT: TreeShape = { parallelBranches: REVIEWERS.length, callsPerBranch: 1, sequentialSteps: 1 };
+/** One model's share of a published tree: its calls per request, their shape, and the limiter they go through. */
+export const publishedModelSchema = z.object({
+  model: z.string().min(1).max(200),
+  /** The `limiter` label of that model's llm_limiter_* metrics; absent when the model is not wrapped. */
+  limiter: z.string().min(1).max(200).optional(),
+  modelCallsPerRequest: callCount,
+  shape: treeShapeSchema,
+});
+export type PublishedModel = z.infer<typeof publishedModelSchema>;
 
-/**
- * The classic review tree's synthesizer reads each review twice: ADK fills the `{review_N?}`
- * placeholders of its instruction, and its contents carry the session's earlier events, the
- * reviewers' answers among them. Measured with the mock: 4 reviews of 150 tokens add 1,247
- * tokens to a 4,970-token reviewer prompt (1,200 + the longer instruction).
- */
-const REVIEW_SHAPE: TreeShape = { ...REVIEW_FAN_OUT, branchOutputsPerStep: 2 };
+/** One entry of GET /v1/agents. */
+export const publishedAgentSchema = z.object({
+  name: z.string().min(1),
+  /** Null where the count is not fixed. */
+  modelCallsPerRequest: callCount.nullable(),
+  shape: treeShapeSchema.nullable(),
+  /** Per model, when the tree's count is fixed (each model has its own quota and limiter). */
+  models: z.array(publishedModelSchema).max(1000).optional(),
+});
+export type PublishedAgent = z.infer<typeof publishedAgentSchema>;
 
-/**
- * Each tree's shape, or null where the model calls per request are not fixed: `wide`
- * depends on the request's branches, `tools` on how often the model calls its tools.
- */
-export const TREE_SHAPES: Readonly<Record<TreeName, TreeShape | null>> = {
-  review: REVIEW_SHAPE,
-  // The Workflow graph hands the reviews to the synthesizer its own way: not measured, so not counted.
-  'review-workflow': REVIEW_FAN_OUT,
-  wide: null,
-  tools: null,
-};
+/** The body of GET /v1/agents as a reader needs it (the listed tree names are `agents[].name`). */
+export const publishedAgentListSchema = z.object({ agents: z.array(publishedAgentSchema) });
 
 /**
  * A counted tree as the planner's shape: its width as the fan-out, one call per branch,
@@ -48,29 +54,3 @@ export function shapeOfCount(tree: Pick<CountedNode, 'calls' | 'width'>): TreeSh
 }
 
 export const modelCallsPerRequest = (s: TreeShape): number => s.parallelBranches * s.callsPerBranch + s.sequentialSteps;
-
-/** One model's share of a published tree: its calls per request, their shape, and the limiter they go through. */
-export interface PublishedModel {
-  model: string;
-  /** The `limiter` label of that model's llm_limiter_* metrics; absent when the model is not wrapped. */
-  limiter?: string;
-  modelCallsPerRequest: number;
-  shape: TreeShape;
-}
-
-/** One entry of GET /v1/agents. */
-export interface PublishedAgent {
-  name: string;
-  /** Null where the count is not fixed (see TREE_SHAPES). */
-  modelCallsPerRequest: number | null;
-  shape: TreeShape | null;
-  /** Per model, when the tree's count is fixed (each model has its own quota and limiter). */
-  models?: PublishedModel[];
-}
-
-export function publishedAgents(): PublishedAgent[] {
-  return TREE_NAMES.map((name) => {
-    const shape = TREE_SHAPES[name];
-    return { name, modelCallsPerRequest: shape ? modelCallsPerRequest(shape) : null, shape };
-  });
-}

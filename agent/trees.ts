@@ -15,8 +15,14 @@ import {
 } from '@google/adk';
 import { Type } from '@google/genai';
 
+import { countModelCalls, DEFAULT_TOOL_TURNS } from '../instrumentation/tree/tree-count.ts';
+import { declareRunsNode } from '../instrumentation/tree/runs-node.ts';
+import { walkAgentTree } from '../instrumentation/tree/tree-walk.ts';
 import { REVIEWERS } from './reviewers.ts';
-import { modelCallsPerRequest, TREE_SHAPES, type TreeName } from './tree-shapes.ts';
+import type { TreeName } from './tree-shapes.ts';
+
+/** Model calls of one run of a tree whose count is fixed, counted as `serve` counts a user's tree. */
+const countedCalls = (root: RunnableRoot): number => countModelCalls(walkAgentTree(root), { toolTurns: DEFAULT_TOOL_TURNS }).calls;
 
 /** The author of the final answer in every tree. */
 export const SYNTHESIZER = 'synthesizer';
@@ -80,17 +86,18 @@ function reviewTree(model: BaseLlm): BuiltTree {
       ),
     ],
   });
-  return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: modelCallsPerRequest(TREE_SHAPES.review!) };
+  return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: countedCalls(root) };
 }
 
 /**
  * A Workflow node that runs `agent` and turns its failure into an empty output. In a
  * Workflow a failed node fails the whole run (the finished reviews and every branch
  * outcome would be lost); the agent's own error event (author = agent) still reaches the
- * service, so its branch outcome records the failure.
+ * service, so its branch outcome records the failure. It declares the agent it runs, so the
+ * count sees the agent's calls through it.
  */
 function guarded(agent: LlmAgent): FunctionNode {
-  return new FunctionNode(`guard_${agent.name}`, async (ctx, input) => {
+  const guard = new FunctionNode(`guard_${agent.name}`, async (ctx, input) => {
     try {
       const result = await ctx.runNode(agent, input);
       return result.output ?? '';
@@ -98,6 +105,7 @@ function guarded(agent: LlmAgent): FunctionNode {
       return '';
     }
   });
+  return declareRunsNode(guard, agent);
 }
 
 /**
@@ -118,7 +126,7 @@ function reviewWorkflowTree(model: BaseLlm): BuiltTree {
     name: 'review_workflow',
     edges: [['START', reviewers, new JoinNode({ name: 'join_reviews' }), synth]],
   });
-  return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: modelCallsPerRequest(TREE_SHAPES['review-workflow']!) };
+  return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: countedCalls(root) };
 }
 
 /**

@@ -4,6 +4,7 @@
 // writes 800 and takes 8 s; users send 40 requests/min, 10 of them at once at the start.
 // The agent's defaults, the planner's example, `npm start` and the dashboards read it here.
 import { DEFAULT_MAX_WAIT_MS } from '../instrumentation/defaults.ts';
+import { REVIEWERS } from './reviewers.ts';
 
 export const WORKED_EXAMPLE = {
   quotaRequestsPerMinute: 1000,
@@ -20,6 +21,14 @@ export const WORKED_EXAMPLE = {
   permits: 10,
   maxWaitMs: DEFAULT_MAX_WAIT_MS,
 } as const;
+
+/**
+ * The review agent's fan-out as the example plans it: its reviewers at once, then the
+ * synthesizer (the counted review tree's; a test holds them equal). Its figures charge every
+ * call 5,000 + 800 tokens: the synthesizer's prompt is taken as long as a reviewer's,
+ * without the reviews the real tree's synthesizer reads.
+ */
+export const WORKED_EXAMPLE_TREE = { parallelBranches: REVIEWERS.length, callsPerBranch: 1, sequentialSteps: 1 } as const;
 
 /** The fleet's token budget per minute: the budget fraction of the token quota. */
 export const WORKED_EXAMPLE_TOKENS_PER_MINUTE = Math.round(WORKED_EXAMPLE.quotaTokensPerMinute * WORKED_EXAMPLE.budgetFraction);

@@ -18,7 +18,8 @@ import { LogLevel, setLogLevel } from '@google/adk';
 import { startRedisServer } from '../test/support/redis-server.ts';
 import { DEFAULT_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { plan } from '../loadtest/planner/index.ts';
-import { modelCallsPerRequest, TREE_SHAPES, type TreeShape } from '../agent/tree-shapes.ts';
+import { sampleTreeShapes } from '../agent/sample-shapes.ts';
+import { modelCallsPerRequest, type TreeShape } from '../agent/tree-shapes.ts';
 import { quotaPlot } from './quota/plot.ts';
 import { type MockShape, runVariant, type VariantResult, type VariantRun } from './quota/run-variant.ts';
 import { VARIANTS, type VariantName } from './quota/variants.ts';
@@ -55,7 +56,7 @@ const BUDGET_FRACTION = 0.9;
 /** The request deadline, uncompressed: the library's default. */
 const REQUEST_DEADLINE_MS = DEFAULT_REQUEST_DEADLINE_MS;
 /** The review tree's shape, the synthesizer's reading of the reviews included. */
-const REVIEW_SHAPE = TREE_SHAPES.review as TreeShape;
+const REVIEW_SHAPE = sampleTreeShapes().review as TreeShape;
 const REVIEW_CALLS = modelCallsPerRequest(REVIEW_SHAPE);
 
 /** The run's shape: the plan of the compressed worked example, and the load derived from it. */

@@ -61,14 +61,14 @@ export class TreeCountError extends Error {
 
 const START = '__START__';
 
-function modelName(node: Extract<AgentTreeNode, { kind: 'llm' }>): string {
+function modelName(node: NodeOf<'llm'>): string {
   const model = node.agent.model;
   if (model === undefined || model === '') return 'inherited';
   return typeof model === 'string' ? model : model.model;
 }
 
 /** The model an LlmAgent's calls go to: its own, else the one it inherits (`unknown` when none resolves). */
-function servedModelName(node: Extract<AgentTreeNode, { kind: 'llm' }>): string {
+function servedModelName(node: NodeOf<'llm'>): string {
   const own = modelName(node);
   if (own !== 'inherited') return own;
   try {
@@ -97,84 +97,24 @@ export function countModelCalls(tree: AgentTreeNode, options: CountOptions): Cou
   return count(tree, options);
 }
 
+type NodeOf<K extends AgentTreeNode['kind']> = Extract<AgentTreeNode, { kind: K }>;
+
 function count(node: AgentTreeNode, options: CountOptions): CountedNode {
   switch (node.kind) {
-    case 'llm': {
-      const tools = node.agentTools.map((t) => ({ ...count(t, options), role: 'agent-tool' as const }));
-      // Transfer targets run only when the model decides to hand over: not counted.
-      const transfers = node.children.map((c) => ({ ...count(c, options), role: 'transfer-target' as const }));
-      const turns = node.toolCount > 0 ? options.toolTurns : 0;
-      const innerCalls = tools.reduce((sum, t) => sum + t.calls, 0);
-      const innerWidth = tools.reduce((sum, t) => sum + t.width, 0);
-      const innerDepth = Math.max(0, ...tools.map((t) => t.depth));
-      const inner = turns > 0 ? combine(tools.map((t) => t.models), 'sum', turns) : {};
-      // The agent's own calls, then its tools' (one turn's width at a time).
-      const models = combine([{ [servedModelName(node)]: { calls: 1 + turns, width: 1 } }, inner], 'max');
-      return {
-        name: node.name,
-        kind: node.kind,
-        calls: 1 + turns + turns * innerCalls,
-        // A turn's tool calls run together; the agent's own call is not in flight meanwhile.
-        width: Math.max(1, turns > 0 ? innerWidth : 0),
-        // Its call, then per turn the tools (together) and the call that reads their results.
-        depth: 1 + turns * (innerDepth + 1),
-        turns,
-        model: modelName(node),
-        models,
-        children: [...tools, ...transfers],
-      };
-    }
+    case 'llm':
+      return countLlm(node, options);
     case 'sequential':
-    case 'parallel': {
-      const children = node.children.map((c) => count(c, options));
-      const calls = children.reduce((sum, c) => sum + c.calls, 0);
-      const width =
-        node.kind === 'parallel' ? children.reduce((sum, c) => sum + c.width, 0) : Math.max(0, ...children.map((c) => c.width));
-      const models = combine(
-        children.map((c) => c.models),
-        node.kind === 'parallel' ? 'sum' : 'max',
-      );
-      const depth =
-        node.kind === 'parallel' ? Math.max(0, ...children.map((c) => c.depth)) : children.reduce((sum, c) => sum + c.depth, 0);
-      return { name: node.name, kind: node.kind, calls, width, depth, models, children };
-    }
-    case 'loop': {
-      if (node.maxIterations === undefined) {
-        throw new TreeCountError(`loop "${node.name}" has no maxIterations: its model calls cannot be counted (give it maxIterations)`);
-      }
-      const children = node.children.map((c) => count(c, options));
-      const body = children.reduce((sum, c) => sum + c.calls, 0);
-      return {
-        name: node.name,
-        kind: node.kind,
-        calls: body * node.maxIterations,
-        width: Math.max(0, ...children.map((c) => c.width)),
-        depth: children.reduce((sum, c) => sum + c.depth, 0) * node.maxIterations,
-        iterations: node.maxIterations,
-        models: combine(
-          children.map((c) => c.models),
-          'max',
-          node.maxIterations,
-        ),
-        children,
-      };
-    }
+    case 'parallel':
+      return countSiblings(node, options);
+    case 'loop':
+      return countLoop(node, options);
     case 'workflow':
       return countWorkflow(node, options);
     case 'join':
       return { name: node.name, kind: node.kind, calls: 0, width: 0, depth: 0, models: {}, children: [] };
-    case 'tool': {
-      const inner = node.inner ? [{ ...count(node.inner, options), role: 'agent-tool' as const }] : [];
-      return {
-        name: node.name,
-        kind: node.kind,
-        calls: inner[0]?.calls ?? 0,
-        width: inner[0]?.width ?? 0,
-        depth: inner[0]?.depth ?? 0,
-        models: inner[0]?.models ?? {},
-        children: inner,
-      };
-    }
+    case 'tool':
+    case 'wrapper':
+      return countInner(node, options);
     case 'parallel-worker':
       throw new TreeCountError(`workflow node "${node.name}" runs "${node.inner.name}" once per input item: the count depends on the input`);
     case 'code':
@@ -184,7 +124,82 @@ function count(node: AgentTreeNode, options: CountOptions): CountedNode {
   }
 }
 
-function countWorkflow(node: Extract<AgentTreeNode, { kind: 'workflow' }>, options: CountOptions): CountedNode {
+function countLlm(node: NodeOf<'llm'>, options: CountOptions): CountedNode {
+  const tools = node.agentTools.map((t) => ({ ...count(t, options), role: 'agent-tool' as const }));
+  // Transfer targets run only when the model decides to hand over: not counted.
+  const transfers = node.children.map((c) => ({ ...count(c, options), role: 'transfer-target' as const }));
+  const turns = node.toolCount > 0 ? options.toolTurns : 0;
+  const innerCalls = tools.reduce((sum, t) => sum + t.calls, 0);
+  const innerWidth = tools.reduce((sum, t) => sum + t.width, 0);
+  const innerDepth = Math.max(0, ...tools.map((t) => t.depth));
+  const inner = turns > 0 ? combine(tools.map((t) => t.models), 'sum', turns) : {};
+  // The agent's own calls, then its tools' (one turn's width at a time).
+  const models = combine([{ [servedModelName(node)]: { calls: 1 + turns, width: 1 } }, inner], 'max');
+  return {
+    name: node.name,
+    kind: node.kind,
+    calls: 1 + turns + turns * innerCalls,
+    // A turn's tool calls run together; the agent's own call is not in flight meanwhile.
+    width: Math.max(1, turns > 0 ? innerWidth : 0),
+    // Its call, then per turn the tools (together) and the call that reads their results.
+    depth: 1 + turns * (innerDepth + 1),
+    turns,
+    model: modelName(node),
+    models,
+    children: [...tools, ...transfers],
+  };
+}
+
+function countSiblings(node: NodeOf<'sequential' | 'parallel'>, options: CountOptions): CountedNode {
+  const children = node.children.map((c) => count(c, options));
+  const side = node.kind === 'parallel';
+  const calls = children.reduce((sum, c) => sum + c.calls, 0);
+  const width = side ? children.reduce((sum, c) => sum + c.width, 0) : Math.max(0, ...children.map((c) => c.width));
+  const models = combine(
+    children.map((c) => c.models),
+    side ? 'sum' : 'max',
+  );
+  const depth = side ? Math.max(0, ...children.map((c) => c.depth)) : children.reduce((sum, c) => sum + c.depth, 0);
+  return { name: node.name, kind: node.kind, calls, width, depth, models, children };
+}
+
+function countLoop(node: NodeOf<'loop'>, options: CountOptions): CountedNode {
+  if (node.maxIterations === undefined) {
+    throw new TreeCountError(`loop "${node.name}" has no maxIterations: its model calls cannot be counted (give it maxIterations)`);
+  }
+  const children = node.children.map((c) => count(c, options));
+  const body = children.reduce((sum, c) => sum + c.calls, 0);
+  return {
+    name: node.name,
+    kind: node.kind,
+    calls: body * node.maxIterations,
+    width: Math.max(0, ...children.map((c) => c.width)),
+    depth: children.reduce((sum, c) => sum + c.depth, 0) * node.maxIterations,
+    iterations: node.maxIterations,
+    models: combine(
+      children.map((c) => c.models),
+      'max',
+      node.maxIterations,
+    ),
+    children,
+  };
+}
+
+/** A node that runs one inner node once: a tool node (its AgentTool's agent, if any) or a declared wrapper. */
+function countInner(node: NodeOf<'tool' | 'wrapper'>, options: CountOptions): CountedNode {
+  const inner = node.inner ? [node.kind === 'tool' ? { ...count(node.inner, options), role: 'agent-tool' as const } : count(node.inner, options)] : [];
+  return {
+    name: node.name,
+    kind: node.kind,
+    calls: inner[0]?.calls ?? 0,
+    width: inner[0]?.width ?? 0,
+    depth: inner[0]?.depth ?? 0,
+    models: inner[0]?.models ?? {},
+    children: inner,
+  };
+}
+
+function countWorkflow(node: NodeOf<'workflow'>, options: CountOptions): CountedNode {
   if (node.dynamic) throw new TreeCountError(`workflow "${node.name}" is driven by a function (dynamicEntry): it has no graph to count`);
   const routed = node.edges.find((e) => e.route !== null);
   if (routed) {

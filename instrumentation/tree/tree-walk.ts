@@ -4,16 +4,8 @@
 // on it. Classes are recognised by their ADK brands (adk-brands.ts), so an agent built with
 // another copy of @google/adk is recognised too.
 import type { BaseAgent, BaseNode, LlmAgent, RunnableRoot } from '@google/adk';
-import {
-  isAgentTool,
-  isBaseAgent,
-  isLlmAgent,
-  isLoopAgent,
-  isParallelAgent,
-  isRunnableRoot,
-  isSequentialAgent,
-  isWorkflow,
-} from './adk-brands.ts';
+import * as brands from './adk-brands.ts';
+import { declaredInnerNode } from './runs-node.ts';
 
 /** An edge of a Workflow graph, by node name; `route` is set when the edge is taken only on that route. */
 export interface WorkflowEdge {
@@ -58,6 +50,8 @@ export type AgentTreeNode =
   | { readonly kind: 'tool'; readonly name: string; readonly inner: AgentTreeNode | undefined }
   /** A Workflow node running its inner node once per input item. */
   | { readonly kind: 'parallel-worker'; readonly name: string; readonly inner: AgentTreeNode }
+  /** Code that declared the one node it runs once per run of its own (declareRunsNode). */
+  | { readonly kind: 'wrapper'; readonly name: string; readonly className: string; readonly inner: AgentTreeNode }
   /** Code (a FunctionNode, a custom BaseAgent or node): the model calls it makes are not visible. */
   | { readonly kind: 'code'; readonly name: string; readonly className: string; readonly children: readonly AgentTreeNode[] };
 
@@ -82,7 +76,7 @@ export const MAX_TREE_DEPTH = 256;
 
 /** Reads the tree below `root` (a BaseAgent or a Workflow). */
 export function walkAgentTree(root: RunnableRoot): AgentTreeNode {
-  if (!isRunnableRoot(root)) throw new AgentTreeError('the root is neither an ADK BaseAgent nor a Workflow');
+  if (!brands.isRunnableRoot(root)) throw new AgentTreeError('the root is neither an ADK BaseAgent nor a Workflow');
   return walk(root, []);
 }
 
@@ -93,17 +87,17 @@ function walk(node: BaseNode | BaseAgent, ancestors: readonly object[]): AgentTr
   if (ancestors.length >= MAX_TREE_DEPTH) throw new AgentTreeError(`"${node.name}" is nested deeper than ${MAX_TREE_DEPTH} levels`);
   const below = [...ancestors, node];
   const subAgents = (agent: BaseAgent) => agent.subAgents.map((child) => walk(child, below));
-  if (isLlmAgent(node)) {
-    const agentTools = node.tools.filter(isAgentTool).map((tool) => walk(innerAgentOf(tool), below));
+  if (brands.isLlmAgent(node)) {
+    const agentTools = node.tools.filter(brands.isAgentTool).map((tool) => walk(innerAgentOf(tool), below));
     return { kind: 'llm', name: node.name, agent: node, toolCount: node.tools.length, agentTools, children: subAgents(node) };
   }
-  if (isLoopAgent(node)) {
+  if (brands.isLoopAgent(node)) {
     const max = node.maxIterations;
     return { kind: 'loop', name: node.name, maxIterations: Number.isSafeInteger(max) && max < Number.MAX_SAFE_INTEGER ? max : undefined, children: subAgents(node) };
   }
-  if (isParallelAgent(node)) return { kind: 'parallel', name: node.name, children: subAgents(node) };
-  if (isSequentialAgent(node)) return { kind: 'sequential', name: node.name, children: subAgents(node) };
-  if (isWorkflow(node)) {
+  if (brands.isParallelAgent(node)) return { kind: 'parallel', name: node.name, children: subAgents(node) };
+  if (brands.isSequentialAgent(node)) return { kind: 'sequential', name: node.name, children: subAgents(node) };
+  if (brands.isWorkflow(node)) {
     const graph = node.graph;
     const nodes = (graph?.nodes ?? []).filter((n) => n.name !== START_NAME).map((n) => walk(n, below));
     const edges = (graph?.edges ?? []).map((e) => ({
@@ -113,13 +107,15 @@ function walk(node: BaseNode | BaseAgent, ancestors: readonly object[]): AgentTr
     }));
     return { kind: 'workflow', name: node.name, nodes, edges, maxConcurrency: node.maxConcurrency, dynamic: graph === undefined };
   }
-  if (isBaseAgent(node)) return { kind: 'code', name: node.name, className: className(node), children: subAgents(node) };
+  const declared = declaredInnerNode(node);
+  if (declared) return { kind: 'wrapper', name: node.name, className: className(node), inner: walk(declared, below) };
+  if (brands.isBaseAgent(node)) return { kind: 'code', name: node.name, className: className(node), children: subAgents(node) };
   // Workflow node classes have no brand check of their own: recognised by their fields.
   if (node.requiresAllPredecessors) return { kind: 'join', name: node.name };
   const fields = node as unknown as { tool?: unknown; inner?: unknown };
   if (fields.tool !== undefined) {
     const tool = fields.tool;
-    return { kind: 'tool', name: node.name, inner: isAgentTool(tool) ? walk(innerAgentOf(tool), below) : undefined };
+    return { kind: 'tool', name: node.name, inner: brands.isAgentTool(tool) ? walk(innerAgentOf(tool), below) : undefined };
   }
   if (fields.inner !== undefined && typeof fields.inner === 'object' && fields.inner !== null) {
     return { kind: 'parallel-worker', name: node.name, inner: walk(fields.inner as BaseNode, below) };
@@ -137,6 +133,7 @@ export function childrenOf(node: AgentTreeNode): readonly AgentTreeNode[] {
     case 'tool':
       return node.inner ? [node.inner] : [];
     case 'parallel-worker':
+    case 'wrapper':
       return [node.inner];
     case 'join':
       return [];

@@ -1,15 +1,10 @@
 // Named inputs the CLI can start from (`--example NAME`); other flags override their fields.
-import { TREE_SHAPES, type TreeShape } from '../../agent/tree-shapes.ts';
-import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
+import { WORKED_EXAMPLE, WORKED_EXAMPLE_TREE } from '../../agent/worked-example.ts';
 import type { PlanInput } from './input.ts';
 
-// The worked example's figures charge every call 5,000 + 800 tokens: its synthesizer's prompt is
-// taken as long as a reviewer's, without the reviews the real tree's synthesizer reads.
-const { branchOutputsPerStep: _reviewsInTheSynthesizer, ...reviewFanOut } = TREE_SHAPES.review as TreeShape;
-
-/** The worked example on the review tree (its shape as the agent service publishes it). */
+/** The worked example on the review tree (its fan-out as the agent service counts it). */
 export const reviewAgentExample = {
-  ...reviewFanOut,
+  ...WORKED_EXAMPLE_TREE,
   userRequestsPerMinute: WORKED_EXAMPLE.userRequestsPerMinute,
   inputTokensPerCall: WORKED_EXAMPLE.inputTokensPerCall,
   outputTokensPerCall: WORKED_EXAMPLE.outputTokensPerCall,

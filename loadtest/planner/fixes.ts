@@ -2,7 +2,7 @@
 // closes the shortfall, ranked by how large that change is relative to today.
 import { replicaCallsPerMinute, requiredUserRequestsPerReplica, tokensPerCall } from './budget.ts';
 import type { ValidPlanInput } from './input.ts';
-import type { TreeShape } from './plan.ts';
+import type { PlannedTree } from './plan.ts';
 
 export type FixKind = 'shorter-prompts' | 'quota' | 'smaller-model' | 'fewer-branches';
 
@@ -33,7 +33,7 @@ function maxCallsPerRequest(input: ValidPlanInput): number {
   return Math.floor(replicaCallsPerMinute(input) / need + 1e-9);
 }
 
-function quotaFix(input: ValidPlanInput, tree: TreeShape): Fix {
+function quotaFix(input: ValidPlanInput, tree: PlannedTree): Fix {
   const need = requiredUserRequestsPerReplica(input);
   const callsPerMinute = need * tree.callsPerRequest * input.replicas;
   const tpm = Math.max(input.quotaTokensPerMinute, Math.ceil((callsPerMinute * tokensPerCall(input)) / input.budgetFraction));
@@ -51,7 +51,7 @@ function quotaFix(input: ValidPlanInput, tree: TreeShape): Fix {
   };
 }
 
-function shorterPromptsFix(input: ValidPlanInput, tree: TreeShape): Fix {
+function shorterPromptsFix(input: ValidPlanInput, tree: PlannedTree): Fix {
   const need = requiredUserRequestsPerReplica(input);
   const callsPerReplica = need * tree.callsPerRequest;
   const requestsPerReplica = (input.quotaRequestsPerMinute * input.budgetFraction) / input.replicas;
@@ -73,7 +73,7 @@ function shorterPromptsFix(input: ValidPlanInput, tree: TreeShape): Fix {
   };
 }
 
-function fewerBranchesFix(input: ValidPlanInput, tree: TreeShape): Fix {
+function fewerBranchesFix(input: ValidPlanInput, tree: PlannedTree): Fix {
   const maxCalls = maxCallsPerRequest(input);
   const branches = Math.floor((maxCalls - tree.sequentialSteps) / tree.callsPerBranch);
   if (branches < 1) {
@@ -95,7 +95,7 @@ function fewerBranchesFix(input: ValidPlanInput, tree: TreeShape): Fix {
   };
 }
 
-function smallerModelFix(input: ValidPlanInput, tree: TreeShape): Fix {
+function smallerModelFix(input: ValidPlanInput, tree: PlannedTree): Fix {
   const need = requiredUserRequestsPerReplica(input);
   const kept = Math.min(tree.callsPerRequest, maxCallsPerRequest(input));
   const moved = tree.callsPerRequest - kept;
@@ -118,7 +118,7 @@ function smallerModelFix(input: ValidPlanInput, tree: TreeShape): Fix {
 }
 
 /** Every fix sized for this input, feasible ones first, smallest change first. */
-export function rankFixes(input: ValidPlanInput, tree: TreeShape): Fix[] {
+export function rankFixes(input: ValidPlanInput, tree: PlannedTree): Fix[] {
   const fixes = [
     shorterPromptsFix(input, tree),
     quotaFix(input, tree),

@@ -10,7 +10,7 @@ import type { PlanInput, ValidPlanInput } from './input.ts';
 export type QuotaAxis = 'requests' | 'tokens';
 
 /** The agent tree's model calls per user request, and the shape used for the burst. */
-export interface TreeShape {
+export interface PlannedTree {
   readonly callsPerRequest: number;
   readonly parallelBranches: number;
   readonly callsPerBranch: number;
@@ -30,7 +30,7 @@ export interface BurstWave {
 
 export interface Plan {
   readonly input: ValidPlanInput;
-  readonly tree: TreeShape;
+  readonly tree: PlannedTree;
   readonly demand: {
     readonly userRequestsPerMinute: number;
     readonly callsPerMinute: number;
@@ -135,7 +135,7 @@ export interface Plan {
   readonly fixes: readonly Fix[];
 }
 
-function treeShape(input: ValidPlanInput): TreeShape {
+function treeShape(input: ValidPlanInput): PlannedTree {
   if (input.parallelBranches !== undefined) {
     return {
       callsPerRequest: input.parallelBranches * input.callsPerBranch + input.sequentialSteps,
@@ -150,7 +150,7 @@ function treeShape(input: ValidPlanInput): TreeShape {
   return { callsPerRequest: calls, parallelBranches: calls, callsPerBranch: 1, sequentialSteps: 0, source: 'assumed' };
 }
 
-function burstShape(input: ValidPlanInput, tree: TreeShape, permits: number, replicaBudget: { tokens: number; requests: number }) {
+function burstShape(input: ValidPlanInput, tree: PlannedTree, permits: number, replicaBudget: { tokens: number; requests: number }) {
   const waves: BurstWave[] = [];
   for (let step = 0; step < tree.callsPerBranch; step++) {
     waves.push({ atSeconds: step * input.latencySeconds, calls: input.burstUsers * tree.parallelBranches, kind: 'fan-out' });

@@ -5,7 +5,7 @@
 // here, in-process, before any process starts (an agent without a model too).
 import type { QuotaScope } from '../../agent/config.ts';
 import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
-import { shapeOfCount, TREE_NAMES, TREE_SHAPES, type TreeShape } from '../../agent/tree-shapes.ts';
+import { shapeOfCount, TREE_NAMES, type TreeShape } from '../../agent/tree-shapes.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { AdmissionMode } from '../../instrumentation/defaults.ts';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
@@ -14,6 +14,7 @@ import { scenarioTrees, withTree } from '../scenario/trees.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 import { freePort, type ProcessGroup, waitForHealthy } from './processes.ts';
 import { QUOTASCOPE_BIN } from './quotascope-bin.ts';
+import { BUILT_IN_SHAPES } from '../measure/agent-shapes.ts';
 import { checkServed, UnservedTreeError } from './served-trees.ts';
 
 
@@ -125,7 +126,7 @@ export async function resolveAgentTarget(
 /** The counted shape of `tree` on this target, or undefined where its calls per request are not fixed. */
 export function treeShapeOf(target: AgentTarget, tree: string): TreeShape | undefined {
   if (target.kind === 'serve') return target.shape;
-  return (TREE_SHAPES as Readonly<Record<string, TreeShape | null>>)[tree] ?? undefined;
+  return BUILT_IN_SHAPES[tree] ?? undefined;
 }
 
 /** The tree a built-in scenario calls on this target when no --tree is given. */

@@ -3,7 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { publishedAgents, TREE_NAMES } from '../../agent/tree-shapes.ts';
+import { samplePublishedAgents } from '../../agent/sample-shapes.ts';
+import { TREE_NAMES } from '../../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from '../../agent/worked-example.ts';
 import { jobs } from '../../dashboards/config.ts';
 import { DEFAULT_MAX_WAIT_MS } from '../../instrumentation/defaults.ts';
@@ -33,7 +34,7 @@ describe('one source for each default and name', () => {
   });
 
   it('GET /v1/agents publishes every tree, with 5 model calls per review request', () => {
-    const agents = publishedAgents();
+    const agents = samplePublishedAgents();
     expect(agents.map((a) => a.name)).toEqual([...TREE_NAMES]);
     expect(agents.find((a) => a.name === 'review')).toEqual({
       name: 'review',
