@@ -1,4 +1,4 @@
-// Model calls per user request, counted from a real ADK agent tree (agent/tree-walk.ts),
+// Model calls per user request, counted from a real ADK agent tree (tree-walk.ts),
 // and the peak number of them in flight at once (the fan-out width):
 //   LlmAgent    1, plus toolTurns if it has tools, plus each AgentTool's inner calls per turn
 //   Sequential  the sum of its children; width: the widest child
@@ -7,6 +7,7 @@
 //   Workflow    every node's calls × the times the graph runs it, along the edges from START;
 //               width: the widest step (nodes the same number of edges from START), i.e. as
 //               if every call took the same time; branches of unequal length can overlap more
+//   Wrapper     code that declared the node it runs once (runs-node.ts): that node's calls
 // and the calls on its critical path (the depth: what one request takes end to end, in calls).
 // The same counts per model (`models`): a quota is per model, so each model's calls and
 // width are what its limiter and the planner size (an inherited model counts as its parent's).
@@ -61,6 +62,8 @@ export class TreeCountError extends Error {
 
 const START = '__START__';
 
+type NodeOf<K extends AgentTreeNode['kind']> = Extract<AgentTreeNode, { kind: K }>;
+
 function modelName(node: NodeOf<'llm'>): string {
   const model = node.agent.model;
   if (model === undefined || model === '') return 'inherited';
@@ -96,8 +99,6 @@ function combine(parts: readonly Readonly<ModelCounts>[], width: 'sum' | 'max', 
 export function countModelCalls(tree: AgentTreeNode, options: CountOptions): CountedNode {
   return count(tree, options);
 }
-
-type NodeOf<K extends AgentTreeNode['kind']> = Extract<AgentTreeNode, { kind: K }>;
 
 function count(node: AgentTreeNode, options: CountOptions): CountedNode {
   switch (node.kind) {
@@ -207,15 +208,35 @@ function countWorkflow(node: NodeOf<'workflow'>, options: CountOptions): Counted
       `workflow "${node.name}": the edge ${routed.from} → ${routed.to} is taken only on route "${routed.route}", chosen at run time: the count needs a graph without routes`,
     );
   }
-  const byName = new Map(node.nodes.map((n) => [n.name, n]));
   const counted = new Map(node.nodes.map((n) => [n.name, count(n, options)]));
+  const { runs, step, pathDepth } = walkGraph(node, counted);
+  const children = node.nodes.map((n) => ({ ...(counted.get(n.name) as CountedNode), runs: runs.get(n.name) ?? 0 }));
+  const calls = children.reduce((sum, c) => sum + c.calls * (c.runs ?? 0), 0);
+  const cap = node.maxConcurrency ?? Number.POSITIVE_INFINITY;
+  const width = widestStep(children, step, cap, (c) => c.width);
+  // Per model: every node's calls × its runs; the width of the widest step of that model's nodes.
+  const models: ModelCounts = {};
+  for (const c of children) {
+    for (const [model, m] of Object.entries(c.models)) models[model] = { calls: (models[model]?.calls ?? 0) + m.calls * (c.runs ?? 0), width: 0 };
+  }
+  for (const model of Object.keys(models)) {
+    models[model] = { calls: models[model].calls, width: widestStep(children, step, cap, (c) => c.models[model]?.width) };
+  }
+  const depth = Math.max(0, ...node.nodes.map((n) => pathDepth.get(n.name) ?? 0));
+  return { name: node.name, kind: node.kind, calls, width, depth, models, children };
+}
+
+/**
+ * Per node of the graph, in topological order (a cycle has none): the times one run of the
+ * graph runs it, its step (longest edge count from START) and the calls on the longest path
+ * from START to its end.
+ */
+function walkGraph(node: NodeOf<'workflow'>, counted: ReadonlyMap<string, CountedNode>) {
+  const byName = new Map(node.nodes.map((n) => [n.name, n]));
   const incoming = new Map<string, string[]>(node.nodes.map((n) => [n.name, []]));
   for (const e of node.edges) incoming.get(e.to)?.push(e.from);
-
-  // Runs and step (longest edge count from START), in topological order; a cycle has no order.
   const runs = new Map<string, number>([[START, 1]]);
   const step = new Map<string, number>([[START, 0]]);
-  // Calls on the longest path from START to the end of each node.
   const pathDepth = new Map<string, number>([[START, 0]]);
   const pending = new Set(node.nodes.map((n) => n.name));
   while (pending.size > 0) {
@@ -242,40 +263,33 @@ function countWorkflow(node: NodeOf<'workflow'>, options: CountOptions): Counted
     const before = from.length === 0 ? 0 : Math.max(...from.map((f) => pathDepth.get(f) ?? 0));
     pathDepth.set(ready, before + (runs.get(ready) ? (counted.get(ready)?.depth ?? 0) : 0));
   }
+  return { runs, step, pathDepth };
+}
 
-  const children = node.nodes.map((n) => ({ ...(counted.get(n.name) as CountedNode), runs: runs.get(n.name) ?? 0 }));
-  const calls = children.reduce((sum, c) => sum + c.calls * (c.runs ?? 0), 0);
-  const widthsByStep = new Map<number, number[]>();
+/**
+ * The width of a graph's widest step: each run of each node in the step adds its `widthOf`
+ * (undefined: not in it), and maxConcurrency (`cap`) lets only that many run at once, the
+ * widest ones at worst.
+ */
+function widestStep(
+  children: readonly CountedNode[],
+  step: ReadonlyMap<string, number>,
+  cap: number,
+  widthOf: (child: CountedNode) => number | undefined,
+): number {
+  const byStep = new Map<number, number[]>();
   for (const c of children) {
-    if (!c.runs) continue;
+    const w = widthOf(c);
+    if (!c.runs || w === undefined) continue;
     const s = step.get(c.name) ?? 0;
-    widthsByStep.set(s, [...(widthsByStep.get(s) ?? []), ...Array<number>(c.runs).fill(c.width)]);
+    byStep.set(s, [...(byStep.get(s) ?? []), ...Array<number>(c.runs).fill(w)]);
   }
-  // maxConcurrency caps how many nodes run at once: the widest ones, at worst.
-  const cap = node.maxConcurrency ?? Number.POSITIVE_INFINITY;
   const stepWidth = (widths: number[]) =>
     [...widths]
       .sort((a, b) => b - a)
       .slice(0, cap)
       .reduce((sum, w) => sum + w, 0);
-  const width = Math.max(0, ...[...widthsByStep.values()].map(stepWidth));
-  // Per model: every node's calls × its runs; the width of the widest step of that model's nodes.
-  const models: ModelCounts = {};
-  for (const c of children) {
-    for (const [model, m] of Object.entries(c.models)) models[model] = { calls: (models[model]?.calls ?? 0) + m.calls * (c.runs ?? 0), width: 0 };
-  }
-  for (const model of Object.keys(models)) {
-    const byStep = new Map<number, number[]>();
-    for (const c of children) {
-      const m = c.models[model];
-      if (!c.runs || !m) continue;
-      const s = step.get(c.name) ?? 0;
-      byStep.set(s, [...(byStep.get(s) ?? []), ...Array<number>(c.runs).fill(m.width)]);
-    }
-    models[model] = { calls: models[model].calls, width: Math.max(0, ...[...byStep.values()].map(stepWidth)) };
-  }
-  const depth = Math.max(0, ...node.nodes.map((n) => pathDepth.get(n.name) ?? 0));
-  return { name: node.name, kind: node.kind, calls, width, depth, models, children };
+  return Math.max(0, ...[...byStep.values()].map(stepWidth));
 }
 
 /**

@@ -4,10 +4,11 @@
 // the count and never more than the counted width are in flight at once.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { type BaseNode, InMemoryRunner, JoinNode, LlmAgent, LoopAgent, type NodeLike, ParallelAgent, SequentialAgent, Workflow } from '@google/adk';
+import { type BaseNode, FunctionNode, InMemoryRunner, JoinNode, LlmAgent, LoopAgent, type NodeLike, ParallelAgent, SequentialAgent, Workflow } from '@google/adk';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadAgentModule } from '../../agent/agent-module.ts';
+import { declareRunsNode } from '../../instrumentation/tree/runs-node.ts';
 import { walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { runCli } from '../../cli/program.ts';
 import { type CountedNode, countedNodes, countModelCalls, TreeCountError } from '../../instrumentation/tree/tree-count.ts';
@@ -77,6 +78,17 @@ describe('counting model calls from an agent tree', () => {
   it('names what cannot be counted', async () => {
     await expect(counted(`${SHAPES}#unboundedLoop`)).rejects.toThrow('loop "forever" has no maxIterations');
     await expect(counted(`${SHAPES}#codeWorkflow`)).rejects.toThrow(/"guard" is code \(FunctionNode\)/);
+  });
+
+  it('a code node that declares the node it runs is counted through it', () => {
+    const model = new FakeLlm(async function* () {
+      yield textResponse('ok', 1);
+    });
+    const agent = new LlmAgent({ name: 'guarded_agent', model, instruction: 'Answer.' });
+    const guard = declareRunsNode(new FunctionNode('guard', async (ctx, input) => (await ctx.runNode(agent, input)).output ?? ''), agent);
+    const tree = countModelCalls(walkAgentTree(new Workflow({ name: 'declared', edges: [['START', guard]] })), { toolTurns: 1 });
+    expect(tree).toMatchObject({ calls: 1, width: 1, depth: 1 });
+    expect(countedNodes(tree).find((n) => n.name === 'guard')).toMatchObject({ kind: 'wrapper', calls: 1, runs: 1 });
   });
 });
 
@@ -175,16 +187,25 @@ describe('property: the count matches what the real ADK Runner calls', () => {
 // non-empty subset of the layer before it; some nodes are joins; all ends meet in a final join.
 interface GraphNode {
   join: boolean;
+  /** An agent run through a code node that declares it (declareRunsNode), as the sample review workflow's guards. */
+  guard: boolean;
   /** Picks of the previous layer's nodes (taken modulo its size; at least one). */
   from: number[];
 }
 const graph = fc.array(
-  fc.array(fc.record({ join: fc.boolean(), from: fc.uniqueArray(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 3 }) }), {
+  fc.array(fc.record({ join: fc.boolean(), guard: fc.boolean(), from: fc.uniqueArray(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 3 }) }), {
     minLength: 1,
     maxLength: 3,
   }),
   { minLength: 1, maxLength: 4 },
 );
+
+/** A code node that runs `agent` once and declares it. */
+const guarded = (agent: LlmAgent) =>
+  declareRunsNode(
+    new FunctionNode(`guard_${agent.name}`, async (ctx, input) => (await ctx.runNode(agent, input)).output ?? ''),
+    agent,
+  );
 
 function buildWorkflow(layers: GraphNode[][], model: FakeLlm): Workflow {
   const built: BaseNode[][] = [];
@@ -194,7 +215,7 @@ function buildWorkflow(layers: GraphNode[][], model: FakeLlm): Workflow {
     built.push(
       layer.map((spec) => {
         const name = `g${next++}`;
-        const node = i > 0 && spec.join ? new JoinNode({ name }) : new LlmAgent({ name, model, instruction: 'Answer.' });
+        const node = i > 0 && spec.join ? new JoinNode({ name }) : spec.guard ? guarded(new LlmAgent({ name, model, instruction: 'Answer.' })) : new LlmAgent({ name, model, instruction: 'Answer.' });
         if (i === 0) edges.push(['START', node]);
         else for (const pick of new Set(spec.from.map((f) => f % built[i - 1].length))) edges.push([built[i - 1][pick], node]);
         return node;
