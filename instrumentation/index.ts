@@ -37,3 +37,4 @@ export type { CallOutcome, CallReport } from './call-observers.ts';
 export { isRateLimitedLlm, type LimiterSnapshot, RateLimitedLlm, type RateLimitedLlmOptions } from './rate-limited-llm.ts';
 export { FairSemaphore, type FairSemaphoreOptions } from './semaphore.ts';
 export { TokenBudget, type TokenBudgetOptions } from './token-budget.ts';
+export { declareRunsNode } from './tree/runs-node.ts';
