@@ -2,19 +2,8 @@
 // `agent` and `serve` commands make their flags from it). Every bad value fails naming its option.
 import { z } from 'zod';
 import { CENTRAL_OUTAGE_POLICIES } from '../instrumentation/budget.ts';
-import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
-import {
-  ADMISSION_MODES,
-  DEFAULT_ADMISSION_MODE,
-  DEFAULT_COUNTED_TOKENS,
-  DEFAULT_WINDOW_MS,
-  MAX_REQUEST_DEADLINE_MS,
-  MAX_WAITING_LIMIT,
-  MAX_WINDOW_MS,
-  MIN_REQUEST_DEADLINE_MS,
-  MIN_WINDOW_MS,
-} from '../instrumentation/defaults.ts';
-import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
+import { DEFAULT_WINDOW_MS, MAX_PERMITS, MAX_WINDOW_MS, MIN_WINDOW_MS } from '../instrumentation/defaults.ts';
+import { limiterOptionFields } from '../instrumentation/limiter-options.ts';
 import { perModelSchema, valueForModel } from './per-model.ts';
 import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from './worked-example.ts';
 
@@ -35,6 +24,8 @@ const milliseconds = z.int().min(1).max(MAX_TIMER_MS);
 const MAX_TOKENS_PER_MINUTE = 1_000_000_000_000;
 /** Far above any model's context window plus output. */
 const MAX_TOKENS_PER_CALL = 100_000_000;
+/** The limiter's own options (bounds, defaults and help), as instrumentation/limiter-options.ts defines them. */
+const limiterOption = limiterOptionFields.shape;
 
 /** The options as a plain object (its `.shape` lets other commands reuse single fields). */
 export const agentServiceFields = z.object({
@@ -49,8 +40,7 @@ export const agentServiceFields = z.object({
   model: z.string().min(1).default('gemini-2.5-flash'),
   /** Name of the limiter: the `limiter` label of the llm_limiter_* metrics. */
   limiterName: z.string().regex(/^[a-z][a-z0-9_-]*$/).default('gemini'),
-  /** Concurrent model calls per replica. */
-  permits: z.int().min(1).max(10_000).default(WORKED_EXAMPLE.permits),
+  permits: limiterOption.permits,
   /**
    * Token budget per minute (per quota window) for the WHOLE fleet, each replica getting
    * replicaShare of it: one number for every model, or one per model (`{ "gemini-2.5-pro":
@@ -62,8 +52,7 @@ export const agentServiceFields = z.object({
    * Gemini counts) or `key` (every model draws from one quota: the limiters share one budget).
    */
   quotaScope: z.enum(QUOTA_SCOPES).default('model'),
-  /** Which tokens the budget counts, as the provider's quota does: `input` (Gemini's TPM) or `total`. */
-  countedTokens: z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
+  countedTokens: limiterOption.countedTokens,
   /** The provider quota's window, ms: the budget holds and refills tokensPerMinute per window. */
   quotaWindowMs: z.int().min(MIN_WINDOW_MS).max(MAX_WINDOW_MS).default(DEFAULT_WINDOW_MS),
   /** Share of tokensPerMinute this replica may spend (1/replicas when several share a quota). */
@@ -75,12 +64,9 @@ export const agentServiceFields = z.object({
   estimatedTokensPerCall: z.int().min(1).max(MAX_TOKENS_PER_CALL).optional(),
   /** Output tokens assumed for an agent before any of its usage was seen (when countedTokens is total). */
   initialOutputTokens: z.int().min(0).max(MAX_TOKENS_PER_CALL).default(WORKED_EXAMPLE.outputTokensPerCall),
-  /** Longest a call waits for a permit and budget before its branch times out. */
-  maxWaitMs: z.int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(WORKED_EXAMPLE.maxWaitMs),
-  /** `request`: admit each user request whole at the door, or shed it whole (429); `call`: admit each model call alone. */
-  admission: z.enum(ADMISSION_MODES).default(DEFAULT_ADMISSION_MODE),
-  /** A request's deadline from its arrival, ms (request admission); unset: DEFAULT_REQUEST_DEADLINE_MS, or twice the tree's critical path when that is longer. */
-  requestDeadlineMs: z.int().min(MIN_REQUEST_DEADLINE_MS).max(MAX_REQUEST_DEADLINE_MS).optional(),
+  maxWaitMs: limiterOption.maxWaitMs,
+  admission: limiterOption.admission,
+  requestDeadlineMs: limiterOption.requestDeadlineMs,
   /** HTTP timeout of one provider request (genai has none by default). */
   httpTimeoutMs: milliseconds.default(120_000),
   /** Stream model responses (SSE, streamGenerateContent) instead of one unary call each. */
@@ -113,10 +99,9 @@ export const agentServiceFields = z.object({
    * BUDGET_UNAVAILABLE, shown in the branch outcomes).
    */
   centralOutage: z.enum(CENTRAL_OUTAGE_POLICIES).default('fail-open'),
-  /** Most calls waiting for a permit or budget at once; calls beyond it are refused at once (RATE_LIMIT_TIMEOUT, reason queue_full). Unset: no cap. */
-  maxWaiting: z.int().min(1).max(MAX_WAITING_LIMIT).optional(),
+  maxWaiting: limiterOption.maxWaiting,
   /** `adaptive`: the most permits AIMD may grow to (default 2 × permits). */
-  adaptiveMaxPermits: z.int().min(1).max(10_000).optional(),
+  adaptiveMaxPermits: z.int().min(1).max(MAX_PERMITS).optional(),
   /** `adaptive`: a model call slower than this counts as congestion, like a 429 (default: only 429s). */
   adaptiveLatencyMs: milliseconds.optional(),
   /**
@@ -124,7 +109,7 @@ export const agentServiceFields = z.object({
    * starve interactive users (interactive calls are never capped). Unset: half the permits,
    * rounded down, at least 1. `off` (or a value equal to permits) disables the lanes.
    */
-  batchMaxPermits: z.union([z.literal('off'), z.int().min(1).max(10_000)]).optional(),
+  batchMaxPermits: z.union([z.literal('off'), z.int().min(1).max(MAX_PERMITS)]).optional(),
   /** Longest a client may take to send a request's headers (node's default is 60 s). */
   headersTimeoutMs: milliseconds.default(10_000),
   /** Longest a client may take to send a whole request, body included (not the run: that is bounded by maxWait and the provider timeout). */

@@ -3,7 +3,7 @@
 // 1,000,000 tokens/min, 90 % of it given to the limiters. Each model call reads 5,000 tokens,
 // writes 800 and takes 8 s; users send 40 requests/min, 10 of them at once at the start.
 // The agent's defaults, the planner's example, `npm start` and the dashboards read it here.
-import { DEFAULT_MAX_WAIT_MS } from '../instrumentation/defaults.ts';
+import { DEFAULT_MAX_WAIT_MS, DEFAULT_PERMITS } from '../instrumentation/defaults.ts';
 import { REVIEWERS } from './reviewers.ts';
 
 export const WORKED_EXAMPLE = {
@@ -18,7 +18,7 @@ export const WORKED_EXAMPLE = {
   userRequestsPerMinute: 40,
   burstUsers: 10,
   /** Concurrent model calls per replica. */
-  permits: 10,
+  permits: DEFAULT_PERMITS,
   maxWaitMs: DEFAULT_MAX_WAIT_MS,
 } as const;
 

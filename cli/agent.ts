@@ -4,15 +4,14 @@ import { Command } from 'commander';
 import { z } from 'zod';
 import { type AccessLog, AccessLogError, openAccessLog } from '../agent/access-log.ts';
 import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentServiceOptionsSchema, modelLimiterOptions } from '../agent/config.ts';
-import { formatPerModel, type PerModel } from '../agent/per-model.ts';
 import type { AgentService } from '../agent/service.ts';
 import { redactUrl } from '../instrumentation/redact-url.ts';
 import { UsageError } from './errors.ts';
-import { FlagSet, type FlagSpec, parseFlags, parsePerModel, serverLimitFlags } from './flags.ts';
+import { FlagSet, type FlagSpec, optionFlag, parseFlags, perModelFlag, serverLimitFlags } from './flags.ts';
 
 const field = agentServiceFields.shape;
 
-/** Every service option's flag and env variable; the schema gives the default and the bounds. */
+/** Every service option's flag and env variable; the schema gives the default and the bounds (and the limiter options' help). */
 export const SERVICE_FLAGS = {
   port: { flag: 'port', env: 'AGENT_PORT', help: "first replica's port (0 = any free port)", schema: field.port, value: 'port' },
   host: { flag: 'host', env: 'AGENT_HOST', help: 'bind address (0.0.0.0 in a container)', schema: field.host, value: 'address' },
@@ -20,15 +19,14 @@ export const SERVICE_FLAGS = {
   apiKey: { flag: 'api-key', env: 'PROVIDER_API_KEY', help: 'provider key (prefer the env variable; never printed)', schema: field.apiKey, value: 'key', defaultText: 'a placeholder the mock accepts' },
   model: { flag: 'model', env: 'AGENT_MODEL', help: 'model name', schema: field.model, value: 'name' },
   limiterName: { flag: 'limiter-name', env: 'LIMITER_NAME', help: 'limiter label of the llm_limiter_* metrics', schema: field.limiterName, value: 'name' },
-  permits: { flag: 'permits', env: 'LIMITER_PERMITS', help: 'concurrent model calls per replica', schema: field.permits, value: 'n' },
+  permits: optionFlag('permits', field.permits, { env: 'LIMITER_PERMITS' }),
   tokensPerMinute: {
-    flag: 'tokens-per-minute',
+    ...perModelFlag(
+      'tokens-per-minute',
+      "token budget of the whole fleet per quota window: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); each model's limiter takes its own",
+      field.tokensPerMinute,
+    ),
     env: 'LIMITER_TOKENS_PER_MINUTE',
-    help: "token budget of the whole fleet per quota window: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); each model's limiter takes its own",
-    schema: field.tokensPerMinute,
-    value: 'n|model=n,…',
-    parse: parsePerModel,
-    defaultText: (v) => formatPerModel(v as PerModel),
   },
   quotaScope: {
     flag: 'quota-scope',
@@ -37,13 +35,7 @@ export const SERVICE_FLAGS = {
     schema: field.quotaScope,
     value: 'scope',
   },
-  countedTokens: {
-    flag: 'counted-tokens',
-    env: 'LIMITER_COUNTED_TOKENS',
-    help: "tokens the budget counts, as the provider's quota does (Gemini's TPM counts input)",
-    schema: field.countedTokens,
-    value: 'kind',
-  },
+  countedTokens: optionFlag('countedTokens', field.countedTokens, { env: 'LIMITER_COUNTED_TOKENS' }),
   quotaWindowMs: { flag: 'quota-window-ms', env: 'LIMITER_QUOTA_WINDOW_MS', help: "the provider quota's window, ms", schema: field.quotaWindowMs, value: 'ms' },
   replicaShare: {
     flag: 'replica-share',
@@ -62,22 +54,9 @@ export const SERVICE_FLAGS = {
     defaultText: 'input tokens + learned output',
   },
   initialOutputTokens: { flag: 'initial-output-tokens', env: 'LIMITER_INITIAL_OUTPUT_TOKENS', help: 'output tokens assumed before usage is seen', schema: field.initialOutputTokens, value: 'n' },
-  maxWaitMs: { flag: 'max-wait-ms', env: 'LIMITER_MAX_WAIT_MS', help: 'longest wait for a permit and budget, ms', schema: field.maxWaitMs, value: 'ms' },
-  admission: {
-    flag: 'admission',
-    env: 'AGENT_ADMISSION',
-    help: 'request: fund each user request whole at the door or shed it whole (429 + Retry-After); call: admit each model call alone',
-    schema: field.admission,
-    value: 'mode',
-  },
-  requestDeadlineMs: {
-    flag: 'request-deadline-ms',
-    env: 'AGENT_REQUEST_DEADLINE_MS',
-    help: "a request's deadline from its arrival, ms: admitted only if it can be funded in time to finish",
-    schema: field.requestDeadlineMs,
-    value: 'ms',
-    defaultText: "60000, or 2 x the tree's critical path when longer",
-  },
+  maxWaitMs: optionFlag('maxWaitMs', field.maxWaitMs, { env: 'LIMITER_MAX_WAIT_MS' }),
+  admission: optionFlag('admission', field.admission, { env: 'AGENT_ADMISSION' }),
+  requestDeadlineMs: optionFlag('requestDeadlineMs', field.requestDeadlineMs, { env: 'AGENT_REQUEST_DEADLINE_MS' }),
   httpTimeoutMs: { flag: 'http-timeout-ms', env: 'PROVIDER_TIMEOUT_MS', help: 'HTTP timeout of one provider request, ms', schema: field.httpTimeoutMs, value: 'ms' },
   toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS', help: "the tools tree's slow tool, ms", schema: field.toolDelayMs, value: 'ms' },
   streaming: { flag: 'streaming', env: 'AGENT_STREAMING', help: 'SSE model calls', schema: field.streaming, switch: true },
@@ -98,14 +77,7 @@ export const SERVICE_FLAGS = {
     schema: field.centralOutage,
     value: 'policy',
   },
-  maxWaiting: {
-    flag: 'max-waiting',
-    env: 'LIMITER_MAX_WAITING',
-    help: 'most calls waiting for a permit or budget; more are refused at once (queue_full)',
-    schema: field.maxWaiting,
-    value: 'n',
-    defaultText: 'no cap',
-  },
+  maxWaiting: optionFlag('maxWaiting', field.maxWaiting, { env: 'LIMITER_MAX_WAITING' }),
   adaptiveMaxPermits: {
     flag: 'adaptive-max-permits',
     env: 'LIMITER_ADAPTIVE_MAX_PERMITS',

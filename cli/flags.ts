@@ -3,6 +3,8 @@
 // variable. Errors name the flag or the env variable the bad value came from.
 import { type Command, CommanderError, Option } from 'commander';
 import type { z } from 'zod';
+import { formatPerModel, type PerModel } from '../agent/per-model.ts';
+import { optionHelp } from '../instrumentation/limiter-options.ts';
 import { describeFailure, UsageError } from './errors.ts';
 
 export interface FlagSpec {
@@ -37,6 +39,23 @@ export function serverLimitFlags(
     keepAliveTimeoutMs: { flag: 'keep-alive-timeout-ms', ...env('KEEP_ALIVE_TIMEOUT_MS'), help: 'idle keep-alive connections close after this, ms', schema: schemas.keepAliveTimeoutMs, value: 'ms' },
     maxConnections: { flag: 'max-connections', ...env('MAX_CONNECTIONS'), help: 'open connections accepted at once', schema: schemas.maxConnections, value: 'n' },
   };
+}
+
+/**
+ * The flag of an option field that carries its own help (instrumentation/limiter-options.ts):
+ * `--key-in-kebab-case`, its help, placeholder and default in words from the field; `spec`
+ * adds the env variable (or, where one command means more by it, its own help).
+ */
+export function optionFlag(key: string, schema: z.ZodType, spec: Partial<FlagSpec> = {}): FlagSpec {
+  const help = optionHelp(schema);
+  if (!help) throw new Error(`${key}: the schema carries no option help`);
+  const flag = key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+  return { flag, help: help.description, schema, value: help.unit, ...(help.defaultText === undefined ? {} : { defaultText: help.defaultText }), ...spec };
+}
+
+/** A per-model flag (N, MODEL=N,… or N,MODEL=N): parsed by parsePerModel, its default shown as one. */
+export function perModelFlag(flag: string, help: string, schema: z.ZodType): FlagSpec {
+  return { flag, help, schema, value: 'n|model=n,…', parse: parsePerModel, defaultText: (value) => formatPerModel(value as PerModel) };
 }
 
 /**

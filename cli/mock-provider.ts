@@ -9,7 +9,7 @@ import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
 import type { MockProvider } from '../mock-provider/server.ts';
 import { UsageError } from './errors.ts';
 import { formatPerModel } from '../agent/per-model.ts';
-import { FlagSet, type FlagSpec, parseFlags, parsePerModel, serverLimitFlags } from './flags.ts';
+import { FlagSet, type FlagSpec, parseFlags, perModelFlag, serverLimitFlags } from './flags.ts';
 
 const config = mockConfigSchema.shape;
 const faults = faultsSchema.shape;
@@ -90,22 +90,8 @@ const SPECS = {
   ...serverLimitFlags(limits),
   seed: { flag: 'seed', help: 'seed for output text, sampling, throttling and faults', schema: config.seed, value: 'n' },
   quotaScope: { flag: 'quota-scope', help: "who shares a quota: each API key's every model apart (model, as Gemini counts), or all of a key's models together (key)", schema: config.quotaScope, value: 'scope' },
-  requestsPerMinute: {
-    flag: 'requests-per-minute',
-    help: 'requests/min per quota scope: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others)',
-    schema: config.requestsPerMinute,
-    value: 'n|model=n,…',
-    parse: parsePerModel,
-    defaultText: (v) => formatPerModel(v as number),
-  },
-  tokensPerMinute: {
-    flag: 'tokens-per-minute',
-    help: 'tokens/min per quota scope: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others)',
-    schema: config.tokensPerMinute,
-    value: 'n|model=n,…',
-    parse: parsePerModel,
-    defaultText: (v) => formatPerModel(v as number),
-  },
+  requestsPerMinute: perModelFlag('requests-per-minute', 'requests/min per quota scope: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others)', config.requestsPerMinute),
+  tokensPerMinute: perModelFlag('tokens-per-minute', 'tokens/min per quota scope: N for every model, or MODEL=N,MODEL=N (N,MODEL=N: N for the others)', config.tokensPerMinute),
   requestsPerDay: { flag: 'requests-per-day', help: "requests/day per quota scope, or 'off'", schema: config.requestsPerDay, value: 'n|off', parse: offOrNumber },
   maxConcurrent: { flag: 'max-concurrent', help: "concurrent requests per quota scope, or 'off'", schema: config.maxConcurrent, value: 'n|off', parse: offOrNumber },
   quotaWindow: { flag: 'quota-window', help: 'quota window', schema: config.quotaWindow, value: 'kind' },

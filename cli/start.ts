@@ -3,8 +3,7 @@
 import { Command } from 'commander';
 import { type StartOptions, startOptionsSchema } from '../loadtest/start-options.ts';
 import { UsageError } from './errors.ts';
-import { formatPerModel, type PerModel } from '../agent/per-model.ts';
-import { FlagSet, type FlagSpecs, parsePerModel } from './flags.ts';
+import { FlagSet, type FlagSpecs, optionFlag, perModelFlag } from './flags.ts';
 
 const field = startOptionsSchema.shape;
 
@@ -27,22 +26,12 @@ const FLAGS: FlagSpecs<keyof StartOptions> = {
   rate: { flag: 'rate', help: 'steady user requests per minute', schema: field.rate, value: 'n' },
   burstUsers: { flag: 'burst-users', help: 'users clicking at once at the start', schema: field.burstUsers, value: 'n' },
   replicas: { flag: 'replicas', help: 'agent service replicas sharing the budget', schema: field.replicas, value: 'n' },
-  quotaTpm: {
-    flag: 'quota-tpm',
-    help: 'provider tokens per minute of each model: N, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); the mock, the limiters and the planner take it from here',
-    schema: field.quotaTpm,
-    value: 'n|model=n,…',
-    parse: parsePerModel,
-    defaultText: (v) => formatPerModel(v as PerModel),
-  },
-  quotaRpm: {
-    flag: 'quota-rpm',
-    help: 'provider requests per minute of each model, likewise',
-    schema: field.quotaRpm,
-    value: 'n|model=n,…',
-    parse: parsePerModel,
-    defaultText: (v) => formatPerModel(v as PerModel),
-  },
+  quotaTpm: perModelFlag(
+    'quota-tpm',
+    'provider tokens per minute of each model: N, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); the mock, the limiters and the planner take it from here',
+    field.quotaTpm,
+  ),
+  quotaRpm: perModelFlag('quota-rpm', 'provider requests per minute of each model, likewise', field.quotaRpm),
   quotaScope: {
     flag: 'quota-scope',
     help: "the quota's scope: model (each model its own quota, as Gemini counts) or key (every model shares one quota and one budget)",
@@ -51,27 +40,13 @@ const FLAGS: FlagSpecs<keyof StartOptions> = {
   },
   callSeconds: { flag: 'call-seconds', help: 'model call latency at the mock, seconds', schema: field.callSeconds, value: 's' },
   tokens: { flag: 'tokens', help: 'input tokens per model call', schema: field.tokens, value: 'n' },
-  permits: { flag: 'permits', help: 'permits per replica', schema: field.permits, value: 'n' },
-  maxWaitMs: { flag: 'max-wait-ms', help: "the limiter's maxWait, ms", schema: field.maxWaitMs, value: 'ms' },
-  admission: {
-    flag: 'admission',
-    help: 'request: fund each user request whole at the door or shed it whole (429); call: admit each model call alone',
-    schema: field.admission,
-    value: 'mode',
-  },
-  requestDeadlineMs: {
-    flag: 'request-deadline-ms',
-    help: "a request's deadline from its arrival, ms",
-    schema: field.requestDeadlineMs,
-    value: 'ms',
-    defaultText: "60000, or 2 x the tree's critical path when longer",
-  },
-  countedTokens: {
-    flag: 'counted-tokens',
+  permits: optionFlag('permits', field.permits),
+  maxWaitMs: optionFlag('maxWaitMs', field.maxWaitMs),
+  admission: optionFlag('admission', field.admission),
+  requestDeadlineMs: optionFlag('requestDeadlineMs', field.requestDeadlineMs),
+  countedTokens: optionFlag('countedTokens', field.countedTokens, {
     help: 'which tokens the quota counts: the mock, the budget, the planner and the report all take it from here',
-    schema: field.countedTokens,
-    value: 'kind',
-  },
+  }),
   reportDir: { flag: 'report-dir', help: 'where reports/<run-id> goes', schema: field.reportDir, value: 'dir' },
 };
 

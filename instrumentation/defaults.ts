@@ -1,10 +1,19 @@
-// The wrapper's defaults, in one place: RateLimitedLlm, its retry policy and the CLIs that
-// expose these settings all read them from here.
+// The wrapper's defaults and the bounds of its options, in one place: RateLimitedLlm, its
+// retry policy and the option fields (limiter-options.ts) read them from here.
 import type { BackoffOptions } from './backoff.ts';
 import type { CountedTokenKind } from './counted-tokens.ts';
 
 /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms. */
 export const DEFAULT_MAX_WAIT_MS = 20_000;
+/** The largest maxWait, ms: an hour of waiting is already a misconfiguration (the acquire-time buckets end there). */
+export const MAX_WAIT_MS_LIMIT = 3_600_000;
+
+/**
+ * Concurrent model calls per replica when a service is given none (the worked example's).
+ * RateLimitedLlm has no default: its maxConcurrent (or a shared semaphore) is required.
+ */
+export const DEFAULT_PERMITS = 10;
+export const MAX_PERMITS = 10_000;
 
 /** Delegate calls per model call, the first included. */
 export const DEFAULT_MAX_ATTEMPTS = 3;

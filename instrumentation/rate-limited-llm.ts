@@ -24,11 +24,11 @@ import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type 
 import { CallCostModel } from './call-cost.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import { type CountedTokens, countedTokensSchema, countTokens } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS, MAX_WAITING_LIMIT } from './defaults.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS } from './defaults.ts';
 import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
+import { limiterOptionFields } from './limiter-options.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
-import { MAX_WAIT_SECONDS_LIMIT } from './metrics/definitions.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { type HeldCall, PermitSweeper } from './permit-sweeper.ts';
 import { ResponseChannel } from './response-channel.ts';
@@ -43,7 +43,7 @@ export interface RateLimitedLlmOptions extends TelemetryOptions, RetrySettings {
   readonly delegate: BaseLlm;
   /** The `limiter` label of every metric (one name per model and quota). */
   readonly name: string;
-  /** Concurrency limit; or pass a `semaphore` to share one. */
+  /** Concurrency limit (1 to MAX_PERMITS); or pass a `semaphore` to share one. */
   readonly maxConcurrent?: number;
   readonly semaphore?: FairSemaphore;
   /** Tokens-per-minute budget (TokenBudget, or RedisTokenBudget shared by replicas); without one only concurrency is limited. */
@@ -88,15 +88,18 @@ export interface LimiterSnapshot {
 const UNKNOWN_AGENT = 'unknown';
 
 // The options a user types by hand; objects (delegate, budget, semaphore…) are checked by use.
+// The options shared with the services are limiterOptionFields', unwrapped of the services'
+// defaults: maxConcurrent has none here, and an unset maxWaitMs is the retry policy's.
+const limiterOption = limiterOptionFields.shape;
 const optionsSchema = z.looseObject({
   name: z.string().min(1),
-  maxConcurrent: z.number().int().min(1).optional(),
+  maxConcurrent: limiterOption.permits.unwrap().optional(),
   estimatedTokens: z.union([z.number().finite().nonnegative(), z.function(), z.object({ estimate: z.function() })]).optional(),
   countedTokens: countedTokensSchema.optional(),
-  maxWaitMs: z.number().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).optional(),
+  maxWaitMs: limiterOption.maxWaitMs.unwrap().optional(),
   maxAttempts: z.number().int().min(1).optional(),
   maxCallMs: z.number().finite().positive().optional(),
-  maxWaiting: z.int().min(1).max(MAX_WAITING_LIMIT).optional(),
+  maxWaiting: limiterOption.maxWaiting,
   backoff: z.object({ baseMs: z.number().finite().nonnegative(), capMs: z.number().finite().nonnegative() }).optional(),
   laneOf: z.function().optional(),
 });

@@ -1,15 +1,14 @@
 // What `npm start` (`quotascope start`) takes: the worked example's run, each figure
 // overridable. Kept apart from the run so --help shows the defaults without loading it.
 import { z } from 'zod';
-import { agentServiceFields, QUOTA_SCOPES } from '../agent/config.ts';
+import { QUOTA_SCOPES } from '../agent/config.ts';
 import { perModelSchema } from '../agent/per-model.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
-import { COUNTED_TOKEN_KINDS } from '../instrumentation/counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS } from '../instrumentation/defaults.ts';
-import { MAX_WAIT_SECONDS_LIMIT } from '../instrumentation/metrics/definitions.ts';
+import { limiterOptionFields } from '../instrumentation/limiter-options.ts';
 import { treeNameSchema } from './scenario/schema.ts';
 
-export const startOptionsSchema = z.object({
+/** The limiter's options (permits and maxWait per replica, admission, the request deadline, the counted tokens) are the limiter's own fields; countedTokens reaches the mock, the planner and the report too. */
+export const startOptionsSchema = limiterOptionFields.pick({ permits: true, maxWaitMs: true, admission: true, requestDeadlineMs: true, countedTokens: true }).extend({
   /** A user's ADK agent module to run instead of the sample agent service: `FILE[#export]`, export rootAgent by default. */
   agent: z.string().min(1).max(4096).optional(),
   /** The tree every request calls (default review, or the trees a scenario names; with agent the served app's name, default the module's name). */
@@ -34,16 +33,6 @@ export const startOptionsSchema = z.object({
   callSeconds: z.number().positive().max(600).default(EX.callSeconds),
   /** Input tokens per model call. */
   tokens: z.int().min(101).max(1_000_000).default(EX.inputTokensPerCall),
-  /** Permits per replica. */
-  permits: z.int().positive().max(10_000).default(EX.permits),
-  /** The limiter's maxWait, ms. */
-  maxWaitMs: z.int().min(1).max(MAX_WAIT_SECONDS_LIMIT * 1000).default(EX.maxWaitMs),
-  /** request: each user request funded whole at the door or shed whole; call: each model call admitted alone. */
-  admission: agentServiceFields.shape.admission,
-  /** A request's deadline from its arrival, ms. */
-  requestDeadlineMs: agentServiceFields.shape.requestDeadlineMs,
-  /** Which tokens the quota counts (input: Gemini's TPM, or total); the mock, the budget, the planner and the report take it from here. */
-  countedTokens: z.enum(COUNTED_TOKEN_KINDS).default(DEFAULT_COUNTED_TOKENS),
   /** Where reports/<run-id> goes. */
   reportDir: z.string().min(1).default('reports'),
 });

@@ -1,6 +1,7 @@
 // The one source of truth for the limiter's metric names, help texts, labels and buckets.
 // The wrapper registers them, the dashboards and alert specs build their queries from
 // them, and the tests read them: nobody retypes a metric name as a string elsewhere.
+import { MAX_WAIT_MS_LIMIT } from '../defaults.ts';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -21,8 +22,8 @@ export const ACQUIRE_SECONDS_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 12, 16, 20, 25, 30, 60,
 ] as const;
 
-/** The largest maxWait acquireSecondsBuckets() takes: an hour of waiting is already a misconfiguration. */
-export const MAX_WAIT_SECONDS_LIMIT = 3600;
+/** The largest maxWait acquireSecondsBuckets() takes, s: the largest maxWaitMs a limiter accepts. */
+export const MAX_WAIT_SECONDS_LIMIT = MAX_WAIT_MS_LIMIT / 1000;
 
 /**
  * Acquire-time buckets for a limiter whose maxWait is `maxWaitSeconds`: the default buckets
