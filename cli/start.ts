@@ -4,9 +4,14 @@ import { Command } from 'commander';
 import { type StartOptions, startOptionsSchema } from '../loadtest/start-options.ts';
 import { UsageError } from './errors.ts';
 import { formatPerModel, type PerModel } from '../agent/per-model.ts';
-import { FlagSet, type FlagSpecs, parsePerModel } from './flags.ts';
+import { FlagSet, type FlagSpec, type FlagSpecs, parsePerModel } from './flags.ts';
 
 const field = startOptionsSchema.shape;
+
+/** A quota flag that takes one number for every model, or MODEL=N pairs. */
+function perModelFlag(flag: string, help: string, schema: FlagSpec['schema']): FlagSpec {
+  return { flag, help, schema, value: 'n|model=n,…', parse: parsePerModel, defaultText: (v) => formatPerModel(v as PerModel) };
+}
 
 const FLAGS: FlagSpecs<keyof StartOptions> = {
   agent: {
@@ -27,22 +32,12 @@ const FLAGS: FlagSpecs<keyof StartOptions> = {
   rate: { flag: 'rate', help: 'steady user requests per minute', schema: field.rate, value: 'n' },
   burstUsers: { flag: 'burst-users', help: 'users clicking at once at the start', schema: field.burstUsers, value: 'n' },
   replicas: { flag: 'replicas', help: 'agent service replicas sharing the budget', schema: field.replicas, value: 'n' },
-  quotaTpm: {
-    flag: 'quota-tpm',
-    help: 'provider tokens per minute of each model: N, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); the mock, the limiters and the planner take it from here',
-    schema: field.quotaTpm,
-    value: 'n|model=n,…',
-    parse: parsePerModel,
-    defaultText: (v) => formatPerModel(v as PerModel),
-  },
-  quotaRpm: {
-    flag: 'quota-rpm',
-    help: 'provider requests per minute of each model, likewise',
-    schema: field.quotaRpm,
-    value: 'n|model=n,…',
-    parse: parsePerModel,
-    defaultText: (v) => formatPerModel(v as PerModel),
-  },
+  quotaTpm: perModelFlag(
+    'quota-tpm',
+    'provider tokens per minute of each model: N, or MODEL=N,MODEL=N (N,MODEL=N: N for the others); the mock, the limiters and the planner take it from here',
+    field.quotaTpm,
+  ),
+  quotaRpm: perModelFlag('quota-rpm', 'provider requests per minute of each model, likewise', field.quotaRpm),
   quotaScope: {
     flag: 'quota-scope',
     help: "the quota's scope: model (each model its own quota, as Gemini counts) or key (every model shares one quota and one budget)",
