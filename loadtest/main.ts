@@ -2,43 +2,27 @@
 // service (or `serve` for a user's module, --agent) and Prometheus on loopback, replays a
 // fan-out burst then steady traffic with k6 (or a small Node driver where k6 is missing),
 // prints a summary and writes reports/<run-id>/. A run whose requests all failed exits 1.
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+// The run itself is run-pipeline.ts's; this file chooses its scenario and stack and prints it.
 import { formatPerModel, mapPerModel } from '../agent/per-model.ts';
 import type { TreeShape } from '../agent/tree-shapes.ts';
-import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
-import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
-import { runNodeDriver } from './k6/node-driver.ts';
-import { RunProgress } from './k6/progress.ts';
-import { type K6Summary, runK6 } from './k6/runner.ts';
+import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { formatStatusCounts } from './k6/summary-text.ts';
-import { GaugeProbe } from './measure/gauge-probe.ts';
-import { compareRun, formatComparison } from './measure/plan-vs-measured.ts';
-import { ALL_FAILED_EXIT_CODE, allFailedMessage, completionsBetween, providerStatusCounts, UNMEASURED_EXIT_CODE, unmeasuredMessage } from './measure/run-outcome.ts';
-import { criticalPathSeconds, minimumSteadySeconds, steadyPhase, steadyWindow } from './measure/steady-state.ts';
-import { RUN_RECORD_FILE, type RunRecord, writeRunRecord } from './report/run-record.ts';
-import { stackTotals } from './report/summary.ts';
-import { runVerdict } from './report/verdict.ts';
-import { writeReport } from './report/write.ts';
+import { formatComparison } from './measure/plan-vs-measured.ts';
+import { criticalPathSeconds, minimumSteadySeconds } from './measure/steady-state.ts';
+import type { StackTotals } from './report/summary.ts';
+import { type RunInput, type RunReporter, type RunResult, runPipeline } from './run-pipeline.ts';
 import { loadScenario } from './scenario/schema.ts';
 import { withTree } from './scenario/trees.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { type AgentTarget, defaultTreeOf, resolveAgentTarget, scenarioForTarget, treeShapeOf } from './stack/agent-target.ts';
-import { LOCAL_STACK_SCRAPE_SECONDS, startLocalStack } from './stack/local-stack.ts';
 import { MOCK_COUNTED_TOKENS } from './stack/mock-parameters.ts';
-import { ProcessGroup } from './stack/processes.ts';
-import { findTool } from './stack/tools.ts';
 import type { StartOptions } from './start-options.ts';
 
 type Flags = StartOptions;
 
 const OUTPUT_TOKENS = EX.outputTokensPerCall;
 const BUDGET_FRACTION = EX.budgetFraction;
-/** This run's Prometheus scrape interval, seconds. */
-const SCRAPE_SECONDS = LOCAL_STACK_SCRAPE_SECONDS;
-/** The panels' $__rate_interval: four scrape intervals. */
-const RATE_INTERVAL = `${4 * SCRAPE_SECONDS}s`;
 /** Share of a call's time the mock spends streaming output after the first token. */
 const STREAMING_SHARE = 0.9;
 
@@ -99,8 +83,8 @@ export function deadlineNote(f: Flags, shape: TreeShape | undefined, tree: strin
 
 const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
 
-async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, group: ProcessGroup, reportDir: string, runId: string, signal: AbortSignal): Promise<number> {
-  console.log(`[main] run ${runId}: report in ${reportDir}`);
+/** The pipeline's run of the embedded stack: the mock with the run's quota and latency, the agent side's limiters, the plan's parameters. */
+function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): RunInput {
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
   const perTokenMs = (flags.callSeconds * 1000 * STREAMING_SHARE) / (OUTPUT_TOKENS - 1);
   const mockConfig = {
@@ -112,66 +96,23 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
     perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
     outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
   };
-  const { mockUrl, agentUrls, prometheusUrl } = await startLocalStack(group, {
-    target,
-    limits: {
-      replicas: flags.replicas,
-      permits: flags.permits,
-      // Each model's limiter gets its own model's share of its own quota.
-      tokensPerMinute: mapPerModel(flags.quotaTpm, (quota) => Math.round(quota * BUDGET_FRACTION)),
-      quotaScope: flags.quotaScope,
-      maxWaitMs: flags.maxWaitMs,
-      admission: flags.admission,
-      requestDeadlineMs: flags.requestDeadlineMs,
-      countedTokens: flags.countedTokens,
-    },
-    mockConfig,
-    mockNote: `quota ${formatPerModel(flags.quotaRpm)} req/min, ${formatPerModel(flags.quotaTpm)} ${flags.countedTokens} tokens/min per ${flags.quotaScope === 'model' ? 'model' : 'key'}, ~${flags.callSeconds} s per call`,
-    prometheusDir: join(reportDir, 'prometheus'),
-    scrapeIntervalSeconds: SCRAPE_SECONDS,
-    say: (line) => console.log(`[main] ${line}`),
-  });
-  if (signal.aborted) return 130;
-
-  // Permits in use sampled at random times (the periodic scrape can alias with k6's arrivals).
-  const probe = new GaugeProbe({ urls: agentUrls.map((u) => `${u}/metrics`), metric: limiterMetrics.permitsInUse.name, meanIntervalMs: 200 });
-  probe.start();
-  let summary: K6Summary | undefined;
-  let exitCode = 0;
-  const startedAt = Date.now();
-  let testStartedAt = startedAt;
-  try {
-    if (findTool('k6')) {
-      const progress = new RunProgress({ scenario, prometheusUrl });
-      await progress.start();
-      const onLine = (line: string) => progress.log(`[k6] ${line}`);
-      const r = await runK6({ scenario, target: agentUrls.join(','), reportDir, runId, prometheusUrl, mockUrl, onLine, onProgress: (p) => progress.update(p), signal }).finally(() => progress.stop());
-      summary = r.summary;
-      exitCode = r.exitCode;
-      testStartedAt = r.testStartedAt;
-    } else {
-      console.log('[main] k6 is not installed (install it with: npm run tools); replaying the scenario with the Node driver');
-      summary = await runNodeDriver(scenario, agentUrls[0], (l) => console.log(`[driver] ${l}`), signal);
-    }
-  } finally {
-    await probe.stop();
-  }
-  if (signal.aborted) return 130;
-  const endedAt = Date.now();
-  await new Promise((r) => setTimeout(r, 3000)); // one more scrape after the last request
-
-  const totals = await stackTotals(prometheusUrl, startedAt, Date.now());
-  const failure = allFailedMessage(summary, await providerStatusCounts(prometheusUrl, startedAt, Date.now()));
-  const agent =
-    target.kind === 'serve' ? { app: target.app, module: target.spec, modelCallsPerRequest: target.modelCallsPerRequest ?? null, countNote: target.countNote } : undefined;
-  const comparison = await compareRun({
+  const limits = {
+    replicas: flags.replicas,
+    permits: flags.permits,
+    // Each model's limiter gets its own model's share of its own quota.
+    tokensPerMinute: mapPerModel(flags.quotaTpm, (quota) => Math.round(quota * BUDGET_FRACTION)),
+    quotaScope: flags.quotaScope,
+    maxWaitMs: flags.maxWaitMs,
+    admission: flags.admission,
+    requestDeadlineMs: flags.requestDeadlineMs,
+    countedTokens: flags.countedTokens,
+  };
+  const mockNote = `quota ${formatPerModel(flags.quotaRpm)} req/min, ${formatPerModel(flags.quotaTpm)} ${flags.countedTokens} tokens/min per ${flags.quotaScope === 'model' ? 'model' : 'key'}, ~${flags.callSeconds} s per call`;
+  return {
     scenario,
-    prometheusUrl,
-    testStartedAt,
-    endedAt,
-    probe,
-    agentUrl: agentUrls[0],
-    stack: {
+    reportRoot: flags.reportDir,
+    stack: { kind: 'local', options: { target, limits, mockConfig, mockNote } },
+    plan: {
       outputTokensPerCall: OUTPUT_TOKENS,
       countedTokens: flags.countedTokens,
       latencySeconds: flags.callSeconds,
@@ -185,84 +126,46 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
       admission: flags.admission,
       ...(target.kind === 'serve' && target.inputTokensPerModel ? { inputTokensPerModel: target.inputTokensPerModel, inputTokensPerAgent: target.inputTokensPerAgent } : {}),
     },
-  });
-  const record: RunRecord = {
-    runId,
-    scenario: scenario.name,
-    flags: { ...flags, description: scenario.description ?? scenario.name },
-    agent,
-    range: { from: testStartedAt, to: Date.now() },
-    rateInterval: RATE_INTERVAL,
-    k6ExitCode: exitCode,
-    failure,
-    k6: summary,
-    stack: totals,
-    planVsMeasured: comparison,
-    processes: group.children.map(({ name, child }) => ({ name, pid: child.pid })),
-    probeSamples: probe.samples,
+    parameters: { ...flags, description: scenario.description ?? scenario.name },
+    nodeDriverWithoutK6: true,
   };
-  const { path: reportPath } = await writeReport({
-    prometheusUrl,
-    from: record.range.from,
-    to: record.range.to,
-    reportDir,
-    runId,
-    rateInterval: RATE_INTERVAL,
-    probeSamples: record.probeSamples,
-    parameters: { scenario: scenario.name, ...record.flags },
-    totals,
-    k6: summary,
-    planVsMeasured: comparison,
-  });
-  writeRunRecord(reportDir, { ...record, report: reportPath });
+}
+
+/** The summary `start` prints at the end of a finished run: the verdict first, then the figures behind it. */
+function startSummary(r: RunResult, scenario: ScenarioFile): string {
+  const totals = r.totals as StackTotals;
+  const summary = r.summary;
+  const comparison = r.comparison ?? { skipped: 'no plan' };
+  const { agent } = r;
   const a = totals.acquireSeconds;
-  const verdict = runVerdict({ outcomes: summary?.outcomes, providerRateLimited: totals.providerRateLimited, planVsMeasured: comparison });
   const o = summary?.outcomes;
   const started = o ? o.served + o.partial + o.shed + o.failed + o.unfinished : 0;
   const share = (n: number) => fmt((n / Math.max(1, started)) * 100, '%');
   const wasted = totals.actualTokens > 0 ? ` (${fmt((totals.wastedTokens / totals.actualTokens) * 100, '%')} of the counted tokens)` : '';
-  console.log(
-    [
-      '',
-      verdict.line,
-      `quotascope run ${runId} (${scenario.name})`,
-      o
-        ? `  user requests:     ${started} started: served ${o.served} (${share(o.served)}), partial ${o.partial} (${share(o.partial)}), shed ${o.shed} (${share(o.shed)}), failed ${o.failed}, unfinished ${o.unfinished}`
-        : '  user requests:     no client summary',
-      `  agent service:     ${totals.requests} answered; missing branches in ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')} of the admitted requests`,
-      `  HTTP statuses:     ${formatStatusCounts(summary?.statusCodes ?? {})}`,
-      `  model calls:       ${totals.modelCalls} at the provider${agent?.modelCallsPerRequest ? ` (${agent.modelCallsPerRequest} per request counted in ${agent.app})` : agent ? ` (${agent.app}: ${agent.countNote})` : ''}`,
-      `  wasted tokens:     ${Math.round(totals.wastedTokens)}${wasted} spent by requests that did not end wholly ok`,
-      `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
-      `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')} (admitted calls; maxWait ${fmt(totals.maxWaitSeconds, ' s')})`,
-      `  limiter timeouts:  ${totals.timeouts} (gave up at maxWait)`,
-      `  request duration:  p50 ${fmt((summary?.durationMs.p50 ?? 0) / 1000, ' s')}  p95 ${fmt((summary?.durationMs.p95 ?? 0) / 1000, ' s')}`,
-      `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
-      `  alerts at the end: ${totals.alertsActiveAtEnd.length ? totals.alertsActiveAtEnd.join(', ') : 'none pending or firing'}`,
-      'skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison),
-      `  run record:        ${join(reportDir, RUN_RECORD_FILE)}`,
-      `report: ${reportPath}`,
-    ].join('\n'),
-  );
-  if (failure) {
-    console.error(`start: ${failure}`);
-    return ALL_FAILED_EXIT_CODE;
-  }
-  const phase = steadyPhase(scenario);
-  const window = phase && steadyWindow(phase, flags.callSeconds);
-  const from = window ? testStartedAt + window.from * 1000 : 0;
-  const to = window ? Math.min(testStartedAt + window.to * 1000, endedAt) : 0;
-  const unmeasured = unmeasuredMessage({
-    limiterSeries: totals.limiterSeries,
-    ...(window ? { steady: { completions: to > from ? await completionsBetween(prometheusUrl, from, to) : 0, seconds: Math.max(0, to - from) / 1000 } } : {}),
-  });
-  if (unmeasured) {
-    console.error(`start: ${unmeasured}`);
-    return UNMEASURED_EXIT_CODE;
-  }
-  // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.
-  return exitCode;
+  return [
+    '',
+    r.verdict?.line,
+    `quotascope run ${r.runId} (${scenario.name})`,
+    o
+      ? `  user requests:     ${started} started: served ${o.served} (${share(o.served)}), partial ${o.partial} (${share(o.partial)}), shed ${o.shed} (${share(o.shed)}), failed ${o.failed}, unfinished ${o.unfinished}`
+      : '  user requests:     no client summary',
+    `  agent service:     ${totals.requests} answered; missing branches in ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')} of the admitted requests`,
+    `  HTTP statuses:     ${formatStatusCounts(summary?.statusCodes ?? {})}`,
+    `  model calls:       ${totals.modelCalls} at the provider${agent?.modelCallsPerRequest ? ` (${agent.modelCallsPerRequest} per request counted in ${agent.app})` : agent ? ` (${agent.app}: ${agent.countNote})` : ''}`,
+    `  wasted tokens:     ${Math.round(totals.wastedTokens)}${wasted} spent by requests that did not end wholly ok`,
+    `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
+    `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')} (admitted calls; maxWait ${fmt(totals.maxWaitSeconds, ' s')})`,
+    `  limiter timeouts:  ${totals.timeouts} (gave up at maxWait)`,
+    `  request duration:  p50 ${fmt((summary?.durationMs.p50 ?? 0) / 1000, ' s')}  p95 ${fmt((summary?.durationMs.p95 ?? 0) / 1000, ' s')}`,
+    `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
+    `  alerts at the end: ${totals.alertsActiveAtEnd.length ? totals.alertsActiveAtEnd.join(', ') : 'none pending or firing'}`,
+    'skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison),
+    `  run record:        ${r.recordPath}`,
+    `report: ${r.reportPath}`,
+  ].join('\n');
 }
+
+const say = (line: string) => console.log(`[main] ${line}`);
 
 /**
  * The whole run; resolves to the exit code. Before starting anything it throws ScenarioError
@@ -272,43 +175,26 @@ async function run(flags: Flags, target: AgentTarget, scenario: ScenarioFile, gr
 export async function runStart(flags: StartOptions): Promise<number> {
   // The tree's own prompts (one request with its session history) size the plan per model.
   const target = await resolveAgentTarget({ agent: flags.agent, tree: flags.tree, calibrate: { messageTokens: flags.tokens, outputTokensPerCall: OUTPUT_TOKENS } });
-  if (target.kind === 'serve' && target.calibrationNote) console.log(`[main] ${target.calibrationNote}`);
+  if (target.kind === 'serve' && target.calibrationNote) say(target.calibrationNote);
   const tree = flags.tree ?? defaultTreeOf(target);
   // --tree sends every request of a scenario file to that tree too.
   const fitted = flags.scenario ? { flags, criticalPath: 0 } : fitRunToTree(flags, treeShapeOf(target, tree), tree);
-  if (fitted.note) console.log(`[main] ${fitted.note}`);
+  if (fitted.note) say(fitted.note);
   const tooShort = deadlineNote(fitted.flags, treeShapeOf(target, tree), tree);
-  if (tooShort) console.log(`[main] warning: ${tooShort}`);
+  if (tooShort) say(`warning: ${tooShort}`);
   const chosen = flags.scenario ? loadScenario(flags.scenario) : mainScenario(fitted.flags, tree, fitted.criticalPath);
   const scenario = scenarioForTarget(target, flags.tree ? withTree(chosen, tree) : chosen);
-  const runId = `${new Date().toISOString().replace(/[:.]/g, '-')}-${scenario.name}`;
-  const reportDir = resolve(flags.reportDir, runId);
-  mkdirSync(reportDir, { recursive: true });
-  const group = new ProcessGroup(reportDir);
-  const aborter = new AbortController();
-  let finished: Promise<unknown> = Promise.resolve();
-  let stopping = false;
-  // Ctrl-C / SIGTERM: stop k6 (SIGINT, SIGKILL after 10 s) and every child, wait until the run
-  // has wound down, then exit 130. A second signal exits at once (the children are signalled).
-  const onSignal = (sig: string) => {
-    if (stopping) process.exit(130);
-    stopping = true;
-    console.log(`\n[main] ${sig}: stopping the run and every process it started…`);
-    aborter.abort();
-    const deadline = new Promise((r) => setTimeout(r, 15_000).unref());
-    void Promise.all([group.stopAll(), Promise.race([finished, deadline])]).then(() => process.exit(130));
-  };
-  process.on('SIGINT', () => onSignal('SIGINT'));
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-
-  const running = run(fitted.flags, target, scenario, group, reportDir, runId, aborter.signal)
-    .catch((e) => {
-      if (aborter.signal.aborted) return 130;
-      console.error(`[main] failed: ${(e as Error).message}`);
-      return 1;
-    })
-    .finally(() => group.stopAll());
-  finished = running;
-  return running;
+  const reporter: RunReporter = { say, out: process.stdout, begin: ({ runId, reportDir }) => say(`run ${runId}: report in ${reportDir}`) };
+  let result: RunResult;
+  try {
+    result = await runPipeline(startInput(fitted.flags, target, scenario), reporter);
+  } catch (e) {
+    console.error(`[main] failed: ${(e as Error).message}`);
+    return 1;
+  }
+  if (result.aborted) return result.exitCode;
+  console.log(startSummary(result, scenario));
+  if (result.problem) console.error(`start: ${result.problem.message}`);
+  // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.
+  return result.exitCode;
 }
-

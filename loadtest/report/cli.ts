@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { durationSeconds } from '../../dashboards/config.ts';
 import { readRunRecord, type RunRecord } from './run-record.ts';
 import { SCREENSHOTS_DIR, takeScreenshots } from './screenshots.ts';
+import { runIdFor } from '../run-id.ts';
 import { rateIntervalFor } from './collect.ts';
 import { writeReport } from './write.ts';
 
@@ -91,7 +92,7 @@ export async function runReport(o: ReportOptions, now = Date.now()): Promise<{ p
   if (to <= from) throw new Error(`--to: must be after --from (${new Date(from).toISOString()})`);
   if (to - from > MAX_RANGE_MS) throw new Error('--from: the range may span at most 31 days');
   const rateInterval = o['rate-interval'] ?? record?.rateInterval ?? rateIntervalFor(from, to, o['scrape-interval']);
-  const runId = record?.runId ?? o['run-id'] ?? `${new Date(from).toISOString().replace(/[:.]/g, '-')}-report`;
+  const runId = record?.runId ?? o['run-id'] ?? runIdFor('report', new Date(from));
   const reportDir = o['run-dir'] ? resolve(o['run-dir']) : resolve(o['report-dir'], runId);
   const { path, data, kept } = await writeReport({
     prometheusUrl: o.prometheus.replace(/\/$/, ''),

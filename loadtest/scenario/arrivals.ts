@@ -48,6 +48,22 @@ const stagesSeconds = (stages: { duration: number }[]): number => stages.reduce(
 const burstTimes = (a: ArrivalOf<'burst'>): number[] => Array.from({ length: a.repeat?.times ?? 1 }, (_, i) => a.at + i * (a.repeat?.every ?? 0));
 const traceEnd = (a: ArrivalOf<'trace'>): number => (a.start ?? 0) + Math.max(0, ...(a.records ?? []).map((r) => r.at));
 
+/**
+ * An open-model (arrival-rate) k6 scenario from `start`: the rate unit its per-minute `rates`
+ * need, VUs for the highest of them, and the executor's own fields (`perUnit` turns a
+ * per-minute rate into k6's integer rate per timeUnit).
+ */
+function arrivalRate(
+  { base, requestTimeoutS }: K6Context,
+  executor: 'constant-arrival-rate' | 'ramping-arrival-rate',
+  start: number,
+  rates: number[],
+  fields: (perUnit: (perMinute: number) => number) => Partial<K6Scenario>,
+): K6Scenario[] {
+  const { factor, timeUnit } = rateUnit(rates);
+  return [{ ...base, executor, startTime: ms(start), timeUnit, ...fields((perMinute) => Math.round(perMinute * factor)), ...vusFor(Math.max(...rates), requestTimeoutS) }];
+}
+
 const kinds: { [K in Kind]: ArrivalKind<ArrivalOf<K>> } = {
   burst: {
     label: (a) => `burst of ${a.users}`,
@@ -66,20 +82,7 @@ const kinds: { [K in Kind]: ArrivalKind<ArrivalOf<K>> } = {
       return out;
     },
     scale: (a, s) => ({ ...a, start: s.time(a.start), duration: s.time(a.duration), perMinute: s.rate(a.perMinute) }),
-    k6: (a, { base, requestTimeoutS }) => {
-      const { factor, timeUnit } = rateUnit([a.perMinute]);
-      return [
-        {
-          ...base,
-          executor: 'constant-arrival-rate',
-          startTime: ms(a.start),
-          rate: Math.round(a.perMinute * factor),
-          timeUnit,
-          duration: ms(a.duration),
-          ...vusFor(a.perMinute, requestTimeoutS),
-        },
-      ];
-    },
+    k6: (a, ctx) => arrivalRate(ctx, 'constant-arrival-rate', a.start, [a.perMinute], (perUnit) => ({ rate: perUnit(a.perMinute), duration: ms(a.duration) })),
   },
   ramping: {
     label: () => 'ramping',
@@ -110,21 +113,11 @@ const kinds: { [K in Kind]: ArrivalKind<ArrivalOf<K>> } = {
       startPerMinute: s.rate(a.startPerMinute),
       stages: a.stages.map((st) => ({ duration: s.time(st.duration), targetPerMinute: s.rate(st.targetPerMinute) })),
     }),
-    k6: (a, { base, requestTimeoutS }) => {
-      const rates = [a.startPerMinute, ...a.stages.map((s) => s.targetPerMinute)];
-      const { factor, timeUnit } = rateUnit(rates);
-      return [
-        {
-          ...base,
-          executor: 'ramping-arrival-rate',
-          startTime: ms(a.start),
-          startRate: Math.round(a.startPerMinute * factor),
-          timeUnit,
-          stages: a.stages.map((s) => ({ target: Math.round(s.targetPerMinute * factor), duration: ms(s.duration) })),
-          ...vusFor(Math.max(...rates), requestTimeoutS),
-        },
-      ];
-    },
+    k6: (a, ctx) =>
+      arrivalRate(ctx, 'ramping-arrival-rate', a.start, [a.startPerMinute, ...a.stages.map((s) => s.targetPerMinute)], (perUnit) => ({
+        startRate: perUnit(a.startPerMinute),
+        stages: a.stages.map((s) => ({ target: perUnit(s.targetPerMinute), duration: ms(s.duration) })),
+      })),
   },
   trace: {
     label: () => 'trace',

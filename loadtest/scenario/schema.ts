@@ -153,23 +153,27 @@ export function scenarioPath(nameOrPath: string): string {
   return join(SCENARIOS_DIR, `${nameOrPath}.json`);
 }
 
+/** Each non-blank line of JSON-lines `text` parsed, with its place (`line N`), in order; a line that is not JSON is a ScenarioError of `source`. */
+export function* jsonLines(text: string, source: string): Generator<{ at: string; value: unknown }> {
+  for (const [i, line] of text.split('\n').entries()) {
+    if (!line.trim()) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      throw new ScenarioError(source, `line ${i + 1}`, 'is not JSON');
+    }
+    yield { at: `line ${i + 1}`, value };
+  }
+}
+
 /** Reads a JSON-lines trace file into validated records. */
 export function readTrace(path: string): TraceRecord[] {
-  const lines = readFileSync(path, 'utf8').split('\n');
-  const records: TraceRecord[] = [];
-  lines.forEach((line, i) => {
-    if (!line.trim()) return;
-    let json: unknown;
-    try {
-      json = JSON.parse(line);
-    } catch {
-      throw new ScenarioError(path, `line ${i + 1}`, 'is not JSON');
-    }
-    const r = traceRecordSchema.safeParse(json);
-    if (!r.success) throw new ScenarioError(path, `line ${i + 1}.${fieldPath(r.error.issues[0].path)}`, r.error.issues[0].message);
-    records.push(r.data);
+  return Array.from(jsonLines(readFileSync(path, 'utf8'), path), ({ at, value }) => {
+    const r = traceRecordSchema.safeParse(value);
+    if (!r.success) throw new ScenarioError(path, `${at}.${fieldPath(r.error.issues[0].path)}`, r.error.issues[0].message);
+    return r.data;
   });
-  return records;
 }
 
 /** Loads, validates and inlines a scenario file (trace files become records). */

@@ -5,7 +5,7 @@
 // present. Lines that are not requests to a tree (no `tree`) are skipped.
 import { z } from 'zod';
 import { INSTRUCTION_TOKENS } from '../k6/document.ts';
-import { ScenarioError, treeNameSchema } from './schema.ts';
+import { jsonLines, ScenarioError, treeNameSchema } from './schema.ts';
 import type { TraceRecord } from './types.ts';
 
 const accessLogLine = z.object({
@@ -25,27 +25,20 @@ export function tokensForDocumentChars(chars: number): number {
 
 export function convertAccessLog(text: string, source = 'access log'): TraceRecord[] {
   const entries: { t: number; rec: Omit<TraceRecord, 'at'> }[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (!line.trim()) return;
-    let json: unknown;
-    try {
-      json = JSON.parse(line);
-    } catch {
-      throw new ScenarioError(source, `line ${i + 1}`, 'is not JSON');
-    }
-    if (typeof json !== 'object' || json === null || !('tree' in json)) return;
-    const r = accessLogLine.safeParse(json);
-    if (!r.success) throw new ScenarioError(source, `line ${i + 1}.${r.error.issues[0].path.join('.')}`, r.error.issues[0].message);
+  for (const { at, value } of jsonLines(text, source)) {
+    if (typeof value !== 'object' || value === null || !('tree' in value)) continue;
+    const r = accessLogLine.safeParse(value);
+    if (!r.success) throw new ScenarioError(source, `${at}.${r.error.issues[0].path.join('.')}`, r.error.issues[0].message);
     const d = r.data;
     const t = d.ts ?? (d.time ? Date.parse(d.time) : Number.NaN);
-    if (!Number.isFinite(t)) throw new ScenarioError(source, `line ${i + 1}.time`, 'needs an ISO `time` or an epoch-ms `ts`');
+    if (!Number.isFinite(t)) throw new ScenarioError(source, `${at}.time`, 'needs an ISO `time` or an epoch-ms `ts`');
     const tokens = d.inputTokensPerCall ?? (d.documentChars !== undefined ? tokensForDocumentChars(d.documentChars) : undefined);
-    if (tokens === undefined) throw new ScenarioError(source, `line ${i + 1}.documentChars`, 'needs documentChars or inputTokensPerCall');
+    if (tokens === undefined) throw new ScenarioError(source, `${at}.documentChars`, 'needs documentChars or inputTokensPerCall');
     entries.push({
       t,
       rec: { tree: d.tree, inputTokensPerCall: Math.max(101, tokens), trafficClass: d.trafficClass ?? 'interactive', ...(d.width ? { width: d.width } : {}) },
     });
-  });
+  }
   entries.sort((a, b) => a.t - b.t);
   const t0 = entries[0]?.t ?? 0;
   return entries.map((e) => ({ at: Math.round(e.t - t0) / 1000, ...e.rec }));

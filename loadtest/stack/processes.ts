@@ -1,5 +1,6 @@
 // Child processes that a run starts (mock provider, agent service, Prometheus): each logs
-// to a file in the report folder, and all of them are stopped on exit, Ctrl-C or SIGTERM.
+// to a file in the report folder; a run stops all of them when it ends, and on Ctrl-C or
+// SIGTERM through run-shutdown.ts (the one place for signals).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createServer } from 'node:net';
