@@ -7,6 +7,7 @@ import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentSe
 import type { AgentService } from '../agent/service.ts';
 import { redactUrl } from '../instrumentation/redact-url.ts';
 import { UsageError } from './errors.ts';
+import { stopOnSignal } from './stop-signals.ts';
 import { FlagSet, type FlagSpec, optionFlag, parseFlags, perModelFlag, serverLimitFlags } from './flags.ts';
 
 const field = agentServiceFields.shape;
@@ -185,13 +186,10 @@ async function serve({ service, replicas }: CliConfig, accessLogOrigin: string):
     await accessLog?.close();
     await tracing?.shutdown();
   };
-  const stop = async (signal: string) => {
+  stopOnSignal(async (signal) => {
     say(`agent: ${signal}, stopping ${started.length} replica(s)`);
     await release();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  });
 
   try {
     // Every model call goes there: an unreachable provider is one line and exit 1 (after a

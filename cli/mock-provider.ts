@@ -8,6 +8,7 @@ import { ConfigFileError, type ConfigLayer, layerConfig, readConfigFile, setting
 import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
 import type { MockProvider } from '../mock-provider/server.ts';
 import { UsageError } from './errors.ts';
+import { stopOnSignal } from './stop-signals.ts';
 import { formatPerModel } from '../agent/per-model.ts';
 import { FlagSet, type FlagSpec, parseFlags, perModelFlag, serverLimitFlags } from './flags.ts';
 
@@ -206,14 +207,7 @@ async function serve(settings: MockSettings): Promise<void> {
   const { startMockProvider } = await import('../mock-provider/server.ts');
   const provider = await startMockProvider(config, { port: listen.port, host: listen.host, adminToken: listen.adminToken, limits: listen.limits });
   console.log(startLine(provider, config, listen.adminToken));
-  const stop = () => {
-    provider.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  stopOnSignal(() => provider.close());
 }
 
 export function mockProviderCommand(): Command {

@@ -9,6 +9,7 @@ import { SERVE_SHARED_KEYS, type ServeOptions, serveOptionsSchema } from '../age
 import type { ModelDecision } from '../agent/serve/wrap-models.ts';
 import { SERVICE_FLAGS } from './agent.ts';
 import { UsageError } from './errors.ts';
+import { stopOnSignal } from './stop-signals.ts';
 import { FlagSet, type FlagSpec, parseFlags } from './flags.ts';
 
 const field = serveOptionsSchema.shape;
@@ -135,14 +136,11 @@ async function serve(options: ServeOptions): Promise<void> {
       `${options.wrap ? `provider ${redactUrl(options.providerUrl)}, permits ${options.permits} per model, maxWait ${options.maxWaitMs} ms; ` : 'models not wrapped; '}` +
       describeDecisions(served.models, new Map([...served.limiters].map(([model, limiter]) => [model, limiter.budget.capacity])), options.quotaScope === 'key'),
   );
-  const stop = async (signal: string) => {
+  stopOnSignal(async (signal) => {
     say(`serve: ${signal}, stopping`);
     await served.close();
     await tracing?.shutdown();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void stop('SIGINT'));
-  process.once('SIGTERM', () => void stop('SIGTERM'));
+  });
 }
 
 export function serveCommand(): Command {

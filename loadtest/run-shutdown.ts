@@ -2,13 +2,11 @@
 // started. The first signal aborts the run (k6 gets SIGINT, then SIGKILL after its grace),
 // stops every child process, waits until the run has wound down (at most WIND_DOWN_MS) and
 // exits 130; a second signal exits at once (the children have been signalled already).
+import { STOP_SIGNALS, STOPPED_EXIT_CODE } from '../cli/stop-signals.ts';
 import type { ProcessGroup } from './stack/processes.ts';
 
-/** Exit code of a run stopped by a signal (128 + SIGINT's 2, as shells report it). */
-export const STOPPED_EXIT_CODE = 130;
 /** How long a stopped run may take to wind down before the process exits anyway. */
 const WIND_DOWN_MS = 15_000;
-const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 export interface RunShutdown {
   /** Aborted by the first signal. */
@@ -33,7 +31,7 @@ export function runShutdown(group: ProcessGroup, say: (line: string) => void): R
     const deadline = new Promise((resolve) => setTimeout(resolve, WIND_DOWN_MS).unref());
     void Promise.all([group.stopAll(), Promise.race([running.catch(() => {}), deadline])]).then(() => process.exit(STOPPED_EXIT_CODE));
   };
-  for (const sig of SIGNALS) process.on(sig, onSignal);
+  for (const sig of STOP_SIGNALS) process.on(sig, onSignal);
   return {
     signal: aborter.signal,
     track(run) {
@@ -41,7 +39,7 @@ export function runShutdown(group: ProcessGroup, say: (line: string) => void): R
     },
     async close() {
       await group.stopAll();
-      for (const sig of SIGNALS) process.off(sig, onSignal);
+      for (const sig of STOP_SIGNALS) process.off(sig, onSignal);
     },
   };
 }

@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runIdFor } from '../../loadtest/run-id.ts';
-import { runShutdown, STOPPED_EXIT_CODE } from '../../loadtest/run-shutdown.ts';
+import { STOPPED_EXIT_CODE } from '../../cli/stop-signals.ts';
+import { runShutdown } from '../../loadtest/run-shutdown.ts';
 import type { ProcessGroup } from '../../loadtest/stack/processes.ts';
 
 const instant = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2999-12-31T23:59:59Z'), noInvalidDate: true });
