@@ -3,6 +3,8 @@
 // whole request with it (calls per agent x tokens per call) and knows from the call time how
 // long a request's critical path takes. Memory is bounded: a fixed window of recent calls per
 // agent, and agents are the tree's (a few names).
+// It also learns when each agent's calls start after their request is admitted (the earliest
+// of its recent calls), so a request's later calls are held against the window only from then.
 
 /** Calls remembered per agent. */
 const WINDOW = 50;
@@ -11,6 +13,7 @@ const CALL_TIME_WEIGHT = 0.1;
 
 export class CallCostModel {
   readonly #tokens = new Map<string, number[]>();
+  readonly #offsets = new Map<string, number[]>();
   #meanCallMs: number | undefined;
 
   /** Note a finished call: its counted tokens and how long the provider call took. */
@@ -27,6 +30,24 @@ export class CallCostModel {
     if (Number.isFinite(callMs) && callMs >= 0) {
       this.#meanCallMs = this.#meanCallMs === undefined ? callMs : this.#meanCallMs + CALL_TIME_WEIGHT * (callMs - this.#meanCallMs);
     }
+  }
+
+  /** Note when a call of `agent` started (was admitted), ms after its request was admitted. */
+  observeStart(agent: string, afterAdmissionMs: number): void {
+    if (!Number.isFinite(afterAdmissionMs) || afterAdmissionMs < 0) return;
+    let samples = this.#offsets.get(agent);
+    if (!samples) {
+      samples = [];
+      this.#offsets.set(agent, samples);
+    }
+    samples.push(afterAdmissionMs);
+    if (samples.length > WINDOW) samples.shift();
+  }
+
+  /** The earliest start of the agent's recent calls after their request's admission, ms; undefined before its first. */
+  startOffsetMs(agent: string): number | undefined {
+    const samples = this.#offsets.get(agent);
+    return samples && samples.length > 0 ? Math.min(...samples) : undefined;
   }
 
   /** Mean counted tokens of the agent's recent calls; undefined before its first call. */
