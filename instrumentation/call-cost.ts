@@ -18,15 +18,7 @@ export class CallCostModel {
 
   /** Note a finished call: its counted tokens and how long the provider call took. */
   observe(agent: string, countedTokens: number, callMs: number): void {
-    if (Number.isFinite(countedTokens) && countedTokens >= 0) {
-      let samples = this.#tokens.get(agent);
-      if (!samples) {
-        samples = [];
-        this.#tokens.set(agent, samples);
-      }
-      samples.push(countedTokens);
-      if (samples.length > WINDOW) samples.shift();
-    }
+    remember(this.#tokens, agent, countedTokens);
     if (Number.isFinite(callMs) && callMs >= 0) {
       this.#meanCallMs = this.#meanCallMs === undefined ? callMs : this.#meanCallMs + CALL_TIME_WEIGHT * (callMs - this.#meanCallMs);
     }
@@ -34,14 +26,7 @@ export class CallCostModel {
 
   /** Note when a call of `agent` started (was admitted), ms after its request was admitted. */
   observeStart(agent: string, afterAdmissionMs: number): void {
-    if (!Number.isFinite(afterAdmissionMs) || afterAdmissionMs < 0) return;
-    let samples = this.#offsets.get(agent);
-    if (!samples) {
-      samples = [];
-      this.#offsets.set(agent, samples);
-    }
-    samples.push(afterAdmissionMs);
-    if (samples.length > WINDOW) samples.shift();
+    remember(this.#offsets, agent, afterAdmissionMs);
   }
 
   /** The earliest start of the agent's recent calls after their request's admission, ms; undefined before its first. */
@@ -72,4 +57,16 @@ export class CallCostModel {
   get meanCallMs(): number | undefined {
     return this.#meanCallMs;
   }
+}
+
+/** Keep a finite sample >= 0 among the agent's last WINDOW. */
+function remember(byAgent: Map<string, number[]>, agent: string, value: number): void {
+  if (!Number.isFinite(value) || value < 0) return;
+  let samples = byAgent.get(agent);
+  if (!samples) {
+    samples = [];
+    byAgent.set(agent, samples);
+  }
+  samples.push(value);
+  if (samples.length > WINDOW) samples.shift();
 }
