@@ -77,7 +77,7 @@ function fleetSection(plan: Plan): string {
         ? `${trim(fleet.shortfallUserRequestsPerMinute, 2)} user requests/min (${pct(fleet.shortfallFraction)} of the demand)`
         : 'none: the demand fits the budget',
     ],
-    ['served', `${trim(admission.servedUserRequestsPerMinute, 1)} user requests/min (what the budget sustains, every branch answered)`],
+    ['served', `${trim(admission.servedUserRequestsPerMinute, 1)} user requests/min (the whole requests the budget holds, every branch answered)`],
     [
       'shed',
       admission.shedUserRequestsPerMinute > 0

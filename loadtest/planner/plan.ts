@@ -89,7 +89,7 @@ export interface Plan {
    * request partial.
    */
   readonly admission: {
-    /** User requests per minute served whole: the demand, capped by what the budget sustains. */
+    /** User requests per minute served whole: the demand, capped by the whole requests each replica's window holds. */
     readonly servedUserRequestsPerMinute: number;
     /** User requests per minute shed (demand − served). */
     readonly shedUserRequestsPerMinute: number;
@@ -217,10 +217,12 @@ function replicaOf(input: ValidPlanInput, tree: TreeShape, demand: Plan['demand'
 
 /**
  * Request admission: the fleet serves whole requests up to what the budget sustains and sheds
- * the rest at the door, none partial.
+ * the rest at the door, none partial. A replica's rolling window holds whole requests only:
+ * it serves the whole number of requests its window's tokens hold (9 of the 9.57 a window
+ * could hold in the worked example, 5 of 5.33 in the quota bench).
  */
 function admissionOf(input: ValidPlanInput, perReplica: Plan['perReplica']): Plan['admission'] {
-  const served = Math.min(input.userRequestsPerMinute, perReplica.userRequestsPerMinuteExact * input.replicas);
+  const served = Math.min(input.userRequestsPerMinute, perReplica.userRequestsPerMinute * input.replicas);
   const shed = input.userRequestsPerMinute - served;
   return { servedUserRequestsPerMinute: served, shedUserRequestsPerMinute: shed, partialUserRequestsPerMinute: 0, shedFraction: shed / input.userRequestsPerMinute };
 }
