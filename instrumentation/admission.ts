@@ -12,7 +12,7 @@ import type { LlmRequest } from '@google/adk';
 import type { FundedShare } from './admitted-request.ts';
 import type { Budget, BudgetTicket } from './budget.ts';
 import type { CallWatch } from './call-observers.ts';
-import type { Clock } from './clock.ts';
+import { type Clock, sleep } from './clock.ts';
 import { BudgetRequestTooLarge, DeadlineExceeded, RateLimitTimeout, type TimeoutReason } from './errors.ts';
 import type { TokenEstimator } from './estimator.ts';
 import type { FairSemaphore, Permit } from './semaphore.ts';
@@ -95,6 +95,8 @@ export class AdmissionControl {
       const share = call.share;
       const funded = share?.tokensPerCall.get(call.agent);
       if (share && funded !== undefined) {
+        const roomMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0;
+        if (roomMs > 0) return this.#chargeWhenRoom(call, permit, share, funded, roomMs);
         // Counted in the rolling window now, when the provider counts it.
         share.budget.chargeWindow?.(share.ticket, funded);
         return admitted(permit, funded, undefined, true);
@@ -119,6 +121,30 @@ export class AdmissionControl {
         return this.#refuse(call, error, call.deadlineIsRequest ? 'request_deadline' : 'budget');
       },
     );
+  }
+
+  /**
+   * A funded call that started before its share of the window fell due and found the window
+   * full: holding its permit, it waits for the room (held for it from its due time on), within
+   * its deadline, then is counted.
+   */
+  async #chargeWhenRoom(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, roomMs: number): Promise<Admission> {
+    const clock = this.#options.clock;
+    for (let waitMs = roomMs; waitMs > 0; waitMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0) {
+      const left = call.deadline - clock.now();
+      if (left <= 0 || waitMs > left) {
+        permit.release();
+        return this.#timedOut(call, call.deadlineIsRequest ? 'request_deadline' : 'budget');
+      }
+      try {
+        await sleep(clock, waitMs, call.signal);
+      } catch (error) {
+        permit.release();
+        return this.#refuse(call, error, 'budget');
+      }
+    }
+    share.budget.chargeWindow?.(share.ticket, funded);
+    return admitted(permit, funded, undefined, true);
   }
 
   /** Calls queued for a permit or for budget: the limiter's `waiting`. */

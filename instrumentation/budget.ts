@@ -36,6 +36,19 @@ export interface ReserveOptions {
    * the pending holds never exceed one window's tokens. A budget without chargeWindow ignores it.
    */
   readonly windowAtUse?: boolean;
+  /**
+   * windowAtUse: when the tokens are expected to be used, in parts (ms after admission, tokens)
+   * that sum to the reservation; unset: all at admission. A part is held against the window
+   * from its time on, so until then the window may take tokens that leave it before the part
+   * is used (a request's later calls do not idle the window while its first ones run).
+   */
+  readonly useSchedule?: readonly UsePart[];
+}
+
+/** Tokens of a windowAtUse admission expected to be used `afterMs` after it is admitted. */
+export interface UsePart {
+  readonly afterMs: number;
+  readonly tokens: number;
 }
 
 export interface Budget {
@@ -66,7 +79,7 @@ export interface Budget {
    * Take tokens now if that can be decided synchronously: the admission's ticket, else
    * undefined (the caller then awaits reserve). Throws BudgetRequestTooLarge for more than the capacity.
    */
-  tryReserve(tokens: number, options?: Pick<ReserveOptions, 'windowAtUse'>): BudgetTicket | undefined;
+  tryReserve(tokens: number, options?: Pick<ReserveOptions, 'windowAtUse' | 'useSchedule'>): BudgetTicket | undefined;
   /**
    * Wait (FIFO in this process) until the tokens are taken; resolves with the admission's
    * ticket. Rejects with DeadlineExceeded, the abort reason, or BudgetRequestTooLarge at once.
@@ -77,9 +90,15 @@ export interface Budget {
    * ahead of it (0: now), as far as this process can tell; undefined when it cannot tell (a
    * shared budget whose level lives elsewhere). Request admission sheds at once on it.
    */
-  fundableInMs?(tokens: number): number | undefined;
+  fundableInMs?(tokens: number, useSchedule?: readonly UsePart[]): number | undefined;
   /** A `windowAtUse` admission's tokens are being used now: count them in the rolling window. */
   chargeWindow?(ticket: BudgetTicket, tokens: number): void;
+  /**
+   * Ms until `tokens` of a `windowAtUse` admission can be counted in the rolling window
+   * without overrunning it (0: now). A call that starts before its part was expected waits
+   * this long; the part's room is held from its expected time on. Undefined: never waits.
+   */
+  windowRoomInMs?(ticket: BudgetTicket, tokens: number): number;
   /**
    * Settle an admission against the provider's usage: give back an overestimate, take an
    * underestimate's shortfall.

@@ -3,6 +3,8 @@
 // whole request with it (calls per agent x tokens per call) and knows from the call time how
 // long a request's critical path takes. Memory is bounded: a fixed window of recent calls per
 // agent, and agents are the tree's (a few names).
+// It also learns when each agent's calls start after their request is admitted (the earliest
+// of its recent calls), so a request's later calls are held against the window only from then.
 
 /** Calls remembered per agent. */
 const WINDOW = 50;
@@ -11,22 +13,26 @@ const CALL_TIME_WEIGHT = 0.1;
 
 export class CallCostModel {
   readonly #tokens = new Map<string, number[]>();
+  readonly #offsets = new Map<string, number[]>();
   #meanCallMs: number | undefined;
 
   /** Note a finished call: its counted tokens and how long the provider call took. */
   observe(agent: string, countedTokens: number, callMs: number): void {
-    if (Number.isFinite(countedTokens) && countedTokens >= 0) {
-      let samples = this.#tokens.get(agent);
-      if (!samples) {
-        samples = [];
-        this.#tokens.set(agent, samples);
-      }
-      samples.push(countedTokens);
-      if (samples.length > WINDOW) samples.shift();
-    }
+    remember(this.#tokens, agent, countedTokens);
     if (Number.isFinite(callMs) && callMs >= 0) {
       this.#meanCallMs = this.#meanCallMs === undefined ? callMs : this.#meanCallMs + CALL_TIME_WEIGHT * (callMs - this.#meanCallMs);
     }
+  }
+
+  /** Note when a call of `agent` started (was admitted), ms after its request was admitted. */
+  observeStart(agent: string, afterAdmissionMs: number): void {
+    remember(this.#offsets, agent, afterAdmissionMs);
+  }
+
+  /** The earliest start of the agent's recent calls after their request's admission, ms; undefined before its first. */
+  startOffsetMs(agent: string): number | undefined {
+    const samples = this.#offsets.get(agent);
+    return samples && samples.length > 0 ? Math.min(...samples) : undefined;
   }
 
   /** Mean counted tokens of the agent's recent calls; undefined before its first call. */
@@ -51,4 +57,16 @@ export class CallCostModel {
   get meanCallMs(): number | undefined {
     return this.#meanCallMs;
   }
+}
+
+/** Keep a finite sample >= 0 among the agent's last WINDOW. */
+function remember(byAgent: Map<string, number[]>, agent: string, value: number): void {
+  if (!Number.isFinite(value) || value < 0) return;
+  let samples = byAgent.get(agent);
+  if (!samples) {
+    samples = [];
+    byAgent.set(agent, samples);
+  }
+  samples.push(value);
+  if (samples.length > WINDOW) samples.shift();
 }

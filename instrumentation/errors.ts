@@ -21,6 +21,22 @@ function jsonMessage(code: ErrorCode, fields: Record<string, unknown>, text: str
   return JSON.stringify({ code, ...fields, message: text, error: { code, message: text, ...fields } });
 }
 
+/**
+ * A wrapper error about one limiter, for a reason: the JSON message holds the code, the
+ * reason and `fields`, with the readable text.
+ */
+abstract class LimiterError<R extends string> extends Error {
+  readonly reason: R;
+  readonly limiter: string;
+
+  constructor(code: ErrorCode, limiter: string, reason: R, fields: Record<string, unknown>, text: string, options?: ErrorOptions) {
+    super(jsonMessage(code, { reason, ...fields }, text), options);
+    this.name = new.target.name;
+    this.reason = reason;
+    this.limiter = limiter;
+  }
+}
+
 const timeoutText: Record<TimeoutReason, (waitedMs: number) => string> = {
   permit: (ms) => `no permit within ${ms} ms (maxWaitMs)`,
   budget: (ms) => `no token budget within ${ms} ms (maxWaitMs)`,
@@ -29,45 +45,45 @@ const timeoutText: Record<TimeoutReason, (waitedMs: number) => string> = {
 };
 
 /** The bounded wait (maxWaitMs) for a permit or for token budget expired, or the wait queue was full (maxWaiting). */
-export class RateLimitTimeout extends Error {
+export class RateLimitTimeout extends LimiterError<TimeoutReason> {
   readonly code = ERROR_CODES.timeout;
-  readonly reason: TimeoutReason;
-  readonly limiter: string;
   readonly waitedMs: number;
 
   constructor(limiter: string, reason: TimeoutReason, waitedMs: number) {
-    const text = `limiter "${limiter}": ${timeoutText[reason](Math.round(waitedMs))}`;
-    super(jsonMessage(ERROR_CODES.timeout, { reason }, text));
-    this.name = 'RateLimitTimeout';
-    this.reason = reason;
-    this.limiter = limiter;
+    super(ERROR_CODES.timeout, limiter, reason, {}, `limiter "${limiter}": ${timeoutText[reason](Math.round(waitedMs))}`);
     this.waitedMs = waitedMs;
   }
 }
 
-/** Why a provider rate-limit error was not retried any further. */
-export type ExhaustedReason = 'attempts' | 'retry_budget' | 'delay_exceeds_wait' | 'daily_quota';
+/** What each reason means: why a provider 429 was not retried any further, why a request was shed at the door. */
+const reasonText = {
+  exhausted: {
+    attempts: 'every attempt was rate limited',
+    retry_budget: 'the retry budget (share of recent calls) is spent',
+    delay_exceeds_wait: 'the server asked to wait longer than the remaining maxWaitMs',
+    daily_quota: 'a per-day quota is exhausted; retrying today will not help',
+  },
+  shed: {
+    deadline: 'its model calls cannot be funded in time to finish within the request deadline',
+    too_large: 'its model calls need more tokens than one window of the budget holds',
+    lane: 'its lane is shed first while other requests wait',
+    budget_unavailable: 'the shared token budget is unreachable and its outage policy is fail-closed',
+  },
+} as const;
 
-const exhaustedText: Record<ExhaustedReason, string> = {
-  attempts: 'every attempt was rate limited',
-  retry_budget: 'the retry budget (share of recent calls) is spent',
-  delay_exceeds_wait: 'the server asked to wait longer than the remaining maxWaitMs',
-  daily_quota: 'a per-day quota is exhausted; retrying today will not help',
-};
+/** Why a provider rate-limit error was not retried any further. */
+export type ExhaustedReason = keyof typeof reasonText.exhausted;
+/** Why a request was shed at the door. */
+export type ShedReason = keyof typeof reasonText.shed;
 
 /** The provider answered 429 / RESOURCE_EXHAUSTED and the wrapper gave up. `cause` is the last provider error. */
-export class RateLimitExhausted extends Error {
+export class RateLimitExhausted extends LimiterError<ExhaustedReason> {
   readonly code = ERROR_CODES.rateLimited;
-  readonly reason: ExhaustedReason;
-  readonly limiter: string;
   readonly attempts: number;
 
   constructor(limiter: string, reason: ExhaustedReason, attempts: number, cause: unknown) {
-    const text = `limiter "${limiter}": provider rate limit after ${attempts} attempt(s): ${exhaustedText[reason]}`;
-    super(jsonMessage(ERROR_CODES.rateLimited, { reason, attempts }, text), { cause });
-    this.name = 'RateLimitExhausted';
-    this.reason = reason;
-    this.limiter = limiter;
+    const text = `limiter "${limiter}": provider rate limit after ${attempts} attempt(s): ${reasonText.exhausted[reason]}`;
+    super(ERROR_CODES.rateLimited, limiter, reason, { attempts }, text, { cause });
     this.attempts = attempts;
   }
 }
@@ -125,36 +141,21 @@ export class CentralBudgetUnavailable extends Error {
   }
 }
 
-/** Why a request was shed at the door. */
-export type ShedReason = 'deadline' | 'too_large' | 'lane' | 'budget_unavailable';
-
-const shedText: Record<ShedReason, string> = {
-  deadline: 'its model calls cannot be funded in time to finish within the request deadline',
-  too_large: 'its model calls need more tokens than one window of the budget holds',
-  lane: 'its lane is shed first while other requests wait',
-  budget_unavailable: 'the shared token budget is unreachable and its outage policy is fail-closed',
-};
-
 /**
  * A whole request turned away at the door, before any model call: it could not be funded
  * within its deadline. `retryAfterMs` is when the budget could fund it again.
  */
-export class RequestShed extends Error {
+export class RequestShed extends LimiterError<ShedReason> {
   readonly code = ERROR_CODES.requestShed;
-  readonly reason: ShedReason;
-  readonly limiter: string;
   readonly retryAfterMs: number;
   /** The readable text (the message is the JSON form). */
   readonly text: string;
 
   constructor(limiter: string, reason: ShedReason, retryAfterMs: number) {
     const retryAfter = Math.max(0, Math.ceil(retryAfterMs));
-    const text = `request shed by limiter "${limiter}": ${shedText[reason]}; retry after ${retryAfter} ms`;
-    super(jsonMessage(ERROR_CODES.requestShed, { reason, retryAfterMs: retryAfter }, text));
-    this.name = 'RequestShed';
+    const text = `request shed by limiter "${limiter}": ${reasonText.shed[reason]}; retry after ${retryAfter} ms`;
+    super(ERROR_CODES.requestShed, limiter, reason, { retryAfterMs: retryAfter }, text);
     this.text = text;
-    this.reason = reason;
-    this.limiter = limiter;
     this.retryAfterMs = retryAfter;
   }
 }

@@ -14,7 +14,7 @@
 // that limiter admits the request's calls one by one (as `call` admission does) and learns.
 import type { Event, Runner, RunnableRoot } from '@google/adk';
 import { AdmittedRequest, currentRequest, type FundedShare, runInRequest } from './admitted-request.ts';
-import type { Budget, BudgetTicket } from './budget.ts';
+import type { Budget, BudgetTicket, UsePart } from './budget.ts';
 import { type Clock, realClock } from './clock.ts';
 import {
   DEFAULT_REQUEST_DEADLINE_MS,
@@ -211,10 +211,11 @@ export class RequestAdmission {
     let tokens = 0;
     for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
     tokens = Math.ceil(tokens);
+    const useSchedule = scheduleOf(llm, calls, tokensPerCall);
     const now = this.#clock.now();
     const shed = (reason: ShedReason, retryAfterMs: number) => new RequestShed(llm.name, reason, retryAfterMs);
     if (tokens > budget.capacity) throw shed('too_large', budget.windowMs ?? 60_000);
-    const fundableInMs = budget.fundableInMs?.(tokens);
+    const fundableInMs = budget.fundableInMs?.(tokens, useSchedule);
     if (door.shedFirst && this.#waiting > 0) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
     // A lane shed first goes only if it can be funded now; the others if in time for their door deadline.
     if (fundableInMs !== undefined && (door.shedFirst ? fundableInMs > 0 : now + fundableInMs > door.doorDeadline)) {
@@ -222,16 +223,16 @@ export class RequestAdmission {
     }
     let ticket: BudgetTicket;
     if (door.shedFirst) {
-      const now = budget.tryReserve(tokens, { windowAtUse: true });
+      const now = budget.tryReserve(tokens, { windowAtUse: true, useSchedule });
       if (!now) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
       ticket = now;
     } else {
       this.#waiting++;
       try {
-        const wait = { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt, windowAtUse: true };
+        const wait = { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt, windowAtUse: true, useSchedule };
         ticket = await budget.reserve(tokens, wait);
       } catch (error) {
-        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens) ?? DEFAULT_REQUEST_DEADLINE_MS);
+        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
         // Nothing can be funded while the shared budget fails closed: turned away whole, like any shed request.
         if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', UNAVAILABLE_RETRY_MS);
         throw error;
@@ -269,6 +270,20 @@ function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): Map<s
   const costs = new Map<string, number>();
   for (const agent of calls.keys()) costs.set(agent, llm.callCost.tokensPerCall(agent) ?? mean);
   return costs;
+}
+
+/**
+ * When a request's tokens on one limiter are used: each agent's calls from the earliest start
+ * learned for it (at admission while unknown), so the later calls' share is held against
+ * the window only from then.
+ */
+function scheduleOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, tokensPerCall: ReadonlyMap<string, number>): UsePart[] {
+  const byOffset = new Map<number, number>();
+  for (const [agent, n] of calls) {
+    const afterMs = llm.callCost.startOffsetMs(agent) ?? 0;
+    byOffset.set(afterMs, (byOffset.get(afterMs) ?? 0) + n * (tokensPerCall.get(agent) ?? 0));
+  }
+  return [...byOffset].map(([afterMs, tokens]) => ({ afterMs, tokens }));
 }
 
 /** The tree's rate-limited models and the calls a request makes on each. */

@@ -102,6 +102,21 @@ export class RollingWindow {
     return this.windowMs + this.#slotMs;
   }
 
+  /**
+   * The live slots as [when they leave the window (epoch of the clock, ms), tokens], oldest
+   * first: what the window will have freed by any later time.
+   */
+  leaving(now: number): [number, number][] {
+    const current = this.#advance(now);
+    const out: [number, number][] = [];
+    for (let slot = current - SLOTS + 1; slot <= current; slot++) {
+      const pos = position(slot);
+      if (this.#slotAt[pos] !== slot || this.#tokens[pos] === 0) continue;
+      out.push([(slot + SLOTS) * this.#slotMs, this.#tokens[pos]]);
+    }
+    return out;
+  }
+
   /** Move to the slot of `now`, subtracting the slots that left the window; returns it. */
   #advance(now: number): number {
     const slot = Math.max(Math.floor(now / this.#slotMs), this.#current);

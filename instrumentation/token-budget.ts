@@ -17,7 +17,7 @@
 // last 60 s (actual usage once reconciled, debt included) plus it stay within
 // tokensPerMinute. Off (`rollingWindow: false`) is the pure bucket, for a provider whose
 // quota refills continuously.
-import type { Budget, BudgetTicket, ReserveOptions } from './budget.ts';
+import type { Budget, BudgetTicket, ReserveOptions, UsePart } from './budget.ts';
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
 import { type CountedTokens, countedTokensSchema } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WINDOW_MS, MIN_WINDOW_MS } from './defaults.ts';
@@ -25,7 +25,7 @@ import { BudgetRequestTooLarge } from './errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { WaiterQueue } from './waiter-queue.ts';
 
-export type { ReserveOptions } from './budget.ts';
+export type { ReserveOptions, UsePart } from './budget.ts';
 
 export interface TokenBudgetOptions {
   clock?: Clock;
@@ -63,33 +63,117 @@ export function checkBudgetOptions(tokensPerMinute: number, options: { countedTo
   }
 }
 
+/** Part of a windowAtUse admission not yet counted in the window, held against it from dueAt on. */
+interface Hold {
+  tokens: number;
+  readonly dueAt: number;
+}
+
 /**
  * A TokenBudget's admission: its tokens and the rolling-window slot they were counted in (the
- * last one, for an admission counted when used), with what is still pending and what was
- * counted so far.
+ * last one, for an admission counted when used), with what is still held (pending) and what
+ * was counted so far.
  */
 class TokenTicket implements BudgetTicket {
   readonly tokens: number;
   slot: number | undefined;
   readonly issuer: TokenBudget;
-  /** windowAtUse: tokens not yet counted in the window. */
-  pending: number;
+  /** windowAtUse: the parts not yet counted in the window, earliest due first. */
+  holds: Hold[];
   /** Tokens counted in the window for this admission. */
   counted: number;
 
-  constructor(issuer: TokenBudget, tokens: number, slot: number | undefined, pending: number) {
+  constructor(issuer: TokenBudget, tokens: number, slot: number | undefined, holds: Hold[]) {
     this.issuer = issuer;
     this.tokens = tokens;
     this.slot = slot;
-    this.pending = pending;
-    this.counted = tokens - pending;
+    this.holds = holds;
+    this.counted = tokens - this.pending;
+  }
+
+  /** Tokens not yet counted in the window. */
+  get pending(): number {
+    let sum = 0;
+    for (const hold of this.holds) sum += hold.tokens;
+    return sum;
   }
 }
 
-/** A queued reservation. */
+/** A queued reservation: its tokens, and when it uses them (parts after admission). */
 interface Wanted {
   readonly tokens: number;
   readonly atUse: boolean;
+  readonly parts: readonly UsePart[];
+}
+
+/** The parts of a reservation: the schedule scaled to `tokens`, or all of it at once. */
+function partsOf(tokens: number, atUse: boolean, schedule: readonly UsePart[] | undefined): UsePart[] {
+  let sum = 0;
+  for (const part of schedule ?? []) if (part.tokens > 0) sum += part.tokens;
+  if (!atUse || !schedule || !(sum > 0)) return [{ afterMs: 0, tokens }];
+  return schedule
+    .filter((part) => part.tokens > 0)
+    .map((part) => ({ afterMs: Number.isFinite(part.afterMs) ? Math.max(0, part.afterMs) : 0, tokens: (part.tokens * tokens) / sum }));
+}
+
+/** Index of the first element above `value` in an ascending array. */
+function upperBound(sorted: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] <= value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** What the window will hold at any later time: its live slots as they leave, and the holds as they fall due. */
+class WindowOutlook {
+  readonly #leaveAt: number[] = [];
+  /** Tokens still live after the first i slots left. */
+  readonly #liveAfter: number[] = [];
+  readonly #dueAt: number[] = [];
+  /** Held tokens due among the first i holds. */
+  readonly #heldBy: number[] = [0];
+
+  constructor(leaving: readonly [number, number][], holds: Iterable<Hold>) {
+    let live = 0;
+    for (const [, tokens] of leaving) live += tokens;
+    this.#liveAfter.push(live);
+    for (const [at, tokens] of leaving) {
+      this.#leaveAt.push(at);
+      live -= tokens;
+      this.#liveAfter.push(live);
+    }
+    const sorted = [...holds].sort((a, b) => a.dueAt - b.dueAt);
+    for (const hold of sorted) {
+      this.#dueAt.push(hold.dueAt);
+      this.#heldBy.push((this.#heldBy.at(-1) as number) + hold.tokens);
+    }
+  }
+
+  /** When slots leave the window, ascending. */
+  get leaveTimes(): readonly number[] {
+    return this.#leaveAt;
+  }
+
+  /**
+   * The most the window would hold at any time from `at` on, were `parts` admitted at `at`:
+   * live slots not yet left, every hold due by then (an overdue one counts from `at`), and
+   * the parts due by then. Counted holds and parts are taken to stay (they leave a window after).
+   */
+  peak(at: number, parts: readonly UsePart[]): number {
+    const times = [at, ...parts.map((part) => at + part.afterMs)];
+    for (const due of this.#dueAt) if (due > at) times.push(due);
+    let peak = Number.NEGATIVE_INFINITY;
+    for (const time of times) {
+      let sum = this.#liveAfter[upperBound(this.#leaveAt, time)] + this.#heldBy[upperBound(this.#dueAt, time)];
+      for (const part of parts) if (at + part.afterMs <= time) sum += part.tokens;
+      if (sum > peak) peak = sum;
+    }
+    return peak;
+  }
 }
 
 // Refill is computed from elapsed time in floating point; tolerate rounding noise.
@@ -111,6 +195,8 @@ export class TokenBudget implements Budget {
   #refilledAt: number;
   /** Admitted windowAtUse tokens not yet counted in the window: held against it. */
   #pending = 0;
+  /** Tickets with tokens held against the window. */
+  readonly #held = new Set<TokenTicket>();
   readonly #waiters: WaiterQueue<Wanted, BudgetTicket>;
   #wakeTimer: TimerHandle | undefined;
 
@@ -150,6 +236,11 @@ export class TokenBudget implements Budget {
     return this.#waiters.size;
   }
 
+  /** Admitted windowAtUse tokens not yet counted in the window (held against it). */
+  get pendingTokens(): number {
+    return this.#pending;
+  }
+
   /** Tokens admitted per window now: the capacity unless an adaptive limit lowered it. */
   get windowLimit(): number {
     return this.#limit;
@@ -185,21 +276,22 @@ export class TokenBudget implements Budget {
     if (!Number.isFinite(tokens) || tokens < 0) throw new RangeError(`charged tokens must be a finite number >= 0, got ${tokens}`);
     this.#refill();
     const level = this.#level;
-    const ticket = this.#take(tokens, false);
+    const ticket = this.#take(tokens, false, [{ afterMs: 0, tokens }]);
     this.#level = Math.max(Math.min(level, 0), level - tokens);
     return ticket;
   }
 
   /** Take tokens now if they are there and nobody is queued: the admission's ticket, else undefined. */
-  tryReserve(tokens: number, options: Pick<ReserveOptions, 'windowAtUse'> = {}): BudgetTicket | undefined {
+  tryReserve(tokens: number, options: Pick<ReserveOptions, 'windowAtUse' | 'useSchedule'> = {}): BudgetTicket | undefined {
     this.#check(tokens);
     if (this.#waiters.size > 0) return undefined;
     if (this.#clock.now() < this.#pausedUntil) return undefined;
     this.#refill();
     if (this.#level + EPSILON < Math.min(tokens, this.#limit)) return undefined;
     const atUse = options.windowAtUse === true;
-    if (this.#windowWaitMs(this.#clock.now(), tokens) > 0) return undefined;
-    return this.#take(tokens, atUse);
+    const parts = partsOf(tokens, atUse, options.useSchedule);
+    if (this.#windowWaitMs(this.#clock.now(), tokens, parts) > 0) return undefined;
+    return this.#take(tokens, atUse, parts);
   }
 
   /** Wait (FIFO, without blocking the event loop) until the tokens can be taken; resolves with the admission's ticket. */
@@ -210,24 +302,30 @@ export class TokenBudget implements Budget {
     } catch (error) {
       return Promise.reject(error);
     }
-    const waited = this.#waiters.wait({ tokens, atUse: options.windowAtUse === true }, options);
+    const atUse = options.windowAtUse === true;
+    const waited = this.#waiters.wait({ tokens, atUse, parts: partsOf(tokens, atUse, options.useSchedule) }, options);
     this.#admit();
     return waited;
   }
 
   /** Milliseconds until `tokens` could be taken behind the reservations queued now (0: now). */
-  fundableInMs(tokens: number): number {
+  fundableInMs(tokens: number, useSchedule?: readonly UsePart[]): number {
     this.#check(tokens);
     this.#refill();
     let ahead = 0;
-    for (const waiter of this.#waiters) ahead += waiter.data.tokens;
+    // The reservations queued ahead are taken to be admitted with this one, each on its own schedule.
+    const parts = partsOf(tokens, true, useSchedule);
+    for (const waiter of this.#waiters) {
+      ahead += waiter.data.tokens;
+      parts.push(...waiter.data.parts);
+    }
     const need = ahead + tokens;
     const bucketWaitMs = this.#level + EPSILON < need ? (need - this.#level) / this.#perMs : 0;
     // The window frees what it holds as its slots age; more than one window of queued tokens waits whole windows.
-    const windowNeed = this.#windowNeed(need);
+    const windowNeed = need + this.#pending;
     const windowWaitMs = this.#window
       ? windowNeed <= this.#window.limit
-        ? this.#window.waitMs(this.#clock.now(), windowNeed)
+        ? this.#scheduleWaitMs(this.#clock.now(), parts)
         : Math.ceil(windowNeed / this.#window.limit) * this.windowMs
       : 0;
     return Math.ceil(Math.max(bucketWaitMs, windowWaitMs));
@@ -249,8 +347,7 @@ export class TokenBudget implements Budget {
     const own = ticket instanceof TokenTicket && ticket.issuer === this ? ticket : undefined;
     if (own) {
       // What was never used leaves the pending hold; the window settles what it counted.
-      this.#pending = Math.max(0, this.#pending - own.pending);
-      own.pending = 0;
+      this.#release(own);
       this.#window?.adjust(this.#clock.now(), own.counted, actual, own.slot);
     } else {
       this.#window?.adjust(this.#clock.now(), reserved, actual, undefined);
@@ -259,36 +356,86 @@ export class TokenBudget implements Budget {
   }
 
   /**
-   * What must fit in the window for an admission of `tokens`: the tokens and everything
-   * pending. A whole request counted when used waits for room for all of it: letting it in
-   * over the limit by its own size overran a quota budgeted at 100 % (the quota bench).
+   * Ms until the rolling guard lets a reservation of `tokens` used as `parts` in (0: now): until
+   * the window, with every hold counted from when it falls due, never holds more than the
+   * limit. A whole request counted when used waits for room for all of it, each part from its
+   * time on: letting it in over the limit by its own size overran a quota budgeted at 100 %
+   * (the quota bench). A reservation above a lowered window limit (at most the capacity) goes
+   * alone into an empty window with nothing pending, so it is never starved; while only
+   * pending holds are left it looks again after a slot.
    */
-  #windowNeed(tokens: number): number {
-    return tokens + this.#pending;
-  }
-
-  /**
-   * Ms until the rolling guard lets `tokens` in (0: now). A reservation above a lowered window
-   * limit (at most the capacity) goes alone into an empty window with nothing pending, so it
-   * is never starved; while only pending holds are left it looks again after a slot.
-   */
-  #windowWaitMs(now: number, tokens: number): number {
+  #windowWaitMs(now: number, tokens: number, parts: readonly UsePart[]): number {
     const window = this.#window;
     if (!window) return 0;
-    if (tokens <= this.#limit) return window.waitMs(now, this.#windowNeed(tokens));
+    if (tokens <= this.#limit) return this.#scheduleWaitMs(now, parts);
     const emptyMs = window.waitMs(now, this.#limit);
     if (emptyMs > 0) return emptyMs;
     return this.#pending > EPSILON ? Math.ceil(this.windowMs / 600) : 0;
   }
 
-  /** A windowAtUse admission's tokens are used now: count them in the window (beyond its reservation too). */
+  /**
+   * The earliest admission time (ms from now) at which `parts` fit the window's outlook. The
+   * peak from a time on only falls as slots leave, so the first fitting time is found by
+   * bisection over the times a slot leaves, less each part's offset.
+   */
+  #scheduleWaitMs(now: number, parts: readonly UsePart[]): number {
+    const window = this.#window;
+    if (!window) return 0;
+    const outlook = new WindowOutlook(window.leaving(now), this.#holds());
+    const limit = this.#limit + EPSILON;
+    if (outlook.peak(now, parts) <= limit) return 0;
+    const times = new Set<number>();
+    for (const at of outlook.leaveTimes) for (const part of parts) if (at - part.afterMs > now) times.add(at - part.afterMs);
+    const sorted = [...times].sort((a, b) => a - b);
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (outlook.peak(sorted[mid], parts) <= limit) hi = mid;
+      else lo = mid + 1;
+    }
+    // Nothing left to leave makes room: the holds must be counted or released first.
+    if (lo === sorted.length) return Math.ceil(this.windowMs / 600);
+    return Math.max(1, Math.ceil(sorted[lo] - now));
+  }
+
+  *#holds(): IterableIterator<Hold> {
+    for (const ticket of this.#held) yield* ticket.holds;
+  }
+
+  /** The ticket's holds leave the window's outlook (used, or never to be). */
+  #release(ticket: TokenTicket): void {
+    this.#pending = Math.max(0, this.#pending - ticket.pending);
+    ticket.holds = [];
+    this.#held.delete(ticket);
+  }
+
+  /** A windowAtUse admission's tokens are used now: count them in the window (beyond its reservation too), from its earliest holds. */
   chargeWindow(ticket: BudgetTicket, tokens: number): void {
     if (!(ticket instanceof TokenTicket) || ticket.issuer !== this || !(tokens > 0)) return;
-    const fromPending = Math.min(tokens, ticket.pending);
-    ticket.pending -= fromPending;
-    this.#pending = Math.max(0, this.#pending - fromPending);
+    let left = tokens;
+    while (left > EPSILON && ticket.holds.length > 0) {
+      const hold = ticket.holds[0];
+      const taken = Math.min(left, hold.tokens);
+      hold.tokens -= taken;
+      left -= taken;
+      this.#pending = Math.max(0, this.#pending - taken);
+      if (hold.tokens <= EPSILON) ticket.holds.shift();
+    }
+    if (ticket.holds.length === 0) this.#release(ticket);
     ticket.counted += tokens;
     if (this.#window) ticket.slot = this.#window.add(this.#clock.now(), tokens);
+  }
+
+  /**
+   * Ms until `tokens` can be counted in the window without overrunning it (0: now). A call
+   * that starts before its part fell due may find the window full: the part's room is held
+   * from its due time on, so it waits at most until then.
+   */
+  windowRoomInMs(_ticket: BudgetTicket, tokens: number): number {
+    const window = this.#window;
+    if (!window || tokens > this.#limit) return 0;
+    return window.waitMs(this.#clock.now(), tokens);
   }
 
   /** Reject every queued reservation and stop the wake-up timer. */
@@ -298,13 +445,17 @@ export class TokenBudget implements Budget {
     return Promise.resolve();
   }
 
-  #take(tokens: number, atUse: boolean): TokenTicket {
+  #take(tokens: number, atUse: boolean, parts: readonly UsePart[]): TokenTicket {
     this.#level -= tokens;
+    const now = this.#clock.now();
     if (atUse && this.#window) {
       this.#pending += tokens;
-      return new TokenTicket(this, tokens, undefined, tokens);
+      const holds = parts.map((part) => ({ tokens: part.tokens, dueAt: now + part.afterMs })).sort((a, b) => a.dueAt - b.dueAt);
+      const ticket = new TokenTicket(this, tokens, undefined, holds);
+      this.#held.add(ticket);
+      return ticket;
     }
-    return new TokenTicket(this, tokens, this.#window?.add(this.#clock.now(), tokens), 0);
+    return new TokenTicket(this, tokens, this.#window?.add(now, tokens), []);
   }
 
   #clearWake(): void {
@@ -334,11 +485,11 @@ export class TokenBudget implements Budget {
     this.#clearWake();
     this.#refill();
     for (let head = this.#waiters.head(); head !== undefined; head = this.#waiters.head()) {
-      const { tokens, atUse } = head.data;
+      const { tokens, atUse, parts } = head.data;
       const need = Math.min(tokens, this.#limit);
       const bucketWaitMs = this.#level + EPSILON < need ? Math.ceil((need - this.#level) / this.#perMs) : 0;
       const now = this.#clock.now();
-      const windowWaitMs = this.#windowWaitMs(now, tokens);
+      const windowWaitMs = this.#windowWaitMs(now, tokens, parts);
       const waitMs = Math.max(bucketWaitMs, windowWaitMs, Math.ceil(this.#pausedUntil - now));
       if (waitMs > 0) {
         this.#wakeTimer = this.#clock.setTimeout(() => {
@@ -347,7 +498,7 @@ export class TokenBudget implements Budget {
         }, waitMs);
         return;
       }
-      head.grant(this.#take(tokens, atUse));
+      head.grant(this.#take(tokens, atUse, parts));
     }
   }
 }

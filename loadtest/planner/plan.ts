@@ -89,7 +89,7 @@ export interface Plan {
    * request partial.
    */
   readonly admission: {
-    /** User requests per minute served whole: the demand, capped by what the budget sustains. */
+    /** User requests per minute served whole: the demand, capped by the whole requests each replica's window holds. */
     readonly servedUserRequestsPerMinute: number;
     /** User requests per minute shed (demand − served). */
     readonly shedUserRequestsPerMinute: number;
@@ -177,85 +177,101 @@ function burstShape(input: ValidPlanInput, tree: PlannedTree, permits: number, r
   };
 }
 
+/** What the demand asks of the provider: calls and counted tokens per minute. */
+function demandOf(input: ValidPlanInput, tree: TreeShape): Plan['demand'] {
+  const tokensPerCall = meanTokensPerCall(input);
+  const callsPerMinute = input.userRequestsPerMinute * tree.callsPerRequest;
+  return { userRequestsPerMinute: input.userRequestsPerMinute, callsPerMinute, callsPerSecond: callsPerMinute / 60, tokensPerCall, tokensPerMinute: callsPerMinute * tokensPerCall };
+}
+
+/** Demand over the quota per axis, and the axis that binds first. */
+function bindingOf(input: ValidPlanInput, demand: Plan['demand']): Pick<Plan, 'quotaUse' | 'binding'> {
+  const requests = demand.callsPerMinute / input.quotaRequestsPerMinute;
+  const tokens = demand.tokensPerMinute / input.quotaTokensPerMinute;
+  const quotaUse = Math.max(tokens, requests);
+  return {
+    quotaUse: { requests, tokens },
+    binding: { axis: tokens >= requests ? 'tokens' : 'requests', quotaUse, overQuota: quotaUse > 1, overBy: quotaUse - 1 },
+  };
+}
+
+/** One replica's static share of the budget, what it sustains, and its calls in flight at the rate it serves. */
+function replicaOf(input: ValidPlanInput, tree: TreeShape, demand: Plan['demand']): { perReplica: Plan['perReplica']; inFlight: number } {
+  const replicaCalls = replicaCallsPerMinute(input);
+  const userRequestsPerMinuteExact = replicaCalls / tree.callsPerRequest;
+  const servedCalls = (demand.callsPerMinute / input.replicas) * completedShare(input);
+  const inFlight = (servedCalls / 60) * input.latencySeconds;
+  // Round up to whole user requests so a fan-out is admitted whole, never a part of one.
+  const wholeRequests = Math.max(1, Math.ceil(inFlight / tree.callsPerRequest - 1e-9));
+  const perReplica = {
+    tokensPerMinute: (input.quotaTokensPerMinute * input.budgetFraction) / input.replicas,
+    requestsPerMinute: (input.quotaRequestsPerMinute * input.budgetFraction) / input.replicas,
+    callsPerMinute: replicaCalls,
+    userRequestsPerMinute: Math.floor(userRequestsPerMinuteExact + 1e-9),
+    userRequestsPerMinuteExact,
+    permits: Math.max(wholeRequests * tree.callsPerRequest, tree.parallelBranches),
+    maxWaitSeconds: input.toleratedWaitSeconds,
+  };
+  return { perReplica, inFlight };
+}
+
+/**
+ * Request admission: the fleet serves whole requests up to what the budget sustains and sheds
+ * the rest at the door, none partial. A replica's rolling window holds whole requests only:
+ * it serves the whole number of requests its window's tokens hold (9 of the 9.57 a window
+ * could hold in the worked example, 5 of 5.33 in the quota bench).
+ */
+function admissionOf(input: ValidPlanInput, perReplica: Plan['perReplica']): Plan['admission'] {
+  const served = Math.min(input.userRequestsPerMinute, perReplica.userRequestsPerMinute * input.replicas);
+  const shed = input.userRequestsPerMinute - served;
+  return { servedUserRequestsPerMinute: served, shedUserRequestsPerMinute: shed, partialUserRequestsPerMinute: 0, shedFraction: shed / input.userRequestsPerMinute };
+}
+
+/** Per-call admission under a sustained peak above the budget: the share completed and the queue's growth. */
+function overloadOf(input: ValidPlanInput, demand: Plan['demand'], perReplica: Plan['perReplica']): Plan['overload'] {
+  const completed = completedShare(input);
+  const excessCalls = Math.max(0, demand.callsPerMinute - perReplica.callsPerMinute * input.replicas);
+  const excessPerReplica = excessCalls / input.replicas;
+  return {
+    completedShare: completed,
+    servedUserRequestsPerMinute: input.userRequestsPerMinute * completed,
+    excessCallsPerMinute: excessCalls,
+    // A queue growing by `excess` calls/min drains at the replica's rate: wait = queue / rate.
+    secondsUntilMaxWait: excessPerReplica > 0 ? (input.toleratedWaitSeconds * perReplica.callsPerMinute) / excessPerReplica : null,
+    timeoutsPerMinute: excessCalls,
+  };
+}
+
 /** Plans the capacity for an agent tree; throws a PlanInputError naming the first bad field. */
 export function plan(rawInput: PlanInput): Plan {
   const input = parsePlanInput(rawInput);
   const tree = treeShape(input);
-  const tokensPerCall = meanTokensPerCall(input);
-  const callsPerMinute = input.userRequestsPerMinute * tree.callsPerRequest;
-  const tokensPerMinute = callsPerMinute * tokensPerCall;
-  const requestsUse = callsPerMinute / input.quotaRequestsPerMinute;
-  const tokensUse = tokensPerMinute / input.quotaTokensPerMinute;
-  const axis: QuotaAxis = tokensUse >= requestsUse ? 'tokens' : 'requests';
-  const bindingUse = Math.max(tokensUse, requestsUse);
-
-  const fleetTokens = input.quotaTokensPerMinute * input.budgetFraction;
-  const fleetRequests = input.quotaRequestsPerMinute * input.budgetFraction;
-  const replicaTokens = fleetTokens / input.replicas;
-  const replicaRequests = fleetRequests / input.replicas;
-  const replicaCalls = replicaCallsPerMinute(input);
-  const replicaUsersExact = replicaCalls / tree.callsPerRequest;
-  const replicaUsers = Math.floor(replicaUsersExact + 1e-9);
-
-  const demandCallsPerReplica = callsPerMinute / input.replicas;
-  const completed = completedShare(input);
-  const servedCallsPerReplica = demandCallsPerReplica * completed;
-  const inFlightPerReplica = (servedCallsPerReplica / 60) * input.latencySeconds;
-  // Round up to whole user requests so a fan-out is admitted whole, never a part of one.
-  const wholeRequests = Math.max(1, Math.ceil(inFlightPerReplica / tree.callsPerRequest - 1e-9));
-  const permits = Math.max(wholeRequests * tree.callsPerRequest, tree.parallelBranches);
-
-  const fleetUsers = replicaUsers * input.replicas;
-  const served = Math.min(input.userRequestsPerMinute, replicaUsersExact * input.replicas);
+  const demand = demandOf(input, tree);
+  const { perReplica, inFlight } = replicaOf(input, tree, demand);
+  const fleetUsers = perReplica.userRequestsPerMinute * input.replicas;
   const shortfall = Math.max(0, input.userRequestsPerMinute - fleetUsers);
-  const excessCalls = Math.max(0, callsPerMinute - replicaCalls * input.replicas);
-  const excessPerReplica = excessCalls / input.replicas;
-
   return {
     input,
     tree,
-    demand: {
-      userRequestsPerMinute: input.userRequestsPerMinute,
-      callsPerMinute,
-      callsPerSecond: callsPerMinute / 60,
-      tokensPerCall,
-      tokensPerMinute,
-    },
+    demand,
     quota: { requestsPerMinute: input.quotaRequestsPerMinute, tokensPerMinute: input.quotaTokensPerMinute },
-    quotaUse: { requests: requestsUse, tokens: tokensUse },
-    binding: { axis, quotaUse: bindingUse, overQuota: bindingUse > 1, overBy: bindingUse - 1 },
-    inFlight: { fleet: (callsPerMinute / 60) * input.latencySeconds, perReplica: inFlightPerReplica },
-    budget: { fraction: input.budgetFraction, fleetTokensPerMinute: fleetTokens, fleetRequestsPerMinute: fleetRequests },
-    perReplica: {
-      tokensPerMinute: replicaTokens,
-      requestsPerMinute: replicaRequests,
-      callsPerMinute: replicaCalls,
-      userRequestsPerMinute: replicaUsers,
-      userRequestsPerMinuteExact: replicaUsersExact,
-      permits,
-      maxWaitSeconds: input.toleratedWaitSeconds,
+    ...bindingOf(input, demand),
+    inFlight: { fleet: (demand.callsPerMinute / 60) * input.latencySeconds, perReplica: inFlight },
+    budget: {
+      fraction: input.budgetFraction,
+      fleetTokensPerMinute: input.quotaTokensPerMinute * input.budgetFraction,
+      fleetRequestsPerMinute: input.quotaRequestsPerMinute * input.budgetFraction,
     },
+    perReplica,
     fleet: {
       replicas: input.replicas,
       userRequestsPerMinute: fleetUsers,
       shortfallUserRequestsPerMinute: shortfall,
       shortfallFraction: shortfall / input.userRequestsPerMinute,
     },
-    admission: {
-      servedUserRequestsPerMinute: served,
-      shedUserRequestsPerMinute: input.userRequestsPerMinute - served,
-      partialUserRequestsPerMinute: 0,
-      shedFraction: (input.userRequestsPerMinute - served) / input.userRequestsPerMinute,
-    },
-    overload: {
-      completedShare: completed,
-      servedUserRequestsPerMinute: input.userRequestsPerMinute * completed,
-      excessCallsPerMinute: excessCalls,
-      // A queue growing by `excess` calls/min drains at the replica's rate: wait = queue / rate.
-      secondsUntilMaxWait: excessPerReplica > 0 ? (input.toleratedWaitSeconds * replicaCalls) / excessPerReplica : null,
-      timeoutsPerMinute: excessCalls,
-    },
-    burst: burstShape(input, tree, permits, { tokens: replicaTokens, requests: replicaRequests }),
+    admission: admissionOf(input, perReplica),
+    overload: overloadOf(input, demand, perReplica),
+    burst: burstShape(input, tree, perReplica.permits, { tokens: perReplica.tokensPerMinute, requests: perReplica.requestsPerMinute }),
     fixes: shortfall > 0 ? rankFixes(input, tree) : [],
   };
 }

@@ -67,4 +67,48 @@ describe('TokenBudget windowAtUse', () => {
       { numRuns: 200 },
     );
   });
+  it('holds a part of a request from when it falls due: the window takes what leaves before then, never more than the limit (fast-check)', async () => {
+    const op = fc.oneof(
+      fc.record({
+        kind: fc.constant('reserve' as const),
+        now: fc.integer({ min: 1, max: 300 }),
+        later: fc.integer({ min: 0, max: 300 }),
+        afterMs: fc.integer({ min: 0, max: 20_000 }),
+      }),
+      fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 20_000 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 60 }), async (ops) => {
+        const clock = new ManualClock();
+        const limit = 1_000;
+        const budget = new TokenBudget(limit, { clock });
+        const check = () => expect(budget.windowTokens ?? 0).toBeLessThanOrEqual(limit + 1e-6);
+        for (const o of ops) {
+          if (o.kind === 'advance') {
+            await clock.advance(o.ms);
+            check();
+            continue;
+          }
+          const useSchedule = [
+            { afterMs: 0, tokens: o.now },
+            { afterMs: o.afterMs, tokens: o.later },
+          ];
+          const ticket = budget.tryReserve(o.now + o.later, { windowAtUse: true, useSchedule });
+          if (!ticket) continue;
+          // Each part is used when it falls due (a call that starts early waits for room: windowRoomInMs).
+          budget.chargeWindow(ticket, o.now);
+          check();
+          clock.setTimeout(() => {
+            expect(budget.windowRoomInMs(ticket, o.later)).toBe(0);
+            budget.chargeWindow(ticket, o.later);
+            check();
+            budget.reconcile(ticket, o.now + o.later);
+          }, o.afterMs);
+        }
+        await clock.advance(30_000);
+        check();
+      }),
+      { numRuns: 200 },
+    );
+  });
 });

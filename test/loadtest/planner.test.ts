@@ -270,12 +270,13 @@ describe('invariants', () => {
     );
   });
 
-  it('request admission: served is what the budget sustains, shed = demand − served, none partial', () => {
+  it('request admission: served is the whole requests the budget holds, shed = demand − served, none partial', () => {
     fc.assert(
       fc.property(arbitraryInput, (input) => {
         const p = plan(input);
         const a = p.admission;
-        const sustained = p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas;
+        // Each replica's window holds a whole number of requests.
+        const sustained = Math.floor(p.perReplica.userRequestsPerMinuteExact + 1e-9) * p.fleet.replicas;
         expect(a.servedUserRequestsPerMinute).toBeCloseTo(Math.min(p.demand.userRequestsPerMinute, sustained), 9);
         expect(a.servedUserRequestsPerMinute + a.shedUserRequestsPerMinute).toBeCloseTo(p.demand.userRequestsPerMinute, 9);
         expect(a.shedUserRequestsPerMinute).toBeGreaterThanOrEqual(0);
@@ -329,9 +330,9 @@ describe('the CLI as a process', () => {
     expect(stdout).toContain('200 calls/min (3.3 calls/s)');
     expect(stdout).toContain('1.16 M tokens/min');
     expect(stdout).toContain('30 sustainable against a demand of 40');
-    // Request admission: what the budget sustains served whole, the rest shed, none partial.
-    expect(stdout).toMatch(/^ {2}served +31 user requests\/min \(what the budget sustains, every branch answered\)$/m);
-    expect(stdout).toMatch(/^ {2}shed +9 user requests\/min \(22 % of the demand: answered 429 at once, before any model call\)$/m);
+    // Request admission: the whole requests each replica's budget holds served whole, the rest shed, none partial.
+    expect(stdout).toMatch(/^ {2}served +30 user requests\/min \(the whole requests the budget holds, every branch answered\)$/m);
+    expect(stdout).toMatch(/^ {2}shed +10 user requests\/min \(25 % of the demand: answered 429 at once, before any model call\)$/m);
     expect(stdout).toMatch(/^ {2}partial +≈0 /m);
   });
 
