@@ -178,7 +178,7 @@ function burstShape(input: ValidPlanInput, tree: PlannedTree, permits: number, r
 }
 
 /** What the demand asks of the provider: calls and counted tokens per minute. */
-function demandOf(input: ValidPlanInput, tree: TreeShape): Plan['demand'] {
+function demandOf(input: ValidPlanInput, tree: PlannedTree): Plan['demand'] {
   const tokensPerCall = meanTokensPerCall(input);
   const callsPerMinute = input.userRequestsPerMinute * tree.callsPerRequest;
   return { userRequestsPerMinute: input.userRequestsPerMinute, callsPerMinute, callsPerSecond: callsPerMinute / 60, tokensPerCall, tokensPerMinute: callsPerMinute * tokensPerCall };
@@ -196,7 +196,7 @@ function bindingOf(input: ValidPlanInput, demand: Plan['demand']): Pick<Plan, 'q
 }
 
 /** One replica's static share of the budget, what it sustains, and its calls in flight at the rate it serves. */
-function replicaOf(input: ValidPlanInput, tree: TreeShape, demand: Plan['demand']): { perReplica: Plan['perReplica']; inFlight: number } {
+function replicaOf(input: ValidPlanInput, tree: PlannedTree, demand: Plan['demand']): { perReplica: Plan['perReplica']; inFlight: number } {
   const replicaCalls = replicaCallsPerMinute(input);
   const userRequestsPerMinuteExact = replicaCalls / tree.callsPerRequest;
   const servedCalls = (demand.callsPerMinute / input.replicas) * completedShare(input);
