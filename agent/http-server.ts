@@ -1,7 +1,7 @@
 // What every quotascope HTTP server shares (the agent app of `agent` and `serve`, and the
 // mock provider): the server limits (fields, bounds, one set of defaults), listening with
-// them, and stopping. It loads neither express nor any other server module, so the CLIs'
-// --help reads its defaults cheaply.
+// them, and stopping. It imports node:http and zod only (no express, nothing of the agent),
+// so the mock provider and the CLIs' --help take it without the agent's dependencies.
 import { once } from 'node:events';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
