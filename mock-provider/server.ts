@@ -21,7 +21,7 @@ export interface MockProviderOptions {
   readonly clock?: Clock;
   /** When set, the admin API requires it (Bearer) from any address; else it answers loopback only. */
   readonly adminToken?: string;
-  /** Headers/request/keep-alive timeouts and the connection cap (validated; defaults in serverLimitsSchema). */
+  /** Headers/request/keep-alive timeouts and the connection cap (validated by serverLimitsSchema; defaults in agent/http-server.ts, shared with the agent app). */
   readonly limits?: ServerLimitsInput;
 }
 
