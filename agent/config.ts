@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CENTRAL_OUTAGE_POLICIES } from '../instrumentation/budget.ts';
 import { DEFAULT_WINDOW_MS, MAX_PERMITS, MAX_WINDOW_MS, MIN_WINDOW_MS } from '../instrumentation/defaults.ts';
 import { limiterOptionFields } from '../instrumentation/limiter-options.ts';
+import { checkServerLimits, DEFAULT_HOST, milliseconds, serverLimitFields } from './http-server.ts';
 import { perModelSchema, valueForModel } from './per-model.ts';
 import { WORKED_EXAMPLE, WORKED_EXAMPLE_TOKENS_PER_MINUTE } from './worked-example.ts';
 
@@ -17,9 +18,6 @@ export type QuotaScope = (typeof QUOTA_SCOPES)[number];
 export const BUDGET_WINDOW_MODES = ['rolling', 'bucket'] as const;
 export type BudgetWindow = (typeof BUDGET_WINDOW_MODES)[number];
 
-/** Node fires a timer set above 2^31-1 ms (about 24.8 days) after 1 ms instead: every ms setting stays at or below it. */
-export const MAX_TIMER_MS = 2_147_483_647;
-const milliseconds = z.int().min(1).max(MAX_TIMER_MS);
 /** Far above any provider's quota, low enough that token sums stay exact integers. */
 const MAX_TOKENS_PER_MINUTE = 1_000_000_000_000;
 /** Far above any model's context window plus output. */
@@ -32,7 +30,7 @@ export const agentServiceFields = z.object({
   /** Port of the first replica; 0 picks a free one. */
   port: z.int().min(0).max(65_535).default(8080),
   /** Loopback unless told otherwise (containers pass 0.0.0.0). */
-  host: z.string().min(1).default('127.0.0.1'),
+  host: z.string().min(1).default(DEFAULT_HOST),
   /** Base URL of the Gemini-compatible provider (the mock provider by default). */
   providerUrl: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8090'),
   /** Provider API key. The mock accepts any; never logged. */
@@ -110,14 +108,8 @@ export const agentServiceFields = z.object({
    * rounded down, at least 1. `off` (or a value equal to permits) disables the lanes.
    */
   batchMaxPermits: z.union([z.literal('off'), z.int().min(1).max(MAX_PERMITS)]).optional(),
-  /** Longest a client may take to send a request's headers (node's default is 60 s). */
-  headersTimeoutMs: milliseconds.default(10_000),
-  /** Longest a client may take to send a whole request, body included (not the run: that is bounded by maxWait and the provider timeout). */
-  requestTimeoutMs: milliseconds.default(30_000),
-  /** How long an idle keep-alive connection stays open (node's default, 5 s; put it above a load balancer's idle timeout). */
-  keepAliveTimeoutMs: milliseconds.default(5_000),
-  /** Open connections accepted at once; more are closed at accept. */
-  maxConnections: z.int().min(1).max(1_000_000).default(1_024),
+  /** The HTTP server's limits, as every quotascope server has them (the run itself is bounded by maxWait and the provider timeout). */
+  ...serverLimitFields.shape,
   /** On close: how long in-flight runs may go on to finish and answer before they are aborted (and answer 503). */
   shutdownGraceMs: milliseconds.default(3_000),
 });
@@ -126,14 +118,8 @@ export const agentServiceFields = z.object({
 export const SERVER_LIMIT_KEYS = ['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxConnections', 'shutdownGraceMs'] as const satisfies readonly (keyof z.infer<
   typeof agentServiceFields
 >)[];
-export type ServerLimits = Pick<z.infer<typeof agentServiceFields>, (typeof SERVER_LIMIT_KEYS)[number]>;
-
-/** Cross-field rule of the server limits: node checks the headers timeout within the request timeout. */
-export function checkServerLimits(options: Pick<ServerLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>, ctx: z.RefinementCtx): void {
-  if (options.headersTimeoutMs > options.requestTimeoutMs) {
-    ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: `must be <= requestTimeoutMs (${options.requestTimeoutMs})` });
-  }
-}
+/** The server limits' cross-field rule, for the commands that build their schema from these fields. */
+export { checkServerLimits };
 
 /** The limiter fields a command takes from agentServiceFields; the cross-field rules below need them. */
 type LimiterRuleFields = Pick<z.infer<typeof agentServiceFields>, 'quotaSharing' | 'redisUrl' | 'adaptiveMaxPermits' | 'permits' | 'batchMaxPermits' | 'quotaScope' | 'tokensPerMinute'>;

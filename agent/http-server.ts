@@ -1,69 +1,60 @@
-// What the agent HTTP servers (the sample-tree service and `serve`) share around their
-// routes: the answer to body-parser failures, listening with the configured server limits,
-// and a close that lets the runs in flight finish for a grace period, then aborts the rest
-// and lets them unwind (answer and log) for a bounded time.
+// What every quotascope HTTP server shares (the agent app of `agent` and `serve`, and the
+// mock provider): the server limits (fields, bounds, one set of defaults), listening with
+// them, and stopping. It imports node:http and zod only (no express, nothing of the agent),
+// so the mock provider and the CLIs' --help take it without the agent's dependencies.
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Express, NextFunction, Request, Response } from 'express';
-import type { AccessLog } from './access-log.ts';
-import type { ServerLimits } from './config.ts';
-import type { AgentMetrics } from './metrics.ts';
-import { logRejected, ServiceClosing } from './native-run.ts';
-import { MAX_BODY_BYTES } from './request-schema.ts';
+import { z } from 'zod';
 
-/** How long close() waits for aborted runs to unwind (answer and log) before it closes their connections anyway. */
-export const CLOSE_GRACE_MS = 5_000;
+/** Node fires a timer set above 2^31-1 ms (about 24.8 days) after 1 ms instead: every ms setting stays at or below it. */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** A millisecond setting node can arm as one timer. */
+export const milliseconds = z.int().min(1).max(MAX_TIMER_MS);
+
+/** Where a server listens unless told otherwise: loopback (a container passes 0.0.0.0). */
+export const DEFAULT_HOST = '127.0.0.1';
+
+/**
+ * Open connections a server accepts at once. A load test keeps one connection per virtual
+ * user, and k6 may run (peak per minute / 60) × request timeout of them against one agent
+ * replica (over 1,000 at 600 requests a minute and 120 s), so the cap sits above that.
+ */
+export const DEFAULT_MAX_CONNECTIONS = 4_096;
+const MAX_MAX_CONNECTIONS = 1_000_000;
+
 /** How often node checks the headers and request timeouts (its default, 30 s, would let a 10 s timeout run 40 s). */
 const TIMEOUT_CHECK_MS = 1_000;
 
-/** The native run route, matched by hand: the error handler runs outside the route and has no params. */
-const RUN_PATH = /^\/v1\/agents\/([^/]+)\/run\/?$/i;
+/** The limits of a server, set when it starts. */
+export const serverLimitFields = z.object({
+  /** Longest a client may take to send a request's headers (node's default is 60 s). */
+  headersTimeoutMs: milliseconds.default(10_000),
+  /** Longest a client may take to send a whole request, body included (not the answer: a run or a paced response may take longer). */
+  requestTimeoutMs: milliseconds.default(30_000),
+  /** How long an idle keep-alive connection stays open (node's default, 5 s; put it above a load balancer's idle timeout). */
+  keepAliveTimeoutMs: milliseconds.default(5_000),
+  /** Open connections accepted at once; more are closed at accept. */
+  maxConnections: z.int().min(1).max(MAX_MAX_CONNECTIONS).default(DEFAULT_MAX_CONNECTIONS),
+});
+export type ServerLimits = z.infer<typeof serverLimitFields>;
 
-function decodedOrUndefined(text: string): string | undefined {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return undefined;
+/** Cross-field rule of the server limits: node checks the headers timeout within the request timeout. */
+export function checkServerLimits(limits: Pick<ServerLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>, ctx: z.RefinementCtx): void {
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: `must be <= requestTimeoutMs (${limits.requestTimeoutMs})` });
   }
-}
-
-/**
- * Error middleware: body-parser failures (malformed JSON, oversized body, wrong charset, a
- * client gone mid-body) carry a status. A rejected native run request counts in
- * agent_requests_total like any other, under its name when `served` knows it.
- */
-export function bodyErrorHandler(accessLog: AccessLog | undefined, metrics: AgentMetrics, served: (name: string) => boolean) {
-  return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const err = error as { status?: number; type?: string; message?: string };
-    // A client that left mid-body is a 499 like any client that went away: nobody reads an answer.
-    const gone = err.type === 'request.aborted';
-    const status = gone ? 499 : typeof err.status === 'number' && err.status >= 400 && err.status < 600 ? err.status : 500;
-    const message =
-      err.type === 'entity.parse.failed'
-        ? `malformed JSON body: ${err.message}`
-        : err.type === 'entity.too.large'
-          ? `request body too large: the limit is ${MAX_BODY_BYTES} bytes`
-          : (err.message ?? 'internal error');
-    if (!res.headersSent && !gone) res.status(status).json({ error: message });
-    const run = RUN_PATH.exec(req.path);
-    if (run) {
-      const name = decodedOrUndefined(run[1]);
-      metrics.requests.inc({ tree: name !== undefined && served(name) ? name : 'unknown', status: String(status) });
-    }
-    logRejected(accessLog, req, res, status); // only run requests carry an arrival stamp
-  };
 }
 
 export interface Listening {
   readonly server: Server;
   readonly port: number;
-  /** Loopback for a wildcard bind, brackets for IPv6. */
+  /** e.g. http://127.0.0.1:8080 (no trailing slash): loopback for a wildcard bind, brackets for IPv6. */
   readonly url: string;
 }
 
-/** Listens with the server limits; rejects (port taken, bad host) without leaving anything open. */
-export async function listen(app: Express, port: number, host: string, limits: ServerLimits): Promise<Listening> {
+/** Serves `handler` on host:port (0 picks a free port) with the limits; rejects (port taken, bad host) without leaving anything open. */
+export async function listen(handler: RequestListener, port: number, host: string, limits: ServerLimits): Promise<Listening> {
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -71,7 +62,7 @@ export async function listen(app: Express, port: number, host: string, limits: S
       keepAliveTimeout: limits.keepAliveTimeoutMs,
       connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, limits.headersTimeoutMs),
     },
-    app,
+    handler,
   );
   server.maxConnections = limits.maxConnections;
   server.listen(port, host);
@@ -81,28 +72,12 @@ export async function listen(app: Express, port: number, host: string, limits: S
   return { server, port: bound, url: `http://${hostForUrl}:${bound}` };
 }
 
-/** Resolves when every promise settled or after `ms`, whichever comes first. */
-async function settledWithin(promises: readonly Promise<unknown>[], ms: number): Promise<void> {
-  if (promises.length === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-  });
-  await Promise.race([Promise.allSettled(promises), deadline]);
-  clearTimeout(timer);
-}
-
 /**
- * Stops listening (idle keep-alive connections close now), lets the runs in flight finish
- * and answer for `graceMs`, aborts the rest with ServiceClosing (the native run answers
- * 503), waits up to CLOSE_GRACE_MS for them to unwind, then closes every connection left.
+ * Stops accepting connections and closes the idle keep-alive ones now; settles when the
+ * last connection has ended (closeAllConnections ends the busy ones at once).
  */
-export async function stopServing(server: Server, inFlight: Set<AbortController>, runs: Set<Promise<void>>, reason: string, graceMs: number): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+export function stopAccepting(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
   server.closeIdleConnections();
-  await settledWithin([...runs], graceMs);
-  for (const abort of inFlight) abort.abort(new ServiceClosing(reason));
-  await settledWithin([...runs], CLOSE_GRACE_MS);
-  server.closeAllConnections();
-  await closed;
+  return closed;
 }

@@ -44,21 +44,14 @@ export interface AgentMetrics {
 }
 
 export function createAgentMetrics(registry: Registry): AgentMetrics {
-  const d = agentMetrics;
+  const registers = [registry];
+  const counter = <L extends string>(d: MetricDefinition<L>) => new Counter<L>({ name: d.name, help: d.help, labelNames: [...d.labelNames], registers });
+  const histogram = <L extends string>(d: MetricDefinition<L> & { readonly buckets: readonly number[] }) =>
+    new Histogram<L>({ name: d.name, help: d.help, labelNames: [...d.labelNames], buckets: [...d.buckets], registers });
   return {
-    requests: new Counter({ ...d.requests, labelNames: [...d.requests.labelNames], registers: [registry] }),
-    requestDuration: new Histogram({
-      ...d.requestDuration,
-      labelNames: [...d.requestDuration.labelNames],
-      buckets: [...d.requestDuration.buckets],
-      registers: [registry],
-    }),
-    branchOutcomes: new Counter({ ...d.branchOutcomes, labelNames: [...d.branchOutcomes.labelNames], registers: [registry] }),
-    modelCallsPerRequest: new Histogram({
-      ...d.modelCallsPerRequest,
-      labelNames: [...d.modelCallsPerRequest.labelNames],
-      buckets: [...d.modelCallsPerRequest.buckets],
-      registers: [registry],
-    }),
+    requests: counter(agentMetrics.requests),
+    requestDuration: histogram(agentMetrics.requestDuration),
+    branchOutcomes: counter(agentMetrics.branchOutcomes),
+    modelCallsPerRequest: histogram(agentMetrics.modelCallsPerRequest),
   };
 }

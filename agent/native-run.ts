@@ -4,7 +4,7 @@
 // plus what the run cost: branch outcomes per author, model calls, tokens and the longest
 // permit wait.
 import { type Event, isFinalResponse, type Runner, StreamingMode, stringifyContent } from '@google/adk';
-import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Span, SpanStatusCode, trace } from '@opentelemetry/api';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, sinceArrival } from './access-log.ts';
 import { RequestShed } from '../instrumentation/errors.ts';
@@ -13,15 +13,11 @@ import type { AgentMetrics } from './metrics.ts';
 import { type BranchResult, collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
 import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
 import { type CallReportLike, type RequestUsage, summarizeUsage, withCallReports } from './run-context.ts';
+import { type RunsInFlight, ServiceClosing } from './runs-in-flight.ts';
 import { answerShedNative } from './shed-response.ts';
 import type { PublishedAgent } from './tree-shapes.ts';
 
 const tracer = trace.getTracer('quotascope-agent');
-
-/** The abort reason of a run that the host's close() ended after its grace period. */
-export class ServiceClosing extends Error {
-  override name = 'ServiceClosing';
-}
 
 /** The answer of a run that close() aborted: the client learns why, with what the run got done. */
 function closingMessage(name: string): string {
@@ -47,10 +43,8 @@ export interface NativeRunHost {
   readonly accessLog: AccessLog | undefined;
   /** Stream model responses (SSE model calls). */
   readonly streaming: boolean;
-  /** Aborted by the host's close(). */
-  readonly inFlight: Set<AbortController>;
-  /** Run handlers still going: close() lets aborted runs finish writing their log lines. */
-  readonly runs: Set<Promise<void>>;
+  /** The app's runs in flight: a run is aborted by its client going away and by the app's close(). */
+  readonly runs: RunsInFlight;
   /** The 404 message for a name that is not served; undefined when it is. */
   unknown(name: string): string | undefined;
   /** The target of a served name for this request. */
@@ -109,144 +103,167 @@ export function logRejected(accessLog: AccessLog | undefined, req: Request, res:
   if (accessLog && arrival) accessLog.write({ ...sinceArrival(arrival), path: req.path, status });
 }
 
+/** One native run request being served. */
+interface NativeRun {
+  readonly name: string;
+  readonly request: RunRequest;
+  readonly target: NativeRunTarget;
+  readonly arrival: Arrival;
+  readonly startedAt: number;
+  readonly abort: AbortController;
+  /** The run's events as they come. */
+  readonly events: Event[];
+}
+
+/** How a run ended: its HTTP status and what its access-log line reports of the run (the rest comes from the request). */
+interface RunEnd {
+  readonly status: number;
+  readonly summary: Partial<AccessLogRecord>;
+}
+
+/** The name and valid body of a run request; answers 404 (name not served) or 400 (bad body) itself and returns undefined then. */
+function acceptedRequest(host: NativeRunHost, req: Request, res: Response): { name: string; request: RunRequest } | undefined {
+  const name = String(req.params.name);
+  const notFound = host.unknown(name);
+  if (notFound !== undefined) {
+    res.status(404).json({ error: notFound });
+    host.metrics.requests.inc({ tree: 'unknown', status: '404' });
+    logRejected(host.accessLog, req, res, 404);
+    return undefined;
+  }
+  const parsed = runRequestSchema.safeParse(req.body);
+  if (!parsed.success) {
+    res.status(400).json({ error: `invalid request: ${describeIssues(parsed.error)}` });
+    host.metrics.requests.inc({ tree: name, status: '400' });
+    logRejected(host.accessLog, req, res, 400);
+    return undefined;
+  }
+  return { name, request: parsed.data };
+}
+
+/** Runs the tree once for the request's document in a fresh session, collecting its events. */
+async function runTree(host: NativeRunHost, run: NativeRun): Promise<void> {
+  const { runner, appName } = run.target;
+  const { userId } = run.request;
+  const session = await runner.sessionService.createSession({ appName, userId });
+  try {
+    for await (const event of runner.runAsync({
+      userId,
+      sessionId: session.id,
+      newMessage: { role: 'user', parts: [{ text: run.request.document }] },
+      runConfig: {
+        ...(run.target.maxLlmCalls === undefined ? {} : { maxLlmCalls: run.target.maxLlmCalls }),
+        streamingMode: host.streaming ? StreamingMode.SSE : StreamingMode.NONE,
+      },
+      abortSignal: run.abort.signal,
+    })) {
+      run.events.push(event);
+    }
+  } finally {
+    await runner.sessionService.deleteSession({ appName, userId, sessionId: session.id });
+  }
+}
+
+/** A run that finished: its outcome counted, answered 200 (503 when close() aborted it; nothing when the client left). */
+function answerFinished(host: NativeRunHost, run: NativeRun, reports: readonly CallReportLike[], res: Response, span: Span): RunEnd {
+  const { name, request, abort } = run;
+  const { usage, branches, missingBranches } = recordRunOutcome(host.metrics, name, run.events, run.target.branches, reports);
+  const summary = { modelCalls: usage.modelCalls, missingBranches, permitWaitMs: usage.permitWaitMs, tokens: usage.tokens };
+  span.setAttributes({ 'agent.model_calls': usage.modelCalls, 'agent.missing_branches': missingBranches.length });
+  const closing = abort.signal.reason instanceof ServiceClosing;
+  if (abort.signal.aborted && !closing) return { status: 499, summary }; // client closed the request: nobody to answer
+  const status = closing ? 503 : 200;
+  res.status(status).json({
+    ...(closing ? { error: closingMessage(name) } : {}),
+    tree: name,
+    text: finalText(run.events, run.target.finalAuthor),
+    branches: branches.map((b) => ({ name: b.name, outcome: b.outcome, ...(b.errorCode ? { errorCode: b.errorCode } : {}) })),
+    missingBranches,
+    modelCalls: usage.modelCalls,
+    callsByOutcome: usage.callsByOutcome,
+    tokens: usage.tokens,
+    permitWaitMs: usage.permitWaitMs,
+    permitWaitTotalMs: usage.permitWaitTotalMs,
+    durationMs: Math.round(performance.now() - run.startedAt),
+    trafficClass: request.trafficClass,
+  });
+  return { status, summary };
+}
+
+/** A run that threw: shed at the door (429), aborted by close() (503), or failed (500). */
+function answerFailed(run: NativeRun, reports: readonly CallReportLike[], thrown: unknown, res: Response, span: Span): RunEnd {
+  const { name, abort } = run;
+  if (thrown instanceof RequestShed) {
+    // Shed whole at the door: nothing ran, nothing was spent.
+    if (!res.headersSent && !abort.signal.aborted) answerShedNative(res, thrown);
+    return { status: 429, summary: { modelCalls: 0 } };
+  }
+  // ADK rethrows non-Error values out of runAsync; Errors from outside the model
+  // (session service, a bug) land here too. The wrapper released its permits.
+  const summary = { modelCalls: reports.length };
+  span.setStatus({ code: SpanStatusCode.ERROR, message: describeThrown(thrown) });
+  const kind = thrown instanceof Error ? thrown.name : `non-Error value (${typeof thrown})`;
+  if (!res.headersSent && abort.signal.reason instanceof ServiceClosing) {
+    res.status(503).json({ error: closingMessage(name), modelCalls: reports.length });
+    return { status: 503, summary };
+  }
+  if (!res.headersSent && !abort.signal.aborted) {
+    res.status(500).json({ error: `agent run of tree "${name}" failed: ${kind}: ${describeThrown(thrown)}`, modelCalls: reports.length });
+  }
+  return { status: 500, summary };
+}
+
+/** The ended run in the metrics, its span and the access log. */
+function recordEnd(host: NativeRunHost, run: NativeRun, end: RunEnd, span: Span): void {
+  const { name, request } = run;
+  host.metrics.requests.inc({ tree: name, status: String(end.status) });
+  host.metrics.requestDuration.observe({ tree: name }, (performance.now() - run.startedAt) / 1000);
+  span.setAttribute('http.response.status_code', end.status);
+  span.end();
+  host.accessLog?.write({
+    ...sinceArrival(run.arrival),
+    tree: name,
+    documentChars: request.document.length,
+    trafficClass: request.trafficClass,
+    width: null,
+    ...run.target.logFields,
+    status: end.status,
+    ...end.summary,
+  });
+}
+
+/** Runs the tree (admitted whole at the door when admission is on), answers and records the run. */
+async function serveRun(host: NativeRunHost, run: NativeRun, res: Response, span: Span): Promise<void> {
+  span.setAttributes({ 'agent.tree': run.name, 'agent.traffic_class': run.request.trafficClass });
+  const { runner } = run.target;
+  const { admission } = host;
+  const options = { lane: run.request.trafficClass, signal: run.abort.signal, arrivedAt: run.startedAt };
+  const { reports, result } = withCallReports(() => (admission ? admission.run(runner.agent, () => runTree(host, run), options) : runTree(host, run)), {
+    trafficClass: run.request.trafficClass,
+  });
+  let end: RunEnd = { status: 200, summary: {} };
+  try {
+    await result;
+    end = answerFinished(host, run, reports, res, span);
+  } catch (thrown) {
+    end = answerFailed(run, reports, thrown, res, span);
+  } finally {
+    host.runs.end(run.abort);
+    recordEnd(host, run, end, span);
+  }
+}
+
 /** The handler of POST /v1/agents/:name/run (after stampArrival and express.json). */
 export function nativeRunHandler(host: NativeRunHost): RequestHandler {
-  const { metrics, accessLog } = host;
   return async (req: Request, res: Response) => {
     const arrival = res.locals.arrival as Arrival;
-    const name = String(req.params.name);
-    const notFound = host.unknown(name);
-    if (notFound !== undefined) {
-      res.status(404).json({ error: notFound });
-      metrics.requests.inc({ tree: 'unknown', status: '404' });
-      logRejected(accessLog, req, res, 404);
-      return;
-    }
-    const parsed = runRequestSchema.safeParse(req.body);
-    if (!parsed.success) {
-      res.status(400).json({ error: `invalid request: ${describeIssues(parsed.error)}` });
-      metrics.requests.inc({ tree: name, status: '400' });
-      logRejected(accessLog, req, res, 400);
-      return;
-    }
-    const request = parsed.data;
+    const accepted = acceptedRequest(host, req, res);
+    if (!accepted) return;
+    const { name, request } = accepted;
     const startedAt = performance.now();
     const target = host.resolve(name, request);
-    const { runner, appName } = target;
-
-    // A client that goes away aborts the run: the wrapper gets the signal and the provider
-    // sees its connections close, so no permit is held for nobody.
-    const abort = new AbortController();
-    host.inFlight.add(abort);
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
-    });
-
-    const run = tracer.startActiveSpan(`agent.run ${name}`, async (span) => {
-      span.setAttributes({ 'agent.tree': name, 'agent.traffic_class': request.trafficClass });
-      const events: Event[] = [];
-      const runTree = async () => {
-        const session = await runner.sessionService.createSession({ appName, userId: request.userId });
-        try {
-          for await (const event of runner.runAsync({
-            userId: request.userId,
-            sessionId: session.id,
-            newMessage: { role: 'user', parts: [{ text: request.document }] },
-            runConfig: {
-              ...(target.maxLlmCalls === undefined ? {} : { maxLlmCalls: target.maxLlmCalls }),
-              streamingMode: host.streaming ? StreamingMode.SSE : StreamingMode.NONE,
-            },
-            abortSignal: abort.signal,
-          })) {
-            events.push(event);
-          }
-        } finally {
-          await runner.sessionService.deleteSession({ appName, userId: request.userId, sessionId: session.id });
-        }
-      };
-      const admission = host.admission;
-      const { reports, result } = withCallReports(
-        () =>
-          admission
-            ? admission.run(runner.agent, runTree, { lane: request.trafficClass, signal: abort.signal, arrivedAt: startedAt })
-            : runTree(),
-        { trafficClass: request.trafficClass },
-      );
-      let status = 200;
-      // What the access-log line reports of the run (the rest comes from the request).
-      let runSummary: Partial<AccessLogRecord> = {};
-      try {
-        await result;
-        const { usage, branches, missingBranches } = recordRunOutcome(metrics, name, events, target.branches, reports);
-        runSummary = { modelCalls: usage.modelCalls, missingBranches, permitWaitMs: usage.permitWaitMs, tokens: usage.tokens };
-        span.setAttributes({ 'agent.model_calls': usage.modelCalls, 'agent.missing_branches': missingBranches.length });
-        const closing = abort.signal.reason instanceof ServiceClosing;
-        if (abort.signal.aborted && !closing) {
-          status = 499; // client closed the request: nobody to answer
-          return;
-        }
-        status = closing ? 503 : 200;
-        res.status(status).json({
-          ...(closing ? { error: closingMessage(name) } : {}),
-          tree: name,
-          text: finalText(events, target.finalAuthor),
-          branches: branches.map((b) => ({ name: b.name, outcome: b.outcome, ...(b.errorCode ? { errorCode: b.errorCode } : {}) })),
-          missingBranches,
-          modelCalls: usage.modelCalls,
-          callsByOutcome: usage.callsByOutcome,
-          tokens: usage.tokens,
-          permitWaitMs: usage.permitWaitMs,
-          permitWaitTotalMs: usage.permitWaitTotalMs,
-          durationMs: Math.round(performance.now() - startedAt),
-          trafficClass: request.trafficClass,
-        });
-      } catch (thrown) {
-        if (thrown instanceof RequestShed) {
-          // Shed whole at the door: nothing ran, nothing was spent.
-          status = 429;
-          runSummary = { modelCalls: 0 };
-          if (!res.headersSent && !abort.signal.aborted) answerShedNative(res, thrown);
-          return;
-        }
-        // ADK rethrows non-Error values out of runAsync; Errors from outside the model
-        // (session service, a bug) land here too. The wrapper released its permits.
-        status = 500;
-        runSummary = { modelCalls: reports.length };
-        span.setStatus({ code: SpanStatusCode.ERROR, message: describeThrown(thrown) });
-        const kind = thrown instanceof Error ? thrown.name : `non-Error value (${typeof thrown})`;
-        if (!res.headersSent && abort.signal.reason instanceof ServiceClosing) {
-          status = 503;
-          res.status(503).json({ error: closingMessage(name), modelCalls: reports.length });
-        } else if (!res.headersSent && !abort.signal.aborted) {
-          res.status(500).json({
-            error: `agent run of tree "${name}" failed: ${kind}: ${describeThrown(thrown)}`,
-            modelCalls: reports.length,
-          });
-        }
-      } finally {
-        host.inFlight.delete(abort);
-        metrics.requests.inc({ tree: name, status: String(status) });
-        metrics.requestDuration.observe({ tree: name }, (performance.now() - startedAt) / 1000);
-        span.setAttribute('http.response.status_code', status);
-        span.end();
-        accessLog?.write({
-          ...sinceArrival(arrival),
-          tree: name,
-          documentChars: request.document.length,
-          trafficClass: request.trafficClass,
-          width: null,
-          ...target.logFields,
-          status,
-          ...runSummary,
-        });
-      }
-    });
-    host.runs.add(run);
-    try {
-      await run;
-    } finally {
-      host.runs.delete(run);
-    }
+    const run: NativeRun = { name, request, target, arrival, startedAt, abort: host.runs.begin(res), events: [] };
+    await host.runs.track(tracer.startActiveSpan(`agent.run ${name}`, (span) => serveRun(host, run, res, span)));
   };
 }
 

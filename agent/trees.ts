@@ -73,19 +73,24 @@ function reviewer(model: BaseLlm, name: string, focus: string, outputKey: string
   });
 }
 
-/** `review`: SequentialAgent [ParallelAgent of 4 reviewers, synthesizer]: 5 model calls. */
-function reviewTree(model: BaseLlm): BuiltTree {
-  const reviewers = REVIEWERS.map((r, i) => reviewer(model, r.name, r.focus, `review_${i + 1}`));
-  const root = new SequentialAgent({
-    name: 'review',
+/** SequentialAgent `name` [ParallelAgent `parallelName` of the reviewers, the synthesizer of their outputs]. */
+function reviewThenSynthesize(model: BaseLlm, name: string, parallelName: string, reviewers: LlmAgent[]): SequentialAgent {
+  return new SequentialAgent({
+    name,
     subAgents: [
-      new ParallelAgent({ name: 'reviewers', subAgents: reviewers }),
+      new ParallelAgent({ name: parallelName, subAgents: reviewers }),
       synthesizer(
         model,
         reviewers.map((r) => r.outputKey!),
       ),
     ],
   });
+}
+
+/** `review`: SequentialAgent [ParallelAgent of 4 reviewers, synthesizer]: 5 model calls. */
+function reviewTree(model: BaseLlm): BuiltTree {
+  const reviewers = REVIEWERS.map((r, i) => reviewer(model, r.name, r.focus, `review_${i + 1}`));
+  const root = reviewThenSynthesize(model, 'review', 'reviewers', reviewers);
   return { root, branches: [...REVIEWERS.map((r) => r.name), SYNTHESIZER], maxLlmCalls: countedCalls(root) };
 }
 
@@ -183,16 +188,7 @@ function toolsTree(model: BaseLlm, params: TreeParams): BuiltTree {
     reviewer(model, 'security', REVIEWERS[1].focus, 'review_1', helperTools),
     reviewer(model, 'tests', REVIEWERS[3].focus, 'review_2', helperTools),
   ];
-  const root = new SequentialAgent({
-    name: 'tools',
-    subAgents: [
-      new ParallelAgent({ name: 'tool_reviewers', subAgents: reviewers }),
-      synthesizer(
-        model,
-        reviewers.map((r) => r.outputKey!),
-      ),
-    ],
-  });
+  const root = reviewThenSynthesize(model, 'tools', 'tool_reviewers', reviewers);
   // Per reviewer: a call that asks for tools, one after the tool results, and slack for
   // a second round. The AgentTool's inner run is a separate invocation with its own count.
   return { root, branches: [...reviewers.map((r) => r.name), SYNTHESIZER], maxLlmCalls: reviewers.length * 4 + 1 };

@@ -2,8 +2,9 @@
 // used by PUT /admin/config and timeline steps, and readable validation errors.
 import { z } from 'zod';
 
-/** Node fires a timer set above 2^31-1 ms (about 24.8 days) after 1 ms instead: every ms setting stays at or below it. */
-export const MAX_TIMER_MS = 2_147_483_647;
+import { checkServerLimits, MAX_TIMER_MS, serverLimitFields } from '../agent/http-server.ts';
+
+export { MAX_TIMER_MS };
 /** Most output tokens per response: above the output limit of any current model. */
 export const MAX_OUTPUT_TOKENS = 131_072;
 /** Longest time to first token, ms (10 minutes: provider clients time out well before). */
@@ -63,25 +64,8 @@ export const faultsSchema = z
   });
 export type FaultsConfig = z.infer<typeof faultsSchema>;
 
-const milliseconds = z.number().int().min(1).max(MAX_TIMER_MS);
-
-/** Limits of the mock's HTTP server, set when it starts (not through the admin API). */
-export const serverLimitsSchema = z
-  .strictObject({
-    /** Longest a client may take to send a request's headers (node's default is 60 s). */
-    headersTimeoutMs: milliseconds.default(10_000),
-    /** Longest a client may take to send a whole request, body included (not the response: that is paced by the config). */
-    requestTimeoutMs: milliseconds.default(30_000),
-    /** How long an idle keep-alive connection stays open (node's default). */
-    keepAliveTimeoutMs: milliseconds.default(5_000),
-    /** Open connections accepted at once; more are closed at accept. */
-    maxConnections: z.number().int().min(1).max(1_000_000).default(4_096),
-  })
-  .superRefine((limits, ctx) => {
-    if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
-      ctx.addIssue({ code: 'custom', path: ['headersTimeoutMs'], message: `must be <= requestTimeoutMs (${limits.requestTimeoutMs})` });
-    }
-  });
+/** Limits of the mock's HTTP server, set when it starts (not through the admin API): every quotascope server's, unknown fields refused. */
+export const serverLimitsSchema = z.strictObject(serverLimitFields.shape).superRefine(checkServerLimits);
 export type ServerLimits = z.infer<typeof serverLimitsSchema>;
 export type ServerLimitsInput = z.input<typeof serverLimitsSchema>;
 

@@ -1,8 +1,8 @@
 // startMockProvider: one express app on one port serving the Gemini (and Vertex AI) and
 // OpenAI APIs, the admin API, a metadata-server token endpoint, /metrics and /healthz.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { listen, stopAccepting } from '../agent/http-server.ts';
 import { adminRouter } from './admin.ts';
 import { defaultConfig, type MockConfigPatch, mergeConfig, parseServerLimits, type ServerLimitsInput } from './config.ts';
 import { type GeminiHandler, geminiHandler } from './gemini.ts';
@@ -21,12 +21,9 @@ export interface MockProviderOptions {
   readonly clock?: Clock;
   /** When set, the admin API requires it (Bearer) from any address; else it answers loopback only. */
   readonly adminToken?: string;
-  /** Headers/request/keep-alive timeouts and the connection cap (validated; defaults in serverLimitsSchema). */
+  /** Headers/request/keep-alive timeouts and the connection cap (validated by serverLimitsSchema; defaults in agent/http-server.ts, shared with the agent app). */
   readonly limits?: ServerLimitsInput;
 }
-
-/** How often node checks the headers and request timeouts (its default, 30 s, would let a 10 s timeout run 40 s). */
-const TIMEOUT_CHECK_MS = 1_000;
 
 export interface MockProvider {
   /** e.g. http://127.0.0.1:8090 (no trailing slash): the base URL for genai, ADK and openai (+ /v1). */
@@ -76,38 +73,25 @@ export async function startMockProvider(config: MockConfigPatch = {}, options: M
   const gemini = geminiHandler(state);
   const app = createMockApp(state, options.adminToken, gemini);
   // Gemini model calls (the hot path) skip express; everything else goes through the app.
-  const server = createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, limits.headersTimeoutMs),
-    },
+  const host = options.host ?? DEFAULT_HOST;
+  const { server, port, url } = await listen(
     (req, res) => {
       if (!gemini(req, res)) app(req, res);
     },
+    options.port ?? DEFAULT_PORT,
+    host,
+    limits,
   );
-  server.maxConnections = limits.maxConnections;
-  const host = options.host ?? DEFAULT_HOST;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? DEFAULT_PORT, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   return {
-    url: `http://${urlHost}:${port}`,
+    url,
     port,
     host,
     server,
     state,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections(); // ends streams, stalls and keep-alive sockets too
-      }),
+    close: () => {
+      const closed = stopAccepting(server);
+      server.closeAllConnections(); // ends streams, stalls and keep-alive sockets too
+      return closed;
+    },
   };
 }

@@ -5,7 +5,7 @@
 // camelCase. Every body is validated (state bounded in depth and size before anything stores
 // it); a missing app or session answers 404 before any run. Errors are ADK's `{ error }`.
 import { type Event, type Runner, StreamingMode } from '@google/adk';
-import express, { type Request, type Response, Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import { z } from 'zod';
 import { RequestShed } from '../../instrumentation/errors.ts';
 import type { RequestAdmission } from '../../instrumentation/request-admission.ts';
@@ -13,6 +13,7 @@ import type { AgentMetrics } from '../metrics.ts';
 import { describeThrown, recordRunOutcome } from '../native-run.ts';
 import { describeIssues, MAX_BODY_BYTES, MAX_DOCUMENT_CHARS } from '../request-schema.ts';
 import { withCallReports } from '../run-context.ts';
+import type { RunsInFlight } from '../runs-in-flight.ts';
 import { answerShedAdk } from '../shed-response.ts';
 import { checkStateDepth, sessionStateSchema, stateAfterDeltaProblem } from './session-state.ts';
 import { BoundedSessionService, SessionLimitError } from './sessions.ts';
@@ -49,9 +50,8 @@ export interface AdkProtocolHost {
   readonly metrics: AgentMetrics;
   /** Agents whose outcomes the agent_branch_outcomes_total metric counts per run. */
   readonly branches: readonly string[];
-  /** Aborted by the host's close(). */
-  readonly inFlight: Set<AbortController>;
-  readonly runs: Set<Promise<void>>;
+  /** The app's runs in flight: a run is aborted by its client going away and by the app's close(). */
+  readonly runs: RunsInFlight;
   /** Admits each run whole at the door or sheds it (429); undefined: model calls are admitted one by one. */
   readonly admission?: RequestAdmission;
 }
@@ -91,33 +91,39 @@ function unansweredFunctionResponse(run: AdkRunRequest, events: readonly Event[]
   return undefined;
 }
 
-export function adkProtocolRouter(host: AdkProtocolHost): Router {
-  const { appName, runner, metrics } = host;
-  const sessions = runner.sessionService;
-  const router = Router();
-  const json = express.json({ limit: MAX_BODY_BYTES, strict: true });
+/** What every route of the protocol uses: the host, its session store and the body parser. */
+interface Protocol {
+  readonly host: AdkProtocolHost;
+  readonly sessions: Runner['sessionService'];
+  readonly json: RequestHandler;
+}
 
-  const unknownApp = (res: Response, name: string): boolean => {
-    if (name === appName) return false;
-    res.status(404).json({ error: `app not found: "${name}"; this server serves "${appName}"` });
-    return true;
-  };
-  const pathIds = z.object({ app: z.string(), user: id('user'), session: id('session').optional() });
-  const parsePath = (req: Request, res: Response) => {
-    const parsed = pathIds.safeParse(req.params);
-    if (!parsed.success) {
-      badRequest(res, parsed.error);
-      return undefined;
-    }
-    return unknownApp(res, parsed.data.app) ? undefined : parsed.data;
-  };
+/** Answers 404 for an app this server does not serve (true then). */
+function unknownApp(protocol: Protocol, res: Response, name: string): boolean {
+  const { appName } = protocol.host;
+  if (name === appName) return false;
+  res.status(404).json({ error: `app not found: "${name}"; this server serves "${appName}"` });
+  return true;
+}
 
-  router.get('/list-apps', (_req, res) => {
-    res.json([appName]);
-  });
+const pathIds = z.object({ app: z.string(), user: id('user'), session: id('session').optional() });
 
+/** The ids of a session route's path; answers 400 (bad id) or 404 (other app) itself and returns undefined then. */
+function parsePath(protocol: Protocol, req: Request, res: Response) {
+  const parsed = pathIds.safeParse(req.params);
+  if (!parsed.success) {
+    badRequest(res, parsed.error);
+    return undefined;
+  }
+  return unknownApp(protocol, res, parsed.data.app) ? undefined : parsed.data;
+}
+
+/** Creating a session: POST /apps/{app}/users/{user}/sessions[/{id}] (an id that exists answers 400). */
+function mountSessionCreation(router: Router, protocol: Protocol): void {
+  const { sessions, json } = protocol;
+  const { appName } = protocol.host;
   router.post('/apps/:app/users/:user/sessions', json, async (req, res) => {
-    const path = parsePath(req, res);
+    const path = parsePath(protocol, req, res);
     if (!path) return;
     const body = createSessionSchema.safeParse(req.body ?? {});
     if (!body.success) return badRequest(res, body.error);
@@ -126,7 +132,7 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
   });
 
   router.post('/apps/:app/users/:user/sessions/:session', json, async (req, res) => {
-    const path = parsePath(req, res);
+    const path = parsePath(protocol, req, res);
     if (!path) return;
     const body = createSessionSchema.safeParse(req.body ?? {});
     if (!body.success) return badRequest(res, body.error);
@@ -138,15 +144,20 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
     const session = await createSessionOr503(sessions, res, { appName, userId: path.user, sessionId, state: body.data.state ?? {} });
     if (session) res.json(session);
   });
+}
 
+/** Reading and deleting sessions: GET /apps/{app}/users/{user}/sessions[/{id}], DELETE .../sessions/{id}. */
+function mountSessionAccess(router: Router, protocol: Protocol): void {
+  const { sessions } = protocol;
+  const { appName } = protocol.host;
   router.get('/apps/:app/users/:user/sessions', async (req, res) => {
-    const path = parsePath(req, res);
+    const path = parsePath(protocol, req, res);
     if (!path) return;
     res.json(await sessions.listSessions({ appName, userId: path.user }));
   });
 
   router.get('/apps/:app/users/:user/sessions/:session', async (req, res) => {
-    const path = parsePath(req, res);
+    const path = parsePath(protocol, req, res);
     if (!path) return;
     const session = await sessions.getSession({ appName, userId: path.user, sessionId: path.session as string });
     if (!session) {
@@ -157,7 +168,7 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
   });
 
   router.delete('/apps/:app/users/:user/sessions/:session', async (req, res) => {
-    const path = parsePath(req, res);
+    const path = parsePath(protocol, req, res);
     if (!path) return;
     const sessionId = path.session as string;
     if (!(await sessions.getSession({ appName, userId: path.user, sessionId }))) {
@@ -167,94 +178,87 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
     await sessions.deleteSession({ appName, userId: path.user, sessionId });
     res.status(204).end();
   });
+}
 
-  /** Validates the run body and finds its session; answers 400/404 itself and returns undefined then. */
-  async function prepareRun(req: Request, res: Response): Promise<AdkRunRequest | undefined> {
-    const parsed = adkRunRequestSchema.safeParse(req.body);
-    if (!parsed.success) {
-      badRequest(res, parsed.error);
-      metrics.requests.inc({ tree: appName, status: '400' });
-      return undefined;
-    }
-    const run = parsed.data;
-    if (unknownApp(res, run.appName)) {
-      metrics.requests.inc({ tree: 'unknown', status: '404' });
-      return undefined;
-    }
-    const session = await sessions.getSession({ appName, userId: run.userId, sessionId: run.sessionId });
-    if (!session) {
-      res.status(404).json({ error: `session not found: ${run.sessionId}` });
-      metrics.requests.inc({ tree: appName, status: '404' });
-      return undefined;
-    }
-    const unanswered = unansweredFunctionResponse(run, session.events) ?? stateAfterDeltaProblem(session.state, run.stateDelta);
-    if (unanswered) {
-      badRequest(res, unanswered);
-      metrics.requests.inc({ tree: appName, status: '400' });
-      return undefined;
-    }
-    // In use until the response ends: never evicted mid-run.
-    if (sessions instanceof BoundedSessionService) res.on('close', sessions.hold(appName, run.userId, run.sessionId));
-    return run;
+/** Validates the run body and finds its session; answers 400/404 itself and returns undefined then. */
+async function prepareRun(protocol: Protocol, req: Request, res: Response): Promise<AdkRunRequest | undefined> {
+  const { sessions } = protocol;
+  const { appName, metrics } = protocol.host;
+  const parsed = adkRunRequestSchema.safeParse(req.body);
+  if (!parsed.success) {
+    badRequest(res, parsed.error);
+    metrics.requests.inc({ tree: appName, status: '400' });
+    return undefined;
   }
+  const run = parsed.data;
+  if (unknownApp(protocol, res, run.appName)) {
+    metrics.requests.inc({ tree: 'unknown', status: '404' });
+    return undefined;
+  }
+  const session = await sessions.getSession({ appName, userId: run.userId, sessionId: run.sessionId });
+  if (!session) {
+    res.status(404).json({ error: `session not found: ${run.sessionId}` });
+    metrics.requests.inc({ tree: appName, status: '404' });
+    return undefined;
+  }
+  const unanswered = unansweredFunctionResponse(run, session.events) ?? stateAfterDeltaProblem(session.state, run.stateDelta);
+  if (unanswered) {
+    badRequest(res, unanswered);
+    metrics.requests.inc({ tree: appName, status: '400' });
+    return undefined;
+  }
+  // In use until the response ends: never evicted mid-run.
+  if (sessions instanceof BoundedSessionService) res.on('close', sessions.hold(appName, run.userId, run.sessionId));
+  return run;
+}
 
-  /** Runs the agent for one request, handing each event to `onEvent`; records the metrics. */
-  async function execute(run: AdkRunRequest, res: Response, streaming: boolean, onEvent: (event: Event) => void): Promise<number> {
-    const abort = new AbortController();
-    host.inFlight.add(abort);
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
-    });
-    const startedAt = performance.now();
-    const events: Event[] = [];
-    const runTree = async () => {
-      for await (const event of runner.runAsync({
-        userId: run.userId,
-        sessionId: run.sessionId,
-        newMessage: run.newMessage,
-        stateDelta: run.stateDelta,
-        runConfig: { streamingMode: streaming ? StreamingMode.SSE : StreamingMode.NONE },
-        abortSignal: abort.signal,
-      })) {
-        events.push(event);
-        onEvent(event);
-      }
-    };
-    const admission = host.admission;
-    const { reports, result } = withCallReports(() =>
-      admission ? admission.run(runner.agent, runTree, { signal: abort.signal, arrivedAt: startedAt }) : runTree(),
-    );
-    let status = 200;
-    const done = (async () => {
-      try {
-        await result;
-        recordRunOutcome(metrics, appName, events, host.branches, reports);
-        if (abort.signal.aborted) status = 499;
-      } catch (thrown) {
-        status = thrown instanceof RequestShed ? 429 : 500;
-        throw thrown;
-      } finally {
-        host.inFlight.delete(abort);
-        metrics.requests.inc({ tree: appName, status: String(status) });
-        metrics.requestDuration.observe({ tree: appName }, (performance.now() - startedAt) / 1000);
-      }
-    })();
-    const tracked = done.catch(() => {});
-    host.runs.add(tracked);
+/** Runs the agent for one request, handing each event to `onEvent`; records the metrics and returns the status. */
+async function execute(host: AdkProtocolHost, run: AdkRunRequest, res: Response, streaming: boolean, onEvent: (event: Event) => void): Promise<number> {
+  const { appName, runner, metrics, admission } = host;
+  const abort = host.runs.begin(res);
+  const startedAt = performance.now();
+  const events: Event[] = [];
+  const runTree = async () => {
+    for await (const event of runner.runAsync({
+      userId: run.userId,
+      sessionId: run.sessionId,
+      newMessage: run.newMessage,
+      stateDelta: run.stateDelta,
+      runConfig: { streamingMode: streaming ? StreamingMode.SSE : StreamingMode.NONE },
+      abortSignal: abort.signal,
+    })) {
+      events.push(event);
+      onEvent(event);
+    }
+  };
+  const { reports, result } = withCallReports(() => (admission ? admission.run(runner.agent, runTree, { signal: abort.signal, arrivedAt: startedAt }) : runTree()));
+  let status = 200;
+  const done = (async () => {
     try {
-      await done;
+      await result;
+      recordRunOutcome(metrics, appName, events, host.branches, reports);
+      if (abort.signal.aborted) status = 499;
+    } catch (thrown) {
+      status = thrown instanceof RequestShed ? 429 : 500;
+      throw thrown;
     } finally {
-      host.runs.delete(tracked);
+      host.runs.end(abort);
+      metrics.requests.inc({ tree: appName, status: String(status) });
+      metrics.requestDuration.observe({ tree: appName }, (performance.now() - startedAt) / 1000);
     }
-    return status;
-  }
+  })();
+  await host.runs.track(done);
+  return status;
+}
 
-  router.post('/run', json, async (req, res) => {
-    const run = await prepareRun(req, res);
+/** POST /run: the run's events as one JSON array. */
+function mountRun(router: Router, protocol: Protocol): void {
+  router.post('/run', protocol.json, async (req, res) => {
+    const run = await prepareRun(protocol, req, res);
     if (!run) return;
     const events: Event[] = [];
     try {
-      const status = await execute(run, res, false, (event) => events.push(event));
+      const status = await execute(protocol.host, run, res, false, (event) => events.push(event));
       if (status === 200) res.json(events);
     } catch (thrown) {
       if (res.headersSent) return;
@@ -262,9 +266,12 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
       else res.status(500).json({ error: `failed to run agent: ${describeThrown(thrown)}` });
     }
   });
+}
 
-  router.post('/run_sse', json, async (req, res) => {
-    const run = await prepareRun(req, res);
+/** POST /run_sse: one `data: <event>` frame per event; an error after the 200 travels as a frame. */
+function mountRunSse(router: Router, protocol: Protocol): void {
+  router.post('/run_sse', protocol.json, async (req, res) => {
+    const run = await prepareRun(protocol, req, res);
     if (!run) return;
     // The stream opens with the run's first event, so a request shed at the door still gets its 429.
     const open = () => {
@@ -274,7 +281,7 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
       res.flushHeaders();
     };
     try {
-      await execute(run, res, run.streaming, (event) => {
+      await execute(protocol.host, run, res, run.streaming, (event) => {
         open();
         res.write(`data: ${JSON.stringify(event)}\n\n`);
       });
@@ -290,6 +297,17 @@ export function adkProtocolRouter(host: AdkProtocolHost): Router {
       res.end(`data: ${JSON.stringify({ error: describeThrown(thrown) })}\n\n`);
     }
   });
+}
 
+export function adkProtocolRouter(host: AdkProtocolHost): Router {
+  const protocol: Protocol = { host, sessions: host.runner.sessionService, json: express.json({ limit: MAX_BODY_BYTES, strict: true }) };
+  const router = Router();
+  router.get('/list-apps', (_req, res) => {
+    res.json([host.appName]);
+  });
+  mountSessionCreation(router, protocol);
+  mountSessionAccess(router, protocol);
+  mountRun(router, protocol);
+  mountRunSse(router, protocol);
   return router;
 }

@@ -1,18 +1,13 @@
-// `serve`: a user's ADK agent tree behind ADK's API-server protocol, with every model call
-// rate-limited, plus /metrics (the limiters' and the service's), /healthz and the native
+// `serve`: a user's ADK agent tree as the agent app's tree source (agent/app.ts), behind
+// ADK's API-server protocol, with every model call rate-limited, plus /metrics (the limiters' and the service's), /healthz and the native
 // POST /v1/agents/{app}/run with branch outcomes per author. Everything that can be wrong
 // with the options, the module or the tree fails before the server listens.
-import { InMemoryArtifactService, InMemoryMemoryService, type LlmAgent, LogLevel, Runner, setLogLevel } from '@google/adk';
-import express, { type Request, type Response } from 'express';
-import { collectDefaultMetrics, Registry } from 'prom-client';
-import { type AccessLog, openAccessLog } from '../access-log.ts';
+import { InMemoryArtifactService, InMemoryMemoryService, type LlmAgent, Runner } from '@google/adk';
+import type { Registry } from 'prom-client';
 import { AgentModuleError, type LoadedAgentModule, loadAgentModule } from '../agent-module.ts';
+import { type AppContext, startAgentApp, type TreeSource } from '../app.ts';
 import { AgentConfigError, formatIssues } from '../config.ts';
-import { bodyErrorHandler, type Listening, listen, stopServing } from '../http-server.ts';
-import { createAgentMetrics } from '../metrics.ts';
-import { createRequestAdmission } from '../limiter.ts';
 import { lendProviderKey } from '../provider-model.ts';
-import { mountNativeRun } from '../native-run.ts';
 import { countModelCalls, DEFAULT_TOOL_TURNS, modelShares } from '../../instrumentation/tree/tree-count.ts';
 import { type PublishedAgent, shapeOfCount } from '../tree-shapes.ts';
 import { AgentTreeError, type AgentTreeNode, eventAuthorsOf, llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
@@ -21,10 +16,6 @@ import { APP_NAME_PATTERN, type ServeOptions, type ServeOptionsInput, serveOptio
 import { BoundedSessionService } from './sessions.ts';
 import { describeModels, type ModelDecision, type WrappedModels, wrapModels } from './wrap-models.ts';
 import { mergeLimiterFamilies, wrapperRegistries } from './wrapper-metrics.ts';
-
-// The classic agents log a deprecation WARN per construction.
-setLogLevel(LogLevel.ERROR);
-
 
 export interface ServedAgent {
   url: string;
@@ -84,8 +75,16 @@ function treeOf(module: LoadedAgentModule): AgentTreeNode {
   }
 }
 
-/** Validates the options, loads the module and serves it; rejects before listening on any error. */
-export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentModule): Promise<ServedAgent> {
+/** A user's module, loaded and its tree walked, before anything is opened. */
+interface LoadedTree {
+  readonly options: ServeOptions;
+  readonly module: LoadedAgentModule;
+  readonly appName: string;
+  readonly tree: AgentTreeNode;
+}
+
+/** Validates the options, loads the module (unless given) and walks its tree; every error here comes before anything opens. */
+async function loadTree(input: ServeOptionsInput, loaded: LoadedAgentModule | undefined): Promise<LoadedTree> {
   const parsed = serveOptionsSchema.safeParse(input);
   if (!parsed.success) throw new AgentConfigError(`invalid serve options: ${formatIssues(parsed.error, (k) => k)}`);
   const options = parsed.data;
@@ -96,24 +95,36 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
   if (!APP_NAME_PATTERN.test(appName)) {
     throw new AgentConfigError(`app name "${appName}" (from ${module.file}) has characters ADK app names cannot have: pass --app-name`);
   }
-  const tree = treeOf(module);
+  return { options, module, appName, tree: treeOf(module) };
+}
+
+/** The module's tree as the app's tree source. */
+interface ModuleTree extends TreeSource {
+  readonly models: readonly ModelDecision[];
+  readonly limiters: WrappedModels['limiters'];
+}
+
+/** GET /healthz of a module: its app, agents, what was done to each model, and each limiter's state. */
+function moduleHealth(appName: string, branches: readonly string[], models: readonly ModelDecision[], limiters: WrappedModels['limiters']) {
+  const limiterState = Object.fromEntries(
+    [...limiters].map(([model, limiter]) => [
+      model,
+      {
+        ...limiter.snapshot(),
+        quotaSharing: limiter.quotaSharing,
+        ...(limiter.budget.central === undefined ? {} : { centralBudgetReachable: limiter.budget.central }),
+      },
+    ]),
+  );
+  return { app: appName, agents: branches, models, limiters: limiterState };
+}
+
+/** Wraps the tree's models (unless --no-wrap) and builds its runner over a bounded session store. */
+async function openModuleTree({ options, module, appName, tree }: LoadedTree, { registry }: AppContext): Promise<ModuleTree> {
   const agents = llmAgentsOf(tree);
   const branches = eventAuthorsOf(tree);
-
-  const ownAccessLog: AccessLog | undefined = options.accessLog ? openAccessLog(options.accessLog) : undefined;
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const metrics = createAgentMetrics(registry);
-  let wrapped: WrappedModels | undefined;
-  try {
-    if (options.wrap) {
-      checkModelsResolve(agents);
-      wrapped = await wrapModels(agents, options, options, registry);
-    }
-  } catch (error) {
-    await ownAccessLog?.close();
-    throw error;
-  }
+  if (options.wrap) checkModelsResolve(agents);
+  const wrapped = options.wrap ? await wrapModels(agents, options, options, registry) : undefined;
   const models = wrapped?.decisions ?? describeModels(agents);
   const limiters: WrappedModels['limiters'] = wrapped?.limiters ?? new Map();
   const published = publishedAgent(appName, tree, limiters);
@@ -125,83 +136,36 @@ export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentM
     artifactService: new InMemoryArtifactService(),
     memoryService: new InMemoryMemoryService(),
   });
-
-  const inFlight = new Set<AbortController>();
-  const runs = new Set<Promise<void>>();
-  const app = express();
-  app.disable('x-powered-by');
-
-  app.get('/healthz', (_req, res) => {
-    const limiterState = Object.fromEntries(
-      [...limiters].map(([model, limiter]) => [
-        model,
-        {
-          ...limiter.snapshot(),
-          quotaSharing: limiter.quotaSharing,
-          ...(limiter.budget.central === undefined ? {} : { centralBudgetReachable: limiter.budget.central }),
-        },
-      ]),
-    );
-    res.json({ status: 'ok', app: appName, agents: branches, models, limiters: limiterState });
-  });
-
   // The user's own wrappers report to their registry (any prom-client copy): served here too.
-  const wrapperRegistriesOfModule = wrapperRegistries(agents, registry);
-  app.get('/metrics', async (_req, res) => {
-    const own = await registry.metrics();
-    const text = wrapperRegistriesOfModule.length === 0 ? own : mergeLimiterFamilies(own, await Promise.all(wrapperRegistriesOfModule.map((r) => r.metrics())));
-    res.type(registry.contentType).send(text);
-  });
-
-  // Only wrapped models are funded at the door; a module's own wrappers are found in the tree too.
-  const admission = createRequestAdmission(options);
-  app.use(adkProtocolRouter({ appName, runner, metrics, branches, inFlight, runs, admission }));
-
-  mountNativeRun(app, { trees: [appName], agents: [published] }, {
-    metrics,
-    admission,
-    accessLog: ownAccessLog,
-    streaming: options.streaming,
-    inFlight,
-    runs,
-    unknown: (name) => (name === appName ? undefined : `unknown app "${name}"; this server serves "${appName}"`),
-    resolve: () => ({ runner, appName, branches }),
-  });
-
-  app.use((_req: Request, res: Response) => {
-    res.status(404).json({
-      error: 'not found: the API is GET /list-apps, /apps/{app}/users/{user}/sessions[/{id}], POST /run, POST /run_sse, POST /v1/agents/{app}/run, GET /healthz, GET /metrics',
-    });
-  });
-
-  app.use(bodyErrorHandler(ownAccessLog, metrics, (name) => name === appName));
-
-  let listening: Listening;
-  try {
-    listening = await listen(app, options.port, options.host, options);
-  } catch (error) {
-    sessionService.close();
-    await wrapped?.close();
-    await ownAccessLog?.close();
-    throw error;
-  }
-  const { server, port, url } = listening;
-
+  const ownWrappers = wrapperRegistries(agents, registry);
   return {
-    url,
-    port,
-    appName,
-    options,
-    module,
-    tree,
     models,
     limiters,
-    registry,
-    async close() {
-      await stopServing(server, inFlight, runs, 'serve closing', options.shutdownGraceMs);
+    list: { trees: [appName], agents: [published] },
+    unknown: (name) => (name === appName ? undefined : `unknown app "${name}"; this server serves "${appName}"`),
+    resolve: () => ({ runner, appName, branches }),
+    health: () => moduleHealth(appName, branches, models, limiters),
+    metricsText: async () => {
+      const own = await registry.metrics();
+      return ownWrappers.length === 0 ? own : mergeLimiterFamilies(own, await Promise.all(ownWrappers.map((r) => r.metrics())));
+    },
+    // Only wrapped models are funded at the door; a module's own wrappers are found in the tree too.
+    routes: ({ metrics, runs, admission }) => adkProtocolRouter({ appName, runner, metrics, branches, runs, admission }),
+    notFound:
+      'not found: the API is GET /list-apps, /apps/{app}/users/{user}/sessions[/{id}], POST /run, POST /run_sse, POST /v1/agents/{app}/run, GET /healthz, GET /metrics',
+    closingReason: 'serve closing',
+    close: async () => {
       sessionService.close();
       await wrapped?.close();
-      await ownAccessLog?.close();
     },
   };
+}
+
+/** Validates the options, loads the module and serves it; rejects before listening on any error. */
+export async function startServe(input: ServeOptionsInput, loaded?: LoadedAgentModule): Promise<ServedAgent> {
+  const loadedTree = await loadTree(input, loaded);
+  const app = await startAgentApp(loadedTree.options, (context) => openModuleTree(loadedTree, context));
+  const { options, module, appName, tree } = loadedTree;
+  const { models, limiters } = app.source;
+  return { url: app.url, port: app.port, appName, options, module, tree, models, limiters, registry: app.registry, close: () => app.close() };
 }
