@@ -78,6 +78,12 @@ const UNAVAILABLE_RETRY_MS = 5_000;
 /** Unset deadline: at least this many times the tree's critical path. */
 const AUTO_DEADLINE_PATHS = 2;
 
+/** A request's deadline, ms: the one configured, else DEFAULT_REQUEST_DEADLINE_MS or AUTO_DEADLINE_PATHS critical paths when longer (at most MAX_REQUEST_DEADLINE_MS). */
+export function requestDeadlineMsFor(criticalPathMs: number, configuredMs?: number): number {
+  if (configuredMs !== undefined) return configuredMs;
+  return Math.min(MAX_REQUEST_DEADLINE_MS, Math.max(DEFAULT_REQUEST_DEADLINE_MS, Math.ceil(AUTO_DEADLINE_PATHS * criticalPathMs)));
+}
+
 export class RequestAdmission {
   /** The configured deadline; undefined: the default, lengthened for deep trees. */
   readonly requestDeadlineMs: number | undefined;
@@ -167,8 +173,7 @@ export class RequestAdmission {
 
   /** The deadline of a request of `plan` whose calls take `callMs` each. */
   deadlineFor(depth: number, callMs: number): number {
-    if (this.requestDeadlineMs !== undefined) return this.requestDeadlineMs;
-    return Math.min(MAX_REQUEST_DEADLINE_MS, Math.max(DEFAULT_REQUEST_DEADLINE_MS, Math.ceil(AUTO_DEADLINE_PATHS * depth * callMs)));
+    return requestDeadlineMsFor(depth * callMs, this.requestDeadlineMs);
   }
 
   async #admit(plan: TreePlan, options: RequestRunOptions): Promise<AdmittedRequest> {

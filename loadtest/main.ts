@@ -7,6 +7,7 @@ import { formatPerModel, mapPerModel } from '../agent/per-model.ts';
 import type { TreeShape } from '../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
+import { requestDeadlineMsFor } from '../instrumentation/request-admission.ts';
 import { formatStatusCounts } from './k6/summary-text.ts';
 import { formatComparison } from './measure/plan-vs-measured.ts';
 import { criticalPathSeconds, minimumSteadySeconds } from './measure/steady-state.ts';
@@ -29,11 +30,14 @@ const STREAMING_SHARE = 0.9;
 /**
  * The default run: the worked example's burst of 10 users, then steady traffic. Requests get
  * time to finish: the timeout and k6's graceful stop cover the tree's critical path
- * (`criticalPath` seconds) and a maxWait.
+ * (`criticalPath` seconds) and a maxWait; under request admission the graceful stop also
+ * covers the request deadline and one call, so a request admitted before the end finishes
+ * (its wait at the door and its calls all end by its deadline).
  */
 function mainScenario(f: Flags, tree: string, criticalPath = 0): ScenarioFile {
   const burstGap = f.burstUsers > 0 ? Math.max(10, f.callSeconds * 3) : 0;
   const maxWait = f.maxWaitMs / 1000;
+  const admitted = f.admission === 'request' ? requestDeadlineMsFor(criticalPath * 1000, f.requestDeadlineMs) / 1000 + f.callSeconds : 0;
   return {
     name: 'main',
     description: `burst of ${f.burstUsers} users, then ${f.rate} requests/min for ${f.duration} s`,
@@ -42,8 +46,8 @@ function mainScenario(f: Flags, tree: string, criticalPath = 0): ScenarioFile {
       ...(f.burstUsers > 0 ? [{ kind: 'burst' as const, at: 0, users: f.burstUsers }] : []),
       { kind: 'constant', start: burstGap, perMinute: f.rate, duration: f.duration },
     ],
-    requestTimeout: Math.ceil(Math.max(60, (maxWait + f.callSeconds) * 4, 2 * criticalPath + maxWait)),
-    gracefulStop: Math.ceil(Math.max(10, f.callSeconds * 4, criticalPath + maxWait)),
+    requestTimeout: Math.ceil(Math.max(60, (maxWait + f.callSeconds) * 4, 2 * criticalPath + maxWait, admitted)),
+    gracefulStop: Math.ceil(Math.max(10, f.callSeconds * 4, criticalPath + maxWait, admitted)),
   };
 }
 
