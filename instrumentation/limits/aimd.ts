@@ -10,7 +10,8 @@
 //   tokens per window, at most once per window. The cut goes just below the rate that drew
 //   the 429, not a blind halving. A provider that names its retry delay (a fixed window is
 //   full until its end) tells how much of its window had passed: what this replica admitted
-//   since the window began (onAdmitted; else its last window's tokens scaled to that part)
+//   since the window began (onAdmitted, in estimates: scaled by what its own budget counted
+//   over its last window against them; else its last window's tokens scaled to that part)
 //   is its share of a quota the fleet just filled. The limit goes shareMargin below that
 //   share, no lower than half the limit. Without a retry delay the cut is tokenBackoffRatio
 //   of the rate in use (its last window's tokens when at least half its limit, else the
@@ -239,8 +240,13 @@ export class AimdLimit implements AdaptiveLimit {
    * else its last window's tokens scaled to the part of the window that passed.
    */
   #admittedSince(now: number, passed: number, used: number): number {
-    if (this.#hearsAdmissions) return this.#admitted.since(now, now - passed * this.windowMs);
-    return used * passed;
+    if (!this.#hearsAdmissions) return used * passed;
+    const admitted = this.#admitted.since(now, now - passed * this.windowMs);
+    // Admissions are estimates; this replica's own budget counts what the provider reported.
+    const logged = this.#admitted.since(now, now - this.windowMs);
+    const counted = this.#budget?.central === undefined ? this.#budget?.windowTokens : undefined;
+    const scale = counted !== undefined && counted > 0 && logged > 0 ? clamp(counted / logged, 0.5, 2) : 1;
+    return admitted * scale;
   }
 
   /** Whether calls wait for tokens or the window is nearly full: the window limit binds. */

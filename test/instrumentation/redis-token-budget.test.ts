@@ -42,6 +42,14 @@ async function replicas(count: number, options: Partial<RedisTokenBudgetOptions>
 const slotOf = (ticket: BudgetTicket) => Number((ticket as { redisSlot?: string }).redisSlot);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Every window (at most 101 slots of 10 ms: a 1 s window) holds at most the limit of what the provider counts. */
+function expectNoWindowOver(counted: readonly { slot: number; tokens: number }[], limit: number): void {
+  for (const { slot } of counted) {
+    const inWindow = counted.filter((c) => c.slot <= slot && c.slot >= slot - 100).reduce((sum, c) => sum + c.tokens, 0);
+    expect(inWindow).toBeLessThanOrEqual(limit + 1e-6);
+  }
+}
+
 beforeAll(async () => {
   redis = await startRedisServer();
 });
@@ -58,7 +66,6 @@ describe('RedisTokenBudget: one window shared by replicas', () => {
   it('property: in no window do the replicas together admit more than the limit (as the provider counts: actual usage)', async () => {
     const limit = 3_000;
     const windowMs = 1_000;
-    const slotsPerWindow = 100;
     const maxSize = 1_500;
     await fc.assert(
       fc.asyncProperty(
@@ -99,11 +106,7 @@ describe('RedisTokenBudget: one window shared by replicas', () => {
           }
           await Promise.all(pending);
           await Promise.all(budgets.map((b) => b.settled()));
-          // Every window (at most 101 slots of 10 ms) holds at most the limit.
-          for (const { slot } of admitted) {
-            const inWindow = admitted.filter((a) => a.slot <= slot && a.slot >= slot - slotsPerWindow).reduce((sum, a) => sum + a.actual, 0);
-            expect(inWindow).toBeLessThanOrEqual(limit + 1e-6);
-          }
+          expectNoWindowOver(admitted.map((a) => ({ slot: a.slot, tokens: a.actual })), limit);
           // And it is not stuck: a demand that fits the window is admitted whole.
           const kept = plan.filter((s) => s.abortAfterMs === null);
           if (kept.reduce((sum, s) => sum + s.tokens, 0) <= limit) expect(admitted.length).toBeGreaterThanOrEqual(kept.length);
@@ -266,7 +269,6 @@ describe('RedisTokenBudget: one window shared by replicas', () => {
 describe('RedisTokenBudget: whole requests held at the door, counted when used (windowAtUse)', () => {
   it('property: with whole-request holds charged call by call, no window counts more than the limit, and a demand that fits is admitted', async () => {
     const limit = 4_000;
-    const slotsPerWindow = 100;
     await fc.assert(
       fc.asyncProperty(
         fc.array(
@@ -315,10 +317,7 @@ describe('RedisTokenBudget: whole requests held at the door, counted when used (
           }
           await Promise.all(pending);
           await Promise.all(budgets.map((b) => b.settled()));
-          for (const { slot } of uses) {
-            const inWindow = uses.filter((u) => u.slot <= slot && u.slot >= slot - slotsPerWindow).reduce((sum, u) => sum + u.tokens, 0);
-            expect(inWindow).toBeLessThanOrEqual(limit + 1e-6);
-          }
+          expectNoWindowOver(uses, limit);
           if (plan.reduce((sum, s) => sum + s.calls.reduce((a, c) => a + c.tokens, 0), 0) <= limit) expect(admittedRequests).toBe(plan.length);
           for (const b of budgets) await b.close();
         },
