@@ -393,7 +393,8 @@ export class RedisTokenBudget implements Budget {
   /**
    * Milliseconds until `tokens` could be taken behind the reservations queued in this process
    * (0: now), from the window, the holds and what leaves the window when, as Redis last
-   * answered; the fallback's answer while Redis is unreachable (undefined when failing closed).
+   * answered; undefined when that is not known (Redis sends it only for a window at least half
+   * full), and while Redis is unreachable the fallback's answer (none when failing closed).
    */
   fundableInMs(tokens: number): number | undefined {
     this.#check(tokens);
@@ -406,6 +407,8 @@ export class RedisTokenBudget implements Budget {
     let excess = this.#lastSum + this.#lastHeld + ahead;
     if (tokens <= this.#limit) excess += tokens - this.#limit;
     if (excess <= EPSILON) return pausedMs;
+    // What leaves when is sent only while the window and holds fill half the limit: unknown, the caller waits and sees.
+    if (this.#leaving.length === 0) return undefined;
     let freed = 0;
     for (const leave of this.#leaving) {
       freed += leave.tokens;

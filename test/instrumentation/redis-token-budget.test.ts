@@ -344,11 +344,12 @@ describe('RedisTokenBudget: whole requests held at the door, counted when used (
     expect(await b.peek()).toBe(2_500);
   });
 
-  it('fundableInMs: 0 while the window has room; while it is full, when enough leaves it (within a window); the fallback answers while Redis is unreachable', async () => {
+  it('fundableInMs: 0 while the window has room; while it is full, when enough leaves it (within a window); unknown without a schedule', async () => {
     const { budgets } = await replicas(1, { tokensPerMinute: 3_000, windowMs: 1_000, maxPollMs: 50 });
     const [a] = budgets;
     expect(a.fundableInMs(3_000)).toBe(0);
     await a.reserve(1_000);
+    expect(a.fundableInMs(2_500)).toBeUndefined(); // under half full, Redis sends no schedule: the caller waits and sees
     await a.reserve(1_800);
     const wait = a.fundableInMs(1_000) as number;
     expect(wait).toBeGreaterThan(0);
