@@ -21,7 +21,8 @@
 //   the budget bound (calls waited for tokens, or the window was nearly full) and no 429 came
 //   (the window right after a decrease only confirms it), the window limit grows. While the
 //   ceiling is trusted (ceilingWindows windows after the 429 that measured it; a later 429
-//   measuring about the same share confirms it without extending the trust) it returns at once
+//   measuring about the same share, or filling the provider's window in its last
+//   2 × shareMargin, confirms it without extending the trust) it returns at once
 //   to one step (tokenStep) short of it and stays there: no probe above a quota just measured
 //   (a probe costs about one 429 per replica sending when the provider's window fills, since
 //   replicas do not hear each other's 429s). Then the ceiling is forgotten, the quota may
@@ -211,11 +212,17 @@ export class AimdLimit implements AdaptiveLimit {
       const share = passed === undefined ? inUse : Math.max(limit / 2, Math.min(limit, this.#admittedSince(now, passed, used)));
       const cut = passed === undefined ? inUse * this.tokenBackoffRatio : Math.max(limit / 2, share * (1 - this.shareMargin));
       const trusted = this.tokenCeiling;
-      const ceiling = Math.max(minTokens, share);
-      // A 429 that measures about the trusted share again confirms it without extending the
-      // trust: the quota is still probed on schedule. A lower share is a quota that dropped.
-      if (trusted === undefined || ceiling < trusted * (1 - 2 * this.shareMargin)) this.#ceilingAt = now;
-      this.#ceiling = ceiling;
+      const measured = Math.max(minTokens, share);
+      const near = 1 - 2 * this.shareMargin;
+      if (trusted !== undefined && measured >= trusted * near) {
+        this.#ceiling = measured; // about the trusted share again: confirmed, the trust not extended (the quota is still probed on schedule)
+      } else if (trusted !== undefined && passed !== undefined && passed >= near) {
+        // Filled late in its window: the fleet was within 2 × shareMargin of the quota, which did
+        // not drop; a low share is this replica's demand, not the quota. The ceiling stands.
+      } else {
+        this.#ceiling = measured;
+        this.#ceilingAt = now;
+      }
       budget.setWindowLimit(Math.max(minTokens, cut));
     }
     this.#lastDecreaseAt = now;
