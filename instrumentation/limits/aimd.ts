@@ -214,15 +214,12 @@ export class AimdLimit implements AdaptiveLimit {
       const trusted = this.tokenCeiling;
       const measured = Math.max(minTokens, share);
       const near = 1 - 2 * this.shareMargin;
-      if (trusted !== undefined && measured >= trusted * near) {
-        this.#ceiling = measured; // about the trusted share again: confirmed, the trust not extended (the quota is still probed on schedule)
-      } else if (trusted !== undefined && passed !== undefined && passed >= near) {
-        // Filled late in its window: the fleet was within 2 × shareMargin of the quota, which did
-        // not drop; a low share is this replica's demand, not the quota. The ceiling stands.
-      } else {
-        this.#ceiling = measured;
-        this.#ceilingAt = now;
-      }
+      // About the trusted share again, or a window filled in its last 2 × shareMargin (the fleet
+      // was that near the quota: it did not drop): the ceiling follows, the trust is not
+      // extended, so the quota is still probed on schedule. Else the quota dropped: trust anew.
+      const confirms = trusted !== undefined && (measured >= trusted * near || (passed !== undefined && passed >= near));
+      this.#ceiling = measured;
+      if (!confirms) this.#ceilingAt = now;
       budget.setWindowLimit(Math.max(minTokens, cut));
     }
     this.#lastDecreaseAt = now;

@@ -60,7 +60,7 @@ describe('AimdLimit on a budget: tokens per window', () => {
     expect(aimd.tokenCeiling).toBeUndefined();
   });
 
-  it('a 429 naming its retry delay cuts to just below what this replica put into the provider window that filled; a late fill keeps the ceiling', async () => {
+  it('a 429 naming its retry delay cuts to just below what this replica put into the provider window that filled; a later 429 near the quota does not extend the trust', async () => {
     const { clock, budget, aimd } = setup();
     // 2,000 tokens before the provider's window began, 3,000 in it; the 429 comes 45 s into a
     // 60 s window (retry in 15 s): this replica's share of the full window is 3,000.
@@ -86,13 +86,18 @@ describe('AimdLimit on a budget: tokens per window', () => {
     expect(aimd.tokenCeiling).toBe(4_500);
     expect(budget.windowLimit).toBe(4_275); // 5 % (shareMargin) below the share
     // Next window, a 429 in the last 5 % of the provider's window while this replica sent
-    // little: the fleet was at the quota, which did not drop; the ceiling stands.
+    // little: the fleet was at the quota, which did not drop; the ceiling follows, but its
+    // trust still ends 9 windows after the first 429 (at 55 s + 540 s).
     await clock.advance(WINDOW);
     aimd.onAdmitted(1_000);
     await clock.advance(5_000);
     aimd.onRateLimited(3_000);
     expect(budget.windowLimit).toBe(2_137.5); // no lower than half the limit in one cut
-    expect(aimd.tokenCeiling).toBe(4_500);
+    expect(aimd.tokenCeiling).toBe(2_137.5);
+    await clock.advance(595_000 - clock.now());
+    expect(aimd.tokenCeiling).toBe(2_137.5);
+    await clock.advance(1);
+    expect(aimd.tokenCeiling).toBeUndefined();
   });
 
   it('hears a 429 the moment it is answered and cuts from the rate in use; the call ending later is not a second signal', async () => {
