@@ -35,6 +35,17 @@ export class AdmissionLog {
     this.#tokens[pos] += tokens;
   }
 
+  /** Tokens admitted over the last window, the current slot included. */
+  total(now: number): number {
+    const current = Math.floor(now / this.#slotMs);
+    let sum = 0;
+    for (let pos = 0; pos < SLOTS; pos++) {
+      const slot = this.#slotAt[pos];
+      if (slot > current - SLOTS && slot <= current) sum += this.#tokens[pos];
+    }
+    return sum;
+  }
+
   /** Tokens admitted from `from` to `now` (at most one window back), in the slots wholly between them. */
   since(now: number, from: number): number {
     const current = Math.floor(now / this.#slotMs);
