@@ -407,7 +407,7 @@ export class RedisTokenBudget implements Budget {
     let excess = this.#lastSum + this.#lastHeld + ahead;
     if (tokens <= this.#limit) excess += tokens - this.#limit;
     if (excess <= EPSILON) return pausedMs;
-    // What leaves when is sent only while the window and holds fill half the limit: unknown, the caller waits and sees.
+    // What leaves when is sent while the window and holds fill half the limit or reservations are queued here: else unknown, the caller waits and sees.
     if (this.#leaving.length === 0) return undefined;
     let freed = 0;
     for (const leave of this.#leaving) {
@@ -608,10 +608,12 @@ export class RedisTokenBudget implements Budget {
     const now = this.#clock.now();
     const carried = this.#carried.used(now);
     if (carried > 0) this.#carried = new RollingWindow(Number.POSITIVE_INFINITY, this.windowMs);
-    const recent = now - this.#activeAt < this.windowMs ? '1' : '0';
+    // 1: the fleet admitted within the last window; 2: reservations stay queued here beyond this run, so send what leaves the window when.
+    const queued = this.#waiters.size - (op === 'take' ? args.length : 0) > 0;
+    const flags = String((now - this.#activeAt < this.windowMs ? 1 : 0) + (queued ? 2 : 0));
     let reply: unknown;
     try {
-      reply = await withDeadline(this.#script([String(this.#limit), String(this.windowMs), op, String(carried), recent, ...args]), this.#commandDeadlineMs, this.#clock, () => {
+      reply = await withDeadline(this.#script([String(this.#limit), String(this.windowMs), op, String(carried), flags, ...args]), this.#commandDeadlineMs, this.#clock, () => {
         this.#client.reconnect?.();
         return new Error(`Redis did not answer within ${this.#commandDeadlineMs} ms (commandDeadlineMs)`);
       });

@@ -19,7 +19,9 @@
 // against the window until its calls are charged or it is settled, and released when its slot
 // leaves the window (a replica that died never settles it). The check counts window + holds.
 //
-// KEYS[1] = the window. ARGV = limit (tokens per window), windowMs, op, carry, recent, op args:
+// KEYS[1] = the window. ARGV = limit (tokens per window), windowMs, op, carry, flags, op args:
+// - flags: 1 = recent (see above), + 2 = send what leaves the window when (reservations stay
+//   queued at the caller beyond this run: it answers fundableInMs from that);
 // - carry: tokens a replica admitted from its local fallback while Redis was unreachable,
 //   counted now (before the op) so the window knows them once Redis answers again;
 // - op "take", args = amounts in FIFO order, a hold's prefixed with "p": admits the longest
@@ -34,7 +36,8 @@
 // Returns { admitted count, window sum (string: Lua numbers become integers), wait ms, the
 // slot admissions were counted in (string), 1 if the key was missing, the holds' sum (string),
 // then when the window and holds fill at least half the limit (or the op is peek or a take
-// that did not fit): pairs (ms from now, tokens) of what leaves the window when, in order }.
+// that did not fit, or flags ask): pairs (ms from now, tokens) of what leaves the window
+// when, in order }.
 export const ROLLING_WINDOW_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -42,7 +45,9 @@ local limit = tonumber(ARGV[1])
 local window_ms = tonumber(ARGV[2])
 local op = ARGV[3]
 local carry = tonumber(ARGV[4])
-local recent = ARGV[5] == '1'
+local flags = tonumber(ARGV[5])
+local recent = flags % 2 == 1
+local send_leaving = flags >= 2
 local per_window = 100
 local live = per_window + 1
 local slot_ms = window_ms / per_window
@@ -184,7 +189,7 @@ if changed then
   redis.call('PEXPIRE', key, math.ceil(math.max(3 * window_ms, blocked - now + window_ms)))
 end
 local reply = { granted, string.format('%.17g', sum), math.max(0, math.ceil(wait_ms)), field(cur), fresh, string.format('%.17g', psum) }
-if leaves == nil and (op == 'peek' or sum + psum >= limit / 2) then leaves = leaving() end
+if leaves == nil and (op == 'peek' or send_leaving or sum + psum >= limit / 2) then leaves = leaving() end
 if leaves then
   for _, leave in ipairs(leaves) do
     reply[#reply + 1] = math.max(0, math.ceil(leave[1]))
