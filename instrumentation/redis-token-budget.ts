@@ -224,6 +224,8 @@ export class RedisTokenBudget implements Budget {
   #lastHeld = 0;
   /** What leaves the window when, as Redis last told (when the window was at least half full). */
   #leaving: readonly Leaving[] = [];
+  /** When Redis last answered (this budget's clock). */
+  #answeredAt = Number.NEGATIVE_INFINITY;
   #closed = false;
   #lastError: unknown = new Error('Redis is not connected');
 
@@ -393,8 +395,9 @@ export class RedisTokenBudget implements Budget {
   /**
    * Milliseconds until `tokens` could be taken behind the reservations queued in this process
    * (0: now), from the window, the holds and what leaves the window when, as Redis last
-   * answered; undefined when that is not known (Redis sends it only for a window at least half
-   * full), and while Redis is unreachable the fallback's answer (none when failing closed).
+   * answered; undefined when that is not known (Redis sends it for a window at least half full
+   * or a queue here) or older than maxPollMs, and while Redis is unreachable the fallback's
+   * answer (none when failing closed).
    */
   fundableInMs(tokens: number): number | undefined {
     this.#check(tokens);
@@ -407,8 +410,10 @@ export class RedisTokenBudget implements Budget {
     let excess = this.#lastSum + this.#lastHeld + ahead;
     if (tokens <= this.#limit) excess += tokens - this.#limit;
     if (excess <= EPSILON) return pausedMs;
-    // What leaves when is sent while the window and holds fill half the limit or reservations are queued here: else unknown, the caller waits and sees.
-    if (this.#leaving.length === 0) return undefined;
+    // What leaves when is sent while the window and holds fill half the limit or reservations
+    // are queued here: else unknown. A view older than a poll may miss holds other replicas
+    // released since: unknown too. The caller then waits and sees.
+    if (this.#leaving.length === 0 || now - this.#answeredAt > this.#maxPollMs) return undefined;
     let freed = 0;
     for (const leave of this.#leaving) {
       freed += leave.tokens;
@@ -627,7 +632,8 @@ export class RedisTokenBudget implements Budget {
     this.#lastSum = sum;
     this.#lastHeld = Number(String(reply[5]));
     // None: the window and holds are under half the limit (what leaves when is not sent then).
-    this.#leaving = leavingOf(reply.slice(6), this.#clock.now());
+    this.#answeredAt = this.#clock.now();
+    this.#leaving = leavingOf(reply.slice(6), this.#answeredAt);
     if (sum > 0) this.#activeAt = Math.max(this.#activeAt, this.#clock.now());
     this.#redisDownUntil = Number.NEGATIVE_INFINITY; // it answers: use it again at once
     if (!this.#central) {
