@@ -35,6 +35,7 @@ const integration = [
   'test/dashboards/generate.test.ts',
   'test/instrumentation/entries.test.ts',
   'test/instrumentation/redis-budget-health.test.ts',
+  'test/instrumentation/request-admission-redis.test.ts',
   'test/instrumentation/redis-token-budget.test.ts',
   'test/loadtest/measurement.test.ts',
   'test/loadtest/model-plans.test.ts',

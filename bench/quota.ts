@@ -23,7 +23,7 @@ import { modelCallsPerRequest, type TreeShape } from '../agent/tree-shapes.ts';
 import { quotaPlot } from './quota/plot.ts';
 import { type MockShape, runVariant, type VariantResult, type VariantRun } from './quota/run-variant.ts';
 import { VARIANTS, type VariantName } from './quota/variants.ts';
-import type { BenchRow } from './types.ts';
+import type { BenchModuleOptions, BenchRow } from './types.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -414,4 +414,13 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
 
 const round = (v: number) => Math.round(v * 10_000) / 10_000;
 
-export default (): Promise<BenchRow[]> => runQuotaBench();
+/** The AIMD timeline's name for --variants. */
+export const AIMD_TIMELINE = 'adaptive timeline';
+/** What `npm run bench -- --only quota --variants a,b` picks from. */
+export const variants: readonly string[] = [...VARIANTS, AIMD_TIMELINE];
+
+export default (options: BenchModuleOptions = {}): Promise<BenchRow[]> => {
+  const picked = options.variants;
+  if (!picked) return runQuotaBench();
+  return runQuotaBench({ variants: VARIANTS.filter((v) => picked.includes(v)), aimdTimeline: picked.includes(AIMD_TIMELINE) });
+};

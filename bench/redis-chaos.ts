@@ -16,7 +16,7 @@ import { Registry } from 'prom-client';
 import { ProviderGemini } from '../agent/provider-model.ts';
 import type { CentralOutagePolicy } from '../instrumentation/budget.ts';
 import { type CallReport, RateLimitedLlm } from '../instrumentation/index.ts';
-import { connectBudgetRedis, RedisTokenBudget } from '../instrumentation/redis.ts';
+import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { fakeRequest } from '../instrumentation/testing.ts';
 import { documentForTokens } from '../loadtest/k6/document.ts';
 import { startRedisServer, type RedisServer } from '../test/support/redis-server.ts';
@@ -57,106 +57,138 @@ interface PolicyResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The mock provider's quota: QUOTA tokens per WINDOW_MS window, calls of 300 ms. */
+async function configureMock(url: string): Promise<void> {
+  const put = await fetch(`${url}/admin/config`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      quotaWindowMs: WINDOW_MS,
+      tokensPerMinute: QUOTA,
+      requestsPerMinute: 100_000,
+      timeToFirstTokenMs: { kind: 'fixed', value: 300 },
+      perOutputTokenMs: { kind: 'fixed', value: 0 },
+      outputTokens: { kind: 'fixed', value: 20 },
+    }),
+  });
+  if (!put.ok) throw new Error(`mock provider config: ${put.status} ${await put.text()}`);
+}
+
+interface Replica {
+  readonly llm: RateLimitedLlm;
+  readonly budget: RedisTokenBudget;
+}
+
+/** What the replicas record: every call, and per replica when its budget was on the fallback ([from, to) spans). */
+interface Records {
+  readonly calls: CallRecord[];
+  readonly offRedis: { from: number; to: number }[][];
+}
+
+/** REPLICAS wrappers over the mock, each with its own Redis client and a RedisTokenBudget on one key. */
+async function createReplicas(redis: RedisServer, mockUrl: string, policy: CentralOutagePolicy, records: Records, clients: BudgetRedisClient[]): Promise<Replica[]> {
+  const key = `quotascope:bench:chaos:${process.pid}:${policy}`;
+  const replicas: Replica[] = [];
+  for (let i = 0; i < REPLICAS; i++) {
+    const client = await connectBudgetRedis(redis.url);
+    clients.push(client);
+    const registry = new Registry();
+    const spans = records.offRedis[i];
+    const budget = new RedisTokenBudget({
+      client,
+      name: 'chaos',
+      key,
+      tokensPerMinute: BUDGET,
+      windowMs: WINDOW_MS,
+      localShareTokensPerMinute: BUDGET / REPLICAS,
+      centralOutage: policy,
+      retryRedisAfterMs: 200,
+      healthCheckIntervalMs: 200,
+      maxPollMs: 100,
+      registry,
+      onCentralChange: (central) => {
+        if (!central) spans.push({ from: Date.now(), to: Number.POSITIVE_INFINITY });
+        else if (spans.length > 0) spans[spans.length - 1] = { ...spans[spans.length - 1], to: Date.now() };
+      },
+    });
+    const llm = new RateLimitedLlm({
+      delegate: new ProviderGemini({ providerUrl: mockUrl, apiKey: `chaos-${policy}`, model: 'gemini-2.5-flash', httpTimeoutMs: 30_000 }),
+      name: 'chaos',
+      maxConcurrent: 40,
+      budget,
+      maxWaitMs: WINDOW_MS / 3,
+      backoff: { baseMs: 50, capMs: 3_000 },
+      registry,
+      onCallEnd: (report: CallReport) => {
+        const end = Date.now();
+        records.calls.push({ admittedAt: end - report.durationMs + report.waitMs, tokens: report.actualTokens, replica: i, outcome: report.outcome, attempts: report.attempts });
+      },
+    });
+    replicas.push({ llm, budget });
+  }
+  return replicas;
+}
+
+/** Bursts every third of a window, round-robin over the replicas, while the faults are injected; resolves when every call ended. */
+async function burstLoad(redis: RedisServer, replicas: readonly Replica[]): Promise<{ started: number; loadMs: number }> {
+  const document = documentForTokens(CALL_TOKENS);
+  const perBurst = Math.round((OVERLOAD * BUDGET) / CALL_TOKENS / 3);
+  const started = Date.now();
+  const loadMs = WINDOWS * WINDOW_MS;
+  const pending: Promise<unknown>[] = [];
+  const faults = FAULTS.map((f) => sleep(f.at * WINDOW_MS).then(() => f.apply(redis)));
+  let n = 0;
+  for (let at = 0; at < loadMs; at += WINDOW_MS / 3) {
+    const wait = started + at - Date.now();
+    if (wait > 0) await sleep(wait);
+    for (let c = 0; c < perBurst; c++) {
+      const { llm } = replicas[n++ % REPLICAS];
+      pending.push(
+        (async () => {
+          for await (const _ of llm.generateContentAsync(fakeRequest(undefined, document))) {
+            // drain
+          }
+        })().catch(() => {}),
+      );
+    }
+  }
+  await Promise.all(faults);
+  await Promise.all(pending);
+  return { started, loadMs };
+}
+
+/** The mock's windows over the load, each with the tokens the local shares admitted in it. */
+async function windowsOf(mockUrl: string, records: Records, started: number, loadEnd: number): Promise<{ windows: PolicyResult['windows']; provider429s: number }> {
+  const record = (await (await fetch(`${mockUrl}/admin/quota/windows`)).json()) as {
+    windows: { start: number; tokens: number; requests: number; rateLimited: number }[];
+  };
+  const isLocal = (call: CallRecord) => records.offRedis[call.replica].some((s) => call.admittedAt >= s.from && call.admittedAt < s.to);
+  const local = records.calls.filter((c) => c.attempts > 0 && isLocal(c));
+  const windows = record.windows
+    .filter((w) => w.start + WINDOW_MS > started && w.start < loadEnd + WINDOW_MS)
+    .map((w) => ({
+      start: w.start,
+      tokens: w.tokens,
+      rateLimited: w.rateLimited,
+      localTokens: local.filter((c) => c.admittedAt >= w.start && c.admittedAt < w.start + WINDOW_MS).reduce((s, c) => s + c.tokens, 0),
+    }));
+  return { windows, provider429s: record.windows.reduce((s, w) => s + w.rateLimited, 0) };
+}
+
 async function runPolicy(redis: RedisServer, policy: CentralOutagePolicy): Promise<PolicyResult> {
   const mock = await startChild(['cli/quotascope.ts', 'mock-provider', '--port', '0', '--host', '127.0.0.1']);
-  const clients = [];
+  const clients: BudgetRedisClient[] = [];
   try {
-    const put = await fetch(`${mock.url}/admin/config`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        quotaWindowMs: WINDOW_MS,
-        tokensPerMinute: QUOTA,
-        requestsPerMinute: 100_000,
-        timeToFirstTokenMs: { kind: 'fixed', value: 300 },
-        perOutputTokenMs: { kind: 'fixed', value: 0 },
-        outputTokens: { kind: 'fixed', value: 20 },
-      }),
-    });
-    if (!put.ok) throw new Error(`mock provider config: ${put.status} ${await put.text()}`);
-    const key = `quotascope:bench:chaos:${process.pid}:${policy}`;
-    const calls: CallRecord[] = [];
-    /** Per replica, when its budget was on the fallback: [from, to) spans. */
-    const offRedis: { from: number; to: number }[][] = [[], []];
-    const replicas: { llm: RateLimitedLlm; budget: RedisTokenBudget }[] = [];
-    for (let i = 0; i < REPLICAS; i++) {
-      const client = await connectBudgetRedis(redis.url);
-      clients.push(client);
-      const registry = new Registry();
-      const budget = new RedisTokenBudget({
-        client,
-        name: 'chaos',
-        key,
-        tokensPerMinute: BUDGET,
-        windowMs: WINDOW_MS,
-        localShareTokensPerMinute: BUDGET / REPLICAS,
-        centralOutage: policy,
-        retryRedisAfterMs: 200,
-        healthCheckIntervalMs: 200,
-        maxPollMs: 100,
-        registry,
-        onCentralChange: (central) => {
-          const spans = offRedis[i];
-          if (!central) spans.push({ from: Date.now(), to: Number.POSITIVE_INFINITY });
-          else if (spans.length > 0) spans[spans.length - 1] = { ...spans[spans.length - 1], to: Date.now() };
-        },
-      });
-      const llm = new RateLimitedLlm({
-        delegate: new ProviderGemini({ providerUrl: mock.url, apiKey: `chaos-${policy}`, model: 'gemini-2.5-flash', httpTimeoutMs: 30_000 }),
-        name: 'chaos',
-        maxConcurrent: 40,
-        budget,
-        maxWaitMs: WINDOW_MS / 3,
-        backoff: { baseMs: 50, capMs: 3_000 },
-        registry,
-        onCallEnd: (report: CallReport) => {
-          const end = Date.now();
-          calls.push({ admittedAt: end - report.durationMs + report.waitMs, tokens: report.actualTokens, replica: i, outcome: report.outcome, attempts: report.attempts });
-        },
-      });
-      replicas.push({ llm, budget });
-    }
-    const document = documentForTokens(CALL_TOKENS);
-    const perBurst = Math.round((OVERLOAD * BUDGET) / CALL_TOKENS / 3);
-    const started = Date.now();
-    const loadMs = WINDOWS * WINDOW_MS;
-    const pending: Promise<unknown>[] = [];
-    const faults = FAULTS.map((f) => sleep(f.at * WINDOW_MS).then(() => f.apply(redis)));
-    let n = 0;
-    for (let at = 0; at < loadMs; at += WINDOW_MS / 3) {
-      const wait = started + at - Date.now();
-      if (wait > 0) await sleep(wait);
-      for (let c = 0; c < perBurst; c++) {
-        const { llm } = replicas[n++ % REPLICAS];
-        pending.push(
-          (async () => {
-            for await (const _ of llm.generateContentAsync(fakeRequest(undefined, document))) {
-              // drain
-            }
-          })().catch(() => {}),
-        );
-      }
-    }
-    await Promise.all(faults);
-    await Promise.all(pending);
-    const loadEnd = started + loadMs;
+    await configureMock(mock.url);
+    const records: Records = { calls: [], offRedis: Array.from({ length: REPLICAS }, () => []) };
+    const replicas = await createReplicas(redis, mock.url, policy, records, clients);
+    const { started, loadMs } = await burstLoad(redis, replicas);
     for (const { llm, budget } of replicas) {
       llm.close();
       await budget.close();
     }
-    const record = (await (await fetch(`${mock.url}/admin/quota/windows`)).json()) as {
-      windows: { start: number; tokens: number; requests: number; rateLimited: number }[];
-    };
-    const isLocal = (call: CallRecord) => offRedis[call.replica].some((s) => call.admittedAt >= s.from && call.admittedAt < s.to);
-    const windows = record.windows
-      .filter((w) => w.start + WINDOW_MS > started && w.start < loadEnd + WINDOW_MS)
-      .map((w) => ({
-        start: w.start,
-        tokens: w.tokens,
-        rateLimited: w.rateLimited,
-        localTokens: calls.filter((c) => c.attempts > 0 && isLocal(c) && c.admittedAt >= w.start && c.admittedAt < w.start + WINDOW_MS).reduce((s, c) => s + c.tokens, 0),
-      }));
-    return { policy, provider429s: record.windows.reduce((s, w) => s + w.rateLimited, 0), windows, calls, loadMs };
+    const { windows, provider429s } = await windowsOf(mock.url, records, started, started + loadMs);
+    return { policy, provider429s, windows, calls: records.calls, loadMs };
   } finally {
     for (const c of clients) c.destroy();
     await stopChild(mock.child);

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { UsageError } from '../cli/errors.ts';
 import { FlagSet, type FlagSpec } from '../cli/flags.ts';
 import { standardHelp, runCommand } from '../cli/run-command.ts';
-import type { BenchRow } from './types.ts';
+import type { BenchModuleOptions, BenchRow } from './types.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Files in the module folder that are not benchmark modules. */
@@ -49,6 +49,7 @@ export interface BenchReport {
 
 interface RunnerArgs {
   readonly only?: readonly string[];
+  readonly variants?: readonly string[];
   readonly dir: string;
   readonly out: string;
 }
@@ -60,6 +61,13 @@ const FLAGS = {
     help: 'run only these modules (file names without .ts)',
     parse: (v: string) => v.split(',').map((s) => s.trim().replace(/\.ts$/, '')).filter(Boolean),
     defaultText: 'every module',
+  },
+  variants: {
+    flag: 'variants',
+    value: 'a,b',
+    help: 'run only these variants of the modules that have them (a module exports `variants`; e.g. quota: "quotascope central,adaptive timeline")',
+    parse: (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean),
+    defaultText: 'every variant',
   },
   dir: { flag: 'dir', value: 'path', help: 'where the modules are', schema: z.string().min(1).default(here), parse: (v: string) => resolve(v) },
   out: { flag: 'out', value: 'path', help: 'the JSON file', schema: z.string().min(1).default(join(here, 'results', 'latest.json')), parse: (v: string) => resolve(v) },
@@ -89,13 +97,42 @@ export function rateRows(rows: readonly BenchRow[]): RatedRow[] {
   });
 }
 
-async function runModule(dir: string, name: string): Promise<ModuleResult> {
+interface LoadedModule {
+  readonly default?: unknown;
+  readonly variants?: unknown;
+}
+
+const loadModule = (dir: string, name: string): Promise<LoadedModule> => import(pathToFileURL(join(dir, `${name}.ts`)).href);
+
+/** The variants a module names (its `variants` export), if it has any. */
+async function moduleVariants(dir: string, name: string): Promise<readonly string[]> {
+  const variants = await loadModule(dir, name).then(
+    (loaded) => loaded.variants,
+    () => undefined, // a module that fails to load fails when it runs, with its reason
+  );
+  return Array.isArray(variants) ? variants.filter((v): v is string => typeof v === 'string') : [];
+}
+
+/** Which of `--variants` each selected module runs; one line (exit 2) for a name no selected module has. */
+async function variantsPerModule(dir: string, names: readonly string[], wanted: readonly string[]): Promise<Map<string, string[]>> {
+  const perModule = new Map<string, string[]>();
+  const known: string[] = [];
+  for (const name of names) {
+    const variants = await moduleVariants(dir, name);
+    known.push(...variants);
+    if (variants.length > 0) perModule.set(name, wanted.filter((v) => variants.includes(v)));
+  }
+  const unknown = wanted.filter((v) => !known.includes(v));
+  if (unknown.length > 0) throw new UsageError(`--variants: unknown variant ${unknown.join(', ')} (known: ${known.join(', ') || 'none in the modules chosen'})`);
+  return perModule;
+}
+
+async function runModule(dir: string, name: string, options: BenchModuleOptions = {}): Promise<ModuleResult> {
   const started = performance.now();
   try {
-    const loaded: unknown = await import(pathToFileURL(join(dir, `${name}.ts`)).href);
-    const run = (loaded as { default?: unknown }).default;
+    const run = (await loadModule(dir, name)).default;
     if (typeof run !== 'function') throw new Error('its default export is not a function (see bench/types.ts)');
-    const parsed = rowsSchema.safeParse(await run());
+    const parsed = rowsSchema.safeParse(await run(options));
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new Error(`bad rows: ${issue.path.length ? `${issue.path.join('.')}: ` : ''}${issue.message}`);
@@ -161,11 +198,12 @@ async function runBench(args: RunnerArgs): Promise<number> {
   const unknown = (args.only ?? []).filter((name) => !available.includes(name));
   if (unknown.length > 0) throw new UsageError(`--only: unknown module ${unknown.join(', ')} (known: ${available.join(', ') || 'none'})`);
   const names = args.only ? available.filter((name) => args.only?.includes(name)) : available;
+  const variants = args.variants ? await variantsPerModule(args.dir, names, args.variants) : undefined;
   const startedAt = new Date().toISOString();
   const results: ModuleResult[] = [];
   for (const name of names) {
     process.stderr.write(`[bench] ${name}: running…\n`);
-    const result = await runModule(args.dir, name);
+    const result = await runModule(args.dir, name, { variants: variants?.get(name) });
     const status = result.error ? `FAILED (${result.error})` : `${result.rows.length} rows`;
     process.stderr.write(`[bench] ${name}: ${status} in ${(result.durationMs / 1000).toFixed(1)} s\n`);
     results.push(result);

@@ -17,4 +17,14 @@ export interface BenchRow {
   readonly extra?: Record<string, number | string>;
 }
 
-export type BenchModule = () => Promise<BenchRow[]>;
+/** What the runner passes a module: `variants` (from --variants) is set only for a module that exports `variants`. */
+export interface BenchModuleOptions {
+  /** Run only these of the module's variants (names from its `variants` export). */
+  readonly variants?: readonly string[];
+}
+
+/**
+ * The default export. A module with variants to pick from also exports `variants` (their
+ * names); the runner checks --variants against them.
+ */
+export type BenchModule = (options?: BenchModuleOptions) => Promise<BenchRow[]>;

@@ -107,3 +107,9 @@ export interface Budget {
   /** Reject every queued reservation and stop background work; resolves once pending settlements are done. */
   close(): Promise<void>;
 }
+
+/** A window limit as setWindowLimit takes it: a positive number, at most the capacity (a RangeError names it otherwise). */
+export function windowLimitWithin(tokens: number, capacity: number): number {
+  if (!Number.isFinite(tokens) || tokens <= 0) throw new RangeError(`window limit must be a positive number, got ${tokens}`);
+  return Math.min(tokens, capacity);
+}

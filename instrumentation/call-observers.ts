@@ -158,17 +158,21 @@ export class CallWatch {
     const m = this.#observers.options.metrics;
     const labels = outcome === 'acquired' ? this.#series.acquired : this.#observers.labels(this.#agent, outcome);
     m.observe(m.acquireDuration, labels, waitMs / 1000, this.#exemplar);
-    if (outcome === 'acquired') this.#series.tokensReserved.add(reservedTokens);
+    if (outcome === 'acquired') {
+      this.#series.tokensReserved.add(reservedTokens);
+      this.#observers.options.adaptiveLimit?.onAdmitted?.(reservedTokens);
+    }
   }
 
   timedOut(reason: TimeoutReason): void {
     this.#observers.options.metrics.timeouts.inc({ limiter: this.#observers.options.name, agent: this.#agent, reason });
   }
 
-  rateLimited(): void {
+  /** The provider answered 429, naming when it takes calls again (ms) if it did. */
+  rateLimited(retryAfterMs?: number): void {
     const { metrics, adaptiveLimit, semaphore } = this.#observers.options;
     metrics.rateLimited.inc(this.#series.labels);
-    const limit = adaptiveLimit?.onRateLimited?.();
+    const limit = adaptiveLimit?.onRateLimited?.(retryAfterMs);
     if (limit !== undefined && limit !== semaphore.limit) semaphore.setLimit(limit);
   }
 

@@ -411,9 +411,9 @@ export class RateLimitedLlm extends BaseLlm {
         if (signal.aborted) return { outcome: abortOutcome(signal.reason), error: signal.reason, attempts, rateLimited };
         if (!this.#retry.isRateLimited(err)) return { outcome: 'error', error: err, attempts, rateLimited };
         rateLimited = true;
-        watch.rateLimited();
         // The provider named when it takes calls again: the budget admits nothing before then.
         const providerDelayMs = this.#retry.providerDelayMs(err);
+        watch.rateLimited(providerDelayMs);
         if (providerDelayMs !== undefined) this.budget?.pauseFor?.(providerDelayMs);
         // Partial output already reached the consumer: a retry would show it twice.
         if (state.yielded) return { outcome: 'rate_limited', error: err, attempts, rateLimited };

@@ -43,7 +43,7 @@
 // the provider may still count has left its window.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions } from './budget.ts';
+import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions, windowLimitWithin } from './budget.ts';
 import { type Clock, realClock, type TimerHandle, unrefTimer, withDeadline } from './clock.ts';
 import type { CountedTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS } from './defaults.ts';
@@ -106,25 +106,45 @@ export interface RedisTokenBudgetOptions {
   readonly onCentralChange?: (central: boolean, error?: unknown) => void;
 }
 
-/** An admission: from Redis (its slot there) or from the local fallback (its slot in the carried window); `local` is the fallback's ticket. */
+/**
+ * An admission: from Redis (its slot there) or from the local fallback (its slot in the
+ * carried window); `local` is the fallback's ticket. A windowAtUse admission from Redis is a
+ * hold (`holdSlot`): its tokens are counted when charged (redisSlot is then the last charge's
+ * slot), and what was never charged is released when it is settled.
+ */
 class RedisTicket implements BudgetTicket {
   readonly tokens: number;
   readonly issuer: RedisTokenBudget;
-  readonly redisSlot: string | undefined;
+  redisSlot: string | undefined;
   readonly carriedSlot: number | undefined;
   readonly local: BudgetTicket | undefined;
+  readonly holdSlot: string | undefined;
+  /** Held tokens not charged yet. */
+  held: number;
+  /** Tokens counted in the window for this admission. */
+  counted: number;
 
-  constructor(issuer: RedisTokenBudget, tokens: number, at: { redisSlot?: string; carriedSlot?: number }, local: BudgetTicket | undefined) {
+  constructor(
+    issuer: RedisTokenBudget,
+    tokens: number,
+    at: { redisSlot?: string; carriedSlot?: number; holdSlot?: string },
+    local: BudgetTicket | undefined,
+  ) {
     this.issuer = issuer;
     this.tokens = tokens;
     this.redisSlot = at.redisSlot;
     this.carriedSlot = at.carriedSlot;
     this.local = local;
+    this.holdSlot = at.holdSlot;
+    this.held = at.holdSlot === undefined ? 0 : tokens;
+    this.counted = at.holdSlot === undefined ? tokens : 0;
   }
 }
 
 interface Reservation {
   readonly tokens: number;
+  /** Held against the window and counted when used (windowAtUse). */
+  readonly atUse: boolean;
   /** Aborted when the waiter leaves the queue (granted, deadline, caller abort, close). */
   readonly left: AbortController;
 }
@@ -138,6 +158,12 @@ interface ScriptReply {
   readonly slot: string;
 }
 
+/** Tokens that leave the window (admissions and holds) at a time on this budget's clock. */
+interface Leaving {
+  readonly at: number;
+  readonly tokens: number;
+}
+
 type TakeResult =
   | { readonly kind: 'taken'; readonly granted: number; readonly slot: string; readonly waitMs: number }
   | { readonly kind: 'unavailable'; readonly error: unknown };
@@ -145,6 +171,8 @@ type TakeResult =
 type Op = 'take' | 'settle' | 'block' | 'peek';
 
 const DEFAULT_KEY_PREFIX = 'quotascope:budget:';
+// Window sums are floating point (reconciliations); tolerate rounding noise.
+const EPSILON = 1e-6;
 
 // Timer values are bounded: Node turns anything above 2^31-1 ms into 1 ms.
 const optionsSchema = z.looseObject({
@@ -176,8 +204,10 @@ export class RedisTokenBudget implements Budget {
   readonly #onCentralChange: ((central: boolean, error?: unknown) => void) | undefined;
   readonly #waiters: WaiterQueue<Reservation, BudgetTicket>;
   readonly #pendingSettles = new Set<Promise<void>>();
-  /** Reconciliations waiting for the next settle run: slot, delta pairs. */
+  /** Reconciliations and charges waiting for the next settle run: (slot, delta, hold slot, release) quadruples. */
   #settleArgs: string[] = [];
+  /** Tickets charged in the next settle run: their uses are counted in the slot it answers. */
+  #charged: RedisTicket[] = [];
   #settleScheduled = false;
   /** What the fallback admitted since Redis last answered, to be carried into Redis' window. */
   #carried: RollingWindow;
@@ -190,6 +220,12 @@ export class RedisTokenBudget implements Budget {
   /** When this replica last saw the fleet admit (an admission, or a non-empty window in a reply). */
   #activeAt = Number.NEGATIVE_INFINITY;
   #lastSum = 0;
+  /** The fleet's holds (windowAtUse admissions not used yet), as Redis last answered. */
+  #lastHeld = 0;
+  /** What leaves the window when, as Redis last told (when the window was at least half full). */
+  #leaving: readonly Leaving[] = [];
+  /** When Redis last answered (this budget's clock). */
+  #answeredAt = Number.NEGATIVE_INFINITY;
   #closed = false;
   #lastError: unknown = new Error('Redis is not connected');
 
@@ -251,11 +287,12 @@ export class RedisTokenBudget implements Budget {
     return this.#lastSum;
   }
 
+  /** Reservations queued in this replica. */
   get waiting(): number {
     return this.#waiters.size;
   }
 
-  /** The fleet's tokens per window now: the capacity unless an adaptive limit lowered it. */
+  /** The limit this replica asks Redis to admit against: the capacity unless an adaptive limit lowered it. */
   get windowLimit(): number {
     return this.#limit;
   }
@@ -265,8 +302,7 @@ export class RedisTokenBudget implements Budget {
    * that move their limits independently each admit against their own). The fallback keeps its share.
    */
   setWindowLimit(tokens: number): void {
-    if (!Number.isFinite(tokens) || tokens <= 0) throw new RangeError(`window limit must be a positive number, got ${tokens}`);
-    this.#limit = Math.min(tokens, this.capacity);
+    this.#limit = windowLimitWithin(tokens, this.capacity);
     this.#wakeUp();
   }
 
@@ -299,7 +335,7 @@ export class RedisTokenBudget implements Budget {
       return Promise.reject(error);
     }
     if (this.#closed) return Promise.reject(new Error(`RedisTokenBudget "${this.key}" is closed`));
-    const waited = this.#waiters.wait({ tokens, left: new AbortController() }, options);
+    const waited = this.#waiters.wait({ tokens, atUse: options.windowAtUse === true, left: new AbortController() }, options);
     void this.#serve();
     return waited;
   }
@@ -311,9 +347,13 @@ export class RedisTokenBudget implements Budget {
     }
     const own = ticket instanceof RedisTicket && ticket.issuer === this ? ticket : undefined;
     if (own?.local) this.#local?.reconcile(own.local, actual);
-    if (reserved === actual) return;
-    const delta = Math.max(0, actual) - reserved;
-    if (own && own.redisSlot === undefined) {
+    // A hold releases what was never charged; the window corrects what was counted.
+    const release = own ? own.held : 0;
+    const counted = own ? own.counted : reserved;
+    if (own) own.held = 0;
+    if (counted === actual && release === 0) return;
+    const delta = Math.max(0, actual) - counted;
+    if (own && own.redisSlot === undefined && own.holdSlot === undefined) {
       // A fallback admission: its correction goes where it is counted until carried.
       this.#carried.adjust(this.#clock.now(), reserved, actual, own.carriedSlot);
       this.#wakeUp();
@@ -326,8 +366,61 @@ export class RedisTokenBudget implements Budget {
       return;
     }
     // A ticket this budget did not issue counts a debt now (slot 0 is never live).
-    this.#settleArgs.push(own?.redisSlot ?? '0', String(delta));
+    this.#settleArgs.push(own?.redisSlot ?? '0', String(delta), own?.holdSlot ?? '0', String(release));
     this.#scheduleSettle();
+  }
+
+  /**
+   * A windowAtUse admission's tokens are used now: counted in Redis' window (beyond the hold
+   * too), taken out of the hold, in the next settle run. A fallback admission's go to the fallback.
+   */
+  chargeWindow(ticket: BudgetTicket, tokens: number): void {
+    if (!(ticket instanceof RedisTicket) || ticket.issuer !== this || !(tokens > 0)) return;
+    if (ticket.holdSlot === undefined) {
+      if (ticket.redisSlot === undefined && ticket.local) this.#local?.chargeWindow(ticket.local, tokens);
+      return;
+    }
+    const fromHold = Math.min(tokens, ticket.held);
+    ticket.held -= fromHold;
+    ticket.counted += tokens;
+    if (!this.#redisUsable()) {
+      this.#carried.add(this.#clock.now(), tokens); // counted once Redis answers; its hold there lapses with its slot
+      return;
+    }
+    this.#settleArgs.push('0', String(tokens), ticket.holdSlot, String(fromHold));
+    this.#charged.push(ticket);
+    this.#scheduleSettle();
+  }
+
+  /**
+   * Milliseconds until `tokens` could be taken behind the reservations queued in this process
+   * (0: now), from the window, the holds and what leaves the window when, as Redis last
+   * answered; undefined when that is not known (Redis sends it for a window at least half full
+   * or a queue here) or older than maxPollMs, and while Redis is unreachable the fallback's
+   * answer (none when failing closed).
+   */
+  fundableInMs(tokens: number): number | undefined {
+    this.#check(tokens);
+    if (!this.#central) return this.#local?.fundableInMs(tokens);
+    const now = this.#clock.now();
+    let ahead = 0;
+    for (const waiter of this.#waiters) ahead += waiter.data.tokens;
+    const pausedMs = Math.max(0, Math.ceil(this.#pausedUntil - now));
+    // As the script decides: more than the limit fits an empty window only.
+    let excess = this.#lastSum + this.#lastHeld + ahead;
+    if (tokens <= this.#limit) excess += tokens - this.#limit;
+    if (excess <= EPSILON) return pausedMs;
+    // What leaves when is sent while the window and holds fill half the limit or reservations
+    // are queued here: else unknown. A view older than a poll may miss holds other replicas
+    // released since: unknown too. The caller then waits and sees.
+    if (this.#leaving.length === 0 || now - this.#answeredAt > this.#maxPollMs) return undefined;
+    let freed = 0;
+    for (const leave of this.#leaving) {
+      freed += leave.tokens;
+      if (freed + EPSILON >= excess) return Math.max(pausedMs, Math.ceil(leave.at - now));
+    }
+    // More than leaves within the window: whole windows.
+    return Math.max(pausedMs, Math.ceil((ahead + tokens) / this.#limit) * this.windowMs);
   }
 
   /** Resolves when every reconciliation sent so far has reached Redis (or its fallback). */
@@ -381,7 +474,7 @@ export class RedisTokenBudget implements Budget {
           batch.push(waiter as ReservationWaiter);
           if (batch.length === MAX_BATCH) break;
         }
-        const result = await this.#take(batch.map((w) => w.data.tokens));
+        const result = await this.#take(batch.map((w) => (w.data.atUse ? `p${w.data.tokens}` : String(w.data.tokens))));
         if (result.kind === 'unavailable') {
           await this.#serveWithoutRedis(head, result.error);
           continue;
@@ -401,17 +494,18 @@ export class RedisTokenBudget implements Budget {
   }
 
   #grantFromRedis(waiter: ReservationWaiter, slot: string): void {
-    const { tokens } = waiter.data;
+    const { tokens, atUse } = waiter.data;
     this.#activeAt = this.#clock.now();
+    // The fallback counts it at once, held or not: it never starts from a full bucket.
     const local = this.#local?.charge(tokens);
-    const ticket = new RedisTicket(this, tokens, { redisSlot: slot }, local);
+    const ticket = new RedisTicket(this, tokens, atUse ? { holdSlot: slot } : { redisSlot: slot }, local);
     if (waiter.data.left.signal.aborted) this.reconcile(ticket, 0); // gave up meanwhile: give the tokens back
     else waiter.grant(ticket);
   }
 
   /** The head's reservation while Redis is unreachable: the local share, or a refusal. */
   async #serveWithoutRedis(head: ReservationWaiter, error: unknown): Promise<void> {
-    const { tokens, left } = head.data;
+    const { tokens, atUse, left } = head.data;
     if (left.signal.aborted) return;
     if (!this.#local) {
       this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'refused' });
@@ -420,7 +514,7 @@ export class RedisTokenBudget implements Budget {
     }
     this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'local_share' });
     try {
-      const local = await this.#local.reserve(tokens, { signal: left.signal });
+      const local = await this.#local.reserve(tokens, { signal: left.signal, windowAtUse: atUse });
       const now = this.#clock.now();
       this.#activeAt = now;
       const ticket = new RedisTicket(this, tokens, { carriedSlot: this.#carried.add(now, tokens) }, local);
@@ -433,10 +527,11 @@ export class RedisTokenBudget implements Budget {
     }
   }
 
-  async #take(amounts: readonly number[]): Promise<TakeResult> {
+  /** Amounts in FIFO order, a hold's prefixed with "p" (see the script). */
+  async #take(amounts: readonly string[]): Promise<TakeResult> {
     if (!this.#redisUsable()) return { kind: 'unavailable', error: this.#lastError };
     try {
-      const reply = await this.#run('take', amounts.map(String));
+      const reply = await this.#run('take', amounts);
       return { kind: 'taken', granted: reply.granted, slot: reply.slot, waitMs: reply.waitMs };
     } catch (error) {
       this.#markDown(error);
@@ -451,14 +546,18 @@ export class RedisTokenBudget implements Budget {
     queueMicrotask(() => {
       this.#settleScheduled = false;
       const args = this.#settleArgs;
+      const charged = this.#charged;
       this.#settleArgs = [];
+      this.#charged = [];
       if (args.length === 0) return;
       const settle = this.#run('settle', args).then(
-        () => {},
+        (reply) => {
+          for (const ticket of charged) ticket.redisSlot = reply.slot;
+        },
         (error: unknown) => {
           this.#markDown(error);
-          // Not known to have reached Redis: the debts are carried in once it answers again.
-          for (let i = 1; i < args.length; i += 2) if (Number(args[i]) > 0) this.#carried.add(this.#clock.now(), Number(args[i]));
+          // Not known to have reached Redis: the debts and uses are carried in once it answers again.
+          for (let i = 1; i < args.length; i += 4) if (Number(args[i]) > 0) this.#carried.add(this.#clock.now(), Number(args[i]));
         },
       );
       this.#track(settle);
@@ -514,10 +613,12 @@ export class RedisTokenBudget implements Budget {
     const now = this.#clock.now();
     const carried = this.#carried.used(now);
     if (carried > 0) this.#carried = new RollingWindow(Number.POSITIVE_INFINITY, this.windowMs);
-    const recent = now - this.#activeAt < this.windowMs ? '1' : '0';
+    // 1: the fleet admitted within the last window; 2: reservations stay queued here beyond this run, so send what leaves the window when.
+    const queued = this.#waiters.size - (op === 'take' ? args.length : 0) > 0;
+    const flags = String((now - this.#activeAt < this.windowMs ? 1 : 0) + (queued ? 2 : 0));
     let reply: unknown;
     try {
-      reply = await withDeadline(this.#script([String(this.#limit), String(this.windowMs), op, String(carried), recent, ...args]), this.#commandDeadlineMs, this.#clock, () => {
+      reply = await withDeadline(this.#script([String(this.#limit), String(this.windowMs), op, String(carried), flags, ...args]), this.#commandDeadlineMs, this.#clock, () => {
         this.#client.reconnect?.();
         return new Error(`Redis did not answer within ${this.#commandDeadlineMs} ms (commandDeadlineMs)`);
       });
@@ -526,9 +627,13 @@ export class RedisTokenBudget implements Budget {
       if (carried > 0) this.#carried.add(this.#clock.now(), carried);
       throw error;
     }
-    if (!Array.isArray(reply) || reply.length !== 5) throw new Error(`rolling window script: unexpected reply ${JSON.stringify(reply)}`);
+    if (!Array.isArray(reply) || reply.length < 6 || reply.length % 2 !== 0) throw new Error(`rolling window script: unexpected reply ${JSON.stringify(reply)}`);
     const sum = Number(String(reply[1]));
     this.#lastSum = sum;
+    this.#lastHeld = Number(String(reply[5]));
+    // None: the window and holds are under half the limit (what leaves when is not sent then).
+    this.#answeredAt = this.#clock.now();
+    this.#leaving = leavingOf(reply.slice(6), this.#answeredAt);
     if (sum > 0) this.#activeAt = Math.max(this.#activeAt, this.#clock.now());
     this.#redisDownUntil = Number.NEGATIVE_INFINITY; // it answers: use it again at once
     if (!this.#central) {
@@ -567,4 +672,11 @@ export class RedisTokenBudget implements Budget {
   #wakeUp(): void {
     this.#wake?.();
   }
+}
+
+/** The script's (ms from now, tokens) pairs as times on this budget's clock. */
+function leavingOf(pairs: readonly unknown[], now: number): Leaving[] {
+  const out: Leaving[] = [];
+  for (let i = 0; i + 1 < pairs.length; i += 2) out.push({ at: now + Number(pairs[i]), tokens: Number(String(pairs[i + 1])) });
+  return out;
 }

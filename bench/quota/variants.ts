@@ -10,7 +10,10 @@
 // - plain bucket: RateLimitedLlm over a TokenBudget counting total tokens without the
 //   rolling-window guard (the bucket the design started from), fair permits, reconcile.
 // - quotascope default / central / adaptive: RateLimitedLlm as the agent service wires it
-//   (input-counted budget with the rolling guard; one Redis bucket for the fleet; AIMD permits).
+//   (input-counted budget with the rolling guard; one Redis bucket for the fleet; AIMD on the
+//   permits and the tokens per window). Default and central admit each user request whole
+//   (request admission, the service's default); adaptive admits call by call, so AIMD learns
+//   from each call's 429.
 // - quotascope per-call: the default's RateLimitedLlm with each call admitted on its own
 //   (`--admission call`), the behaviour before request admission.
 // - quotascope full quota: the default with a budget of 100 % of the quota, to compare with the
@@ -207,9 +210,10 @@ export async function createReplicaModels(variant: VariantName, settings: Varian
           maxPollMs: Math.max(1, Math.round(compress(1_000, windowMs))),
           registry: new Registry(),
         });
-        models.push(limited(wrapped(settings, budget), async () => {
+        const model = limited(wrapped(settings, budget), async () => {
           await client.close().catch(() => client.destroy());
-        }));
+        });
+        models.push({ ...model, admission: admitting(settings) });
         break;
       }
     }

@@ -19,9 +19,16 @@ export interface AdaptiveLimit {
   /** Report a finished call; returns the new limit. */
   onSample(sample: CallSample): number;
   /**
-   * The provider answered 429 just now (before the call's retries and its end): returns the
+   * A call was admitted just now with these tokens (its reservation, or its part of a request
+   * admitted whole): what the provider will count for it. A limit that has this can tell what
+   * its replica put into the provider's window.
+   */
+  onAdmitted?(tokens: number): void;
+  /**
+   * The provider answered 429 just now (before the call's retries and its end), naming when it
+   * takes calls again (`retryAfterMs`, its RetryInfo or Retry-After) if it did: returns the
    * new limit. A limit that has this hears of a 429 at once and reads a finished call's
    * `rateLimited` as the same news, not a second signal.
    */
-  onRateLimited?(): number;
+  onRateLimited?(retryAfterMs?: number): number;
 }

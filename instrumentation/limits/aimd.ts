@@ -6,24 +6,34 @@
 // 429s its own calls get.
 //
 // - Decrease: a provider 429 (heard the moment it is answered, onRateLimited) or a call
-//   slower than latencyThresholdMs multiplies the permits by backoffRatio and the tokens per
-//   window by tokenBackoffRatio, at most once per window. The tokens are cut from the rate in
-//   use (what this replica admitted in the last window, when that is at least half its
-//   limit), as TCP cuts from the flight size, and that rate is remembered as the ceiling.
-//   Later 429s in the window, and a slow call admitted before the decrease, only
-//   hold back the next increase.
+//   slower than latencyThresholdMs multiplies the permits by backoffRatio, and cuts the
+//   tokens per window, at most once per window. The cut goes just below the rate that drew
+//   the 429, not a blind halving. A provider that names its retry delay (a fixed window is
+//   full until its end) tells how much of its window had passed: what this replica admitted
+//   since the window began (onAdmitted, in estimates: scaled by what its own budget counted
+//   over its last window against them; else its last window's tokens scaled to that part)
+//   is its share of a quota the fleet just filled. The limit goes shareMargin below that
+//   share, no lower than half the limit. Without a retry delay the cut is tokenBackoffRatio
+//   of the rate in use (its last window's tokens when at least half its limit, else the
+//   limit). The share (or the rate in use) is remembered as the ceiling. Later 429s in the
+//   window, and a slow call admitted before the decrease, only hold back the next increase.
 // - Increase: a success while the permits were used adds a permit. After each window in which
 //   the budget bound (calls waited for tokens, or the window was nearly full) and no 429 came
-//   (the window right after a decrease only confirms it), the window limit grows by an
-//   additive step that grows while the windows stay clean (tokenStep, × tokenGrowth per clean
-//   window): slow just above a known ceiling, fast after the quota was raised. Below the
-//   ceiling it stops one step short of it and holds there for plateauWindows clean windows
-//   before it probes above it by one step (a probe above a ceiling that still holds costs a
-//   few 429s). A ceiling older than ceilingWindows windows is forgotten: the quota may have moved.
+//   (the window right after a decrease only confirms it), the window limit grows. While the
+//   ceiling is trusted (ceilingWindows windows after the 429 that measured it; a later 429
+//   measuring about the same share, or filling the provider's window in its last
+//   2 × shareMargin, confirms it without extending the trust) it returns at once
+//   to one step (tokenStep) short of it and stays there: no probe above a quota just measured
+//   (a probe costs about one 429 per replica sending when the provider's window fills, since
+//   replicas do not hear each other's 429s). Then the ceiling is forgotten, the quota may
+//   have moved, and the limit probes upwards by additive steps that grow while the windows
+//   stay clean (tokenStep, × tokenGrowth per clean window): a raised quota is used within
+//   about ceilingWindows + 2 windows of the last 429.
 import type { Budget } from '../budget.ts';
 import { type Clock, realClock } from '../clock.ts';
 import { DEFAULT_WINDOW_MS } from '../defaults.ts';
 import type { AdaptiveLimit, CallSample } from './adaptive-limit.ts';
+import { AdmissionLog } from './admission-log.ts';
 
 /** A budget AIMD can move: its window limit has a setter. */
 export type AdaptiveBudget = Budget & Required<Pick<Budget, 'setWindowLimit' | 'windowLimit'>>;
@@ -41,15 +51,15 @@ export interface AimdOptions {
   readonly budget?: Budget;
   /** Lowest window limit (default 10 % of the budget's capacity); the highest is the capacity. */
   readonly minTokens?: number;
-  /** Factor applied to the window limit on a congestion signal (default 0.8). */
+  /** Factor applied to the window limit on a congestion signal that names no retry delay (default 0.8). */
   readonly tokenBackoffRatio?: number;
-  /** The window limit's first additive step after a clean window (default 1 % of the capacity). */
+  /** How far below its share of the filled window a 429 naming a retry delay puts the window limit (default 0.05). */
+  readonly shareMargin?: number;
+  /** The window limit's first additive step above a forgotten ceiling, and the gap below a trusted one (default 2 % of the capacity). */
   readonly tokenStep?: number;
-  /** The step's factor per further clean window (default 6). */
+  /** The step's factor per further clean window (default 16). */
   readonly tokenGrowth?: number;
-  /** Clean windows held one step short of the last ceiling before probing above it (default 1). */
-  readonly plateauWindows?: number;
-  /** Windows a ceiling is remembered (default 6). */
+  /** Windows a ceiling is trusted: no probe above it before (default 9). */
   readonly ceilingWindows?: number;
   /** The window decisions are made in, ms (default: the budget's windowMs, else a minute). */
   readonly windowMs?: number;
@@ -66,9 +76,9 @@ export class AimdLimit implements AdaptiveLimit {
   readonly minTokens: number | undefined;
   readonly maxTokens: number | undefined;
   readonly tokenBackoffRatio: number;
+  readonly shareMargin: number;
   readonly tokenStep: number;
   readonly tokenGrowth: number;
-  readonly plateauWindows: number;
   readonly ceilingWindows: number;
   readonly #budget: AdaptiveBudget | undefined;
   readonly #clock: Clock;
@@ -80,10 +90,11 @@ export class AimdLimit implements AdaptiveLimit {
   #clean = 0;
   #ceiling: number | undefined;
   #ceilingAt = Number.NEGATIVE_INFINITY;
-  /** Clean windows held at the plateau below the ceiling. */
-  #held = 0;
   /** 429s come through onRateLimited: a sample's rateLimited is not a second signal. */
   #hearsRateLimits = false;
+  /** What this replica admitted over the last window, by when (told through onAdmitted). */
+  readonly #admitted: AdmissionLog;
+  #hearsAdmissions = false;
 
   constructor(options: AimdOptions) {
     this.min = options.min ?? 1;
@@ -108,20 +119,18 @@ export class AimdLimit implements AdaptiveLimit {
     if (!(this.tokenBackoffRatio > 0 && this.tokenBackoffRatio < 1)) {
       throw new RangeError(`tokenBackoffRatio must be in (0, 1), got ${this.tokenBackoffRatio}`);
     }
-    this.tokenGrowth = options.tokenGrowth ?? 6;
-    this.plateauWindows = options.plateauWindows ?? 1;
-    this.ceilingWindows = options.ceilingWindows ?? 6;
-    if (!(Number.isInteger(this.plateauWindows) && this.plateauWindows >= 0 && this.plateauWindows <= 100)) {
-      throw new RangeError(`plateauWindows must be an integer in [0, 100], got ${this.plateauWindows}`);
-    }
+    this.shareMargin = options.shareMargin ?? 0.05;
+    if (!(this.shareMargin >= 0 && this.shareMargin < 0.5)) throw new RangeError(`shareMargin must be in [0, 0.5), got ${this.shareMargin}`);
+    this.tokenGrowth = options.tokenGrowth ?? 16;
+    this.ceilingWindows = options.ceilingWindows ?? 9;
     if (!(Number.isInteger(this.ceilingWindows) && this.ceilingWindows >= 1 && this.ceilingWindows <= 1_000)) {
       throw new RangeError(`ceilingWindows must be an integer in [1, 1000], got ${this.ceilingWindows}`);
     }
-    if (!(this.tokenGrowth >= 1 && this.tokenGrowth <= 16)) throw new RangeError(`tokenGrowth must be in [1, 16], got ${this.tokenGrowth}`);
+    if (!(this.tokenGrowth >= 1 && this.tokenGrowth <= 32)) throw new RangeError(`tokenGrowth must be in [1, 32], got ${this.tokenGrowth}`);
     const capacity = budget?.capacity;
     this.maxTokens = capacity;
     this.minTokens = capacity === undefined ? undefined : (options.minTokens ?? capacity / 10);
-    this.tokenStep = capacity === undefined ? 0 : (options.tokenStep ?? capacity / 100);
+    this.tokenStep = capacity === undefined ? 0 : (options.tokenStep ?? capacity / 50);
     if (capacity !== undefined) {
       const minTokens = this.minTokens as number;
       if (!(Number.isFinite(minTokens) && minTokens > 0 && minTokens <= capacity)) {
@@ -133,6 +142,7 @@ export class AimdLimit implements AdaptiveLimit {
     }
     this.#limit = clamp(Math.round(options.initial), this.min, this.max);
     this.#windowStart = this.#clock.now();
+    this.#admitted = new AdmissionLog(this.windowMs);
   }
 
   /** Current permit limit. */
@@ -145,13 +155,24 @@ export class AimdLimit implements AdaptiveLimit {
     return this.#budget?.windowLimit;
   }
 
-  onRateLimited(): number {
+  /** The trusted ceiling of the tokens per window (the share a 429 measured), undefined once forgotten or before any. */
+  get tokenCeiling(): number | undefined {
+    if (this.#ceiling !== undefined && this.#clock.now() - this.#ceilingAt > this.ceilingWindows * this.windowMs) return undefined;
+    return this.#ceiling;
+  }
+
+  onRateLimited(retryAfterMs?: number): number {
     this.#hearsRateLimits = true;
     const now = this.#clock.now();
     this.#closeWindows(now);
-    if (now - this.#lastDecreaseAt >= this.windowMs) this.#decrease(now);
+    if (now - this.#lastDecreaseAt >= this.windowMs) this.#decrease(now, retryAfterMs);
     else this.#windowRateLimited = true;
     return this.#limit;
+  }
+
+  onAdmitted(tokens: number): void {
+    this.#hearsAdmissions = true;
+    this.#admitted.add(this.#clock.now(), tokens);
   }
 
   onSample(sample: CallSample): number {
@@ -177,24 +198,59 @@ export class AimdLimit implements AdaptiveLimit {
     else this.#windowRateLimited = true;
   }
 
-  #decrease(now: number): void {
+  #decrease(now: number, retryAfterMs?: number): void {
     this.#limit = clamp(Math.floor(this.#limit * this.backoffRatio), this.min, this.max);
     const budget = this.#budget;
     if (budget) {
+      const minTokens = this.minTokens as number;
+      const limit = budget.windowLimit;
       // The rate in use: this replica's window if it used at least half its limit (else the limit).
-      const used = budget.windowTokens ?? budget.windowLimit;
-      const inUse = used >= budget.windowLimit / 2 ? Math.min(budget.windowLimit, used) : budget.windowLimit;
-      const cut = Math.max(this.minTokens as number, inUse * this.tokenBackoffRatio);
-      this.#ceiling = Math.max(this.minTokens as number, inUse);
-      this.#ceilingAt = now;
-      this.#held = 0;
-      budget.setWindowLimit(cut);
+      const used = budget.windowTokens ?? limit;
+      const inUse = used >= limit / 2 ? Math.min(limit, used) : limit;
+      const passed = this.#passedOfProviderWindow(retryAfterMs);
+      // Its share of the window the fleet filled, and the limit just below it; or a plain cut.
+      const share = passed === undefined ? inUse : Math.max(limit / 2, Math.min(limit, this.#admittedSince(now, passed, used)));
+      const cut = passed === undefined ? inUse * this.tokenBackoffRatio : Math.max(limit / 2, share * (1 - this.shareMargin));
+      const trusted = this.tokenCeiling;
+      const measured = Math.max(minTokens, share);
+      const near = 1 - 2 * this.shareMargin;
+      // About the trusted share again, or a window filled in its last 2 × shareMargin (the fleet
+      // was that near the quota: it did not drop): the ceiling follows, the trust is not
+      // extended, so the quota is still probed on schedule. Else the quota dropped: trust anew.
+      const confirms = trusted !== undefined && (measured >= trusted * near || (passed !== undefined && passed >= near));
+      this.#ceiling = measured;
+      if (!confirms) this.#ceilingAt = now;
+      budget.setWindowLimit(Math.max(minTokens, cut));
     }
     this.#lastDecreaseAt = now;
     this.#windowStart = now;
     this.#windowRateLimited = false;
     this.#windowBound = false;
     this.#clean = 0;
+  }
+
+  /**
+   * The part of the provider's window that had passed when it answered 429, from its retry
+   * delay (the window is full until its end); undefined when it named none, or a wait longer
+   * than a window (another quota than this one).
+   */
+  #passedOfProviderWindow(retryAfterMs: number | undefined): number | undefined {
+    if (retryAfterMs === undefined || !Number.isFinite(retryAfterMs) || retryAfterMs >= this.windowMs) return undefined;
+    return 1 - Math.max(0, retryAfterMs) / this.windowMs;
+  }
+
+  /**
+   * What this replica admitted in the provider's window so far: as told through onAdmitted,
+   * else its last window's tokens scaled to the part of the window that passed.
+   */
+  #admittedSince(now: number, passed: number, used: number): number {
+    if (!this.#hearsAdmissions) return used * passed;
+    const admitted = this.#admitted.since(now, now - passed * this.windowMs);
+    // Admissions are estimates; this replica's own budget counts what the provider reported.
+    const logged = this.#admitted.total(now);
+    const counted = this.#budget?.central === undefined ? this.#budget?.windowTokens : undefined;
+    const scale = counted !== undefined && counted > 0 && logged > 0 ? clamp(counted / logged, 0.5, 2) : 1;
+    return admitted * scale;
   }
 
   /** Whether calls wait for tokens or the window is nearly full: the window limit binds. */
@@ -210,7 +266,7 @@ export class AimdLimit implements AdaptiveLimit {
     const clean = !this.#windowRateLimited && this.#windowBound;
     // The window right after a decrease only confirms it: the other replicas may still be hearing 429s.
     const confirmed = this.#windowStart - this.#lastDecreaseAt >= this.windowMs;
-    if (clean && confirmed) this.#increase(now);
+    if (clean && confirmed) this.#increase();
     else if (this.#windowRateLimited) this.#clean = 0;
     // Windows with no sample at all teach nothing: start the next one now.
     this.#windowStart = now - this.#windowStart >= 2 * this.windowMs ? now : this.#windowStart + this.windowMs;
@@ -218,29 +274,25 @@ export class AimdLimit implements AdaptiveLimit {
     this.#windowBound = false;
   }
 
-  #increase(now: number): void {
+  #increase(): void {
     const budget = this.#budget;
     if (!budget) return;
     const tokens = budget.windowLimit;
-    const max = this.maxTokens as number;
-    if (now - this.#ceilingAt > this.ceilingWindows * this.windowMs) this.#ceiling = undefined;
-    const ceiling = this.#ceiling;
-    const short = ceiling === undefined ? undefined : ceiling - this.tokenStep;
-    let next = tokens + this.tokenStep * this.tokenGrowth ** this.#clean;
-    if (short !== undefined && tokens < short && next > short) {
-      // Stop one step short of the last ceiling.
-      next = short;
+    const ceiling = this.tokenCeiling;
+    if (ceiling === undefined && this.#ceiling !== undefined) {
+      this.#ceiling = undefined; // the quota may have moved: probe from the first step
       this.#clean = 0;
-      this.#held = 0;
-    } else if (short !== undefined && tokens >= short && tokens < (ceiling as number) && this.#held < this.plateauWindows) {
-      // Hold there before probing above it.
-      this.#held++;
-      return;
-    } else {
-      this.#clean++;
     }
-    budget.setWindowLimit(Math.min(max, next));
+    if (ceiling !== undefined) {
+      // Trusted: back at once to one step short of it, and no further.
+      const short = Math.max(this.minTokens as number, ceiling - this.tokenStep);
+      if (tokens < short) budget.setWindowLimit(short);
+      return;
+    }
+    budget.setWindowLimit(Math.min(this.maxTokens as number, tokens + this.tokenStep * this.tokenGrowth ** this.#clean));
+    this.#clean++;
   }
+
 }
 
 function clamp(value: number, min: number, max: number): number {

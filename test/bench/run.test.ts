@@ -26,7 +26,9 @@ const modules: Record<string, string> = {
     { group: 'g', name: 'one', baseline: true, opsPerSec: 10 },
     { group: 'g', name: 'two', baseline: true, opsPerSec: 20 },
   ];`,
-  'gamma.ts': `export default async () => [{ group: 'g', name: 'neg', baseline: true, opsPerSec: -1 }];`,
+  // Variants to pick with --variants: by default the invalid one runs.
+  'gamma.ts': `export const variants = ['neg', 'pos'];
+  export default async (options = {}) => (options.variants ?? ['neg']).map((name) => ({ group: 'g', name, baseline: name === 'neg' || !(options.variants ?? []).includes('neg'), opsPerSec: name === 'neg' ? -1 : 5 }));`,
   // Not benchmark modules: the runner must never import these.
   'types.ts': `throw new Error('types.ts must not be run');`,
   'run.ts': `throw new Error('run.ts must not be run');`,
@@ -98,6 +100,23 @@ describe('bench runner', () => {
     const badFlag = await runRunner(['--fast']);
     expect(badFlag.code).toBe(2);
     expect(badFlag.stderr.trim()).toMatch(/^bench: --fast: unknown flag/);
+  });
+
+  it('passes --variants to the modules that export variants; an unknown variant is one line and exit code 2', async () => {
+    const out = join(dir, 'results', 'variants.json');
+    const picked = await runRunner(['--only', 'alpha,gamma', '--variants', 'pos', '--out', out]);
+    expect(picked.code).toBe(0);
+    const report = JSON.parse(await readFile(out, 'utf8')) as BenchReport;
+    expect(report.modules.map((m) => [m.module, m.rows.map((r) => r.name)])).toEqual([
+      ['alpha', ['memcpy', 'slow copy', 'json', 'noop']],
+      ['gamma', ['pos']],
+    ]);
+    const unknown = await runRunner(['--only', 'gamma', '--variants', 'pos,zero']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr.trim()).toBe('bench: --variants: unknown variant zero (known: neg, pos)');
+    const none = await runRunner(['--only', 'alpha', '--variants', 'pos']);
+    expect(none.code).toBe(2);
+    expect(none.stderr.trim()).toBe('bench: --variants: unknown variant pos (known: none in the modules chosen)');
   });
 
   it('rates rows against their own group and rejects a group without a baseline', () => {

@@ -37,24 +37,67 @@ describe('AimdLimit on a budget: tokens per window', () => {
     expect(budget.windowLimit).toBe(8_000);
     await clock.advance(WINDOW);
     bind();
-    aimd.onSample(ok); // a clean window in which the budget bound: one step up (1 % of the capacity)
-    expect(budget.windowLimit).toBe(8_100);
+    aimd.onSample(ok); // a clean window in which the budget bound: back to one step (2 % of the capacity) short of the ceiling
+    expect(budget.windowLimit).toBe(9_800);
   });
 
-  it('recovers additively when the 429s stop: steps grow per clean window, stop one step short of the last ceiling, hold, then probe above it', async () => {
-    const { clock, budget, aimd, bind } = setup();
-    aimd.onSample(limited); // ceiling 10,000, now 8,000
+  it('recovers when the 429s stop: back at once to one step short of the ceiling, no probe above it while it is trusted, then steps that grow per clean window', async () => {
+    const { clock, budget, aimd, bind } = setup({ capacity: 20_000 });
+    budget.setWindowLimit(10_000);
+    aimd.onSample(limited); // no retry delay: 0.8 x the limit in use; ceiling 10,000 for 9 windows
+    expect(aimd.tokenCeiling).toBe(10_000);
     const seen: number[] = [];
-    for (let w = 0; w < 7; w++) {
+    for (let w = 0; w < 13; w++) {
       bind();
       aimd.onSample(ok); // a call ends while the budget binds
       await clock.advance(WINDOW);
       aimd.onSample(ok); // the next window's first call closes this one
       seen.push(budget.windowLimit);
     }
-    // The window after the decrease confirms it; then +100, +600, then 9,900 (one step short of
-    // 10,000), held a window, then +100 (the probe), +600 ... capped at the capacity.
-    expect(seen).toEqual([8_000, 8_100, 8_700, 9_900, 9_900, 10_000, 10_000]);
+    // The window after the decrease confirms it; then 9,600 (10,000 less one step of 400) until
+    // the ceiling is 9 windows old; then +400, +6,400 (x16), capped at the capacity.
+    expect(seen).toEqual([8_000, 9_600, 9_600, 9_600, 9_600, 9_600, 9_600, 9_600, 9_600, 10_000, 16_400, 20_000, 20_000]);
+    expect(aimd.tokenCeiling).toBeUndefined();
+  });
+
+  it('a 429 naming its retry delay cuts to just below what this replica put into the provider window that filled; a later 429 near the quota does not extend the trust', async () => {
+    const { clock, budget, aimd } = setup();
+    // 2,000 tokens before the provider's window began, 3,000 in it; the 429 comes 45 s into a
+    // 60 s window (retry in 15 s): this replica's share of the full window is 3,000.
+    aimd.onAdmitted(2_000);
+    budget.charge(2_000);
+    await clock.advance(20_000);
+    for (let i = 0; i < 3; i++) {
+      aimd.onAdmitted(1_000);
+      budget.charge(1_000);
+      await clock.advance(10_000);
+    }
+    await clock.advance(5_000);
+    aimd.onRateLimited(15_000);
+    expect(aimd.tokenCeiling).toBe(5_000); // never below half the limit in one cut
+    expect(budget.windowLimit).toBe(5_000);
+    // Next window, a 429 late in the window (retry in 6 s) with 4,500 admitted since it began.
+    await clock.advance(WINDOW);
+    for (let i = 0; i < 9; i++) {
+      aimd.onAdmitted(500);
+      await clock.advance(5_000);
+    }
+    aimd.onRateLimited(6_000);
+    expect(aimd.tokenCeiling).toBe(4_500);
+    expect(budget.windowLimit).toBe(4_275); // 5 % (shareMargin) below the share
+    // Next window, a 429 in the last 5 % of the provider's window while this replica sent
+    // little: the fleet was at the quota, which did not drop; the ceiling follows, but its
+    // trust still ends 9 windows after the first 429 (at 55 s + 540 s).
+    await clock.advance(WINDOW);
+    aimd.onAdmitted(1_000);
+    await clock.advance(5_000);
+    aimd.onRateLimited(3_000);
+    expect(budget.windowLimit).toBe(2_137.5); // no lower than half the limit in one cut
+    expect(aimd.tokenCeiling).toBe(2_137.5);
+    await clock.advance(595_000 - clock.now());
+    expect(aimd.tokenCeiling).toBe(2_137.5);
+    await clock.advance(1);
+    expect(aimd.tokenCeiling).toBeUndefined();
   });
 
   it('hears a 429 the moment it is answered and cuts from the rate in use; the call ending later is not a second signal', async () => {
@@ -86,9 +129,10 @@ describe('AimdLimit on a budget: tokens per window', () => {
     expect(() => new AimdLimit({ initial: 1, max: 2, budget, tokenBackoffRatio: 1 })).toThrow(/tokenBackoffRatio/);
     expect(() => new AimdLimit({ initial: 1, max: 2, budget, tokenStep: 0 })).toThrow(/tokenStep/);
     expect(() => new AimdLimit({ initial: 1, max: 2, budget, tokenGrowth: 100 })).toThrow(/tokenGrowth/);
+    expect(() => new AimdLimit({ initial: 1, max: 2, budget, shareMargin: 0.5 })).toThrow(/shareMargin/);
   });
 
-  it('property: permits and tokens per window stay within their bounds, and each decreases at most once per window', async () => {
+  it('property: permits and tokens per window stay within their bounds, each decreases at most once per window, and the window limit never exceeds a trusted ceiling', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(
@@ -101,6 +145,8 @@ describe('AimdLimit on a budget: tokens per window', () => {
             durationMs: fc.integer({ min: 0, max: 90_000 }),
             bind: fc.boolean(),
             heardAt429: fc.boolean(),
+            retryAfterMs: fc.option(fc.integer({ min: 0, max: 90_000 })),
+            admitted: fc.nat(3_000),
           }),
           { maxLength: 80 },
         ),
@@ -113,10 +159,11 @@ describe('AimdLimit on a budget: tokens per window', () => {
           for (const step of steps) {
             await clock.advance(step.advanceMs);
             if (step.bind) budget.charge(Math.max(0, budget.windowLimit - (budget.windowTokens ?? 0)));
+            aimd.onAdmitted(step.admitted);
             const durationMs = step.slow ? step.durationMs : Math.min(step.durationMs, 30_000);
             const signals: (() => number)[] = [];
             // A 429 heard when it is answered, then its call's end; or only the call's end.
-            if (step.rateLimited && step.heardAt429) signals.push(() => aimd.onRateLimited());
+            if (step.rateLimited && step.heardAt429) signals.push(() => aimd.onRateLimited(step.retryAfterMs ?? undefined));
             signals.push(() => aimd.onSample({ durationMs, rateLimited: step.rateLimited, failed: step.failed, inFlight: step.inFlight }));
             for (const signal of signals) {
               const [tokensBefore, permitsBefore] = [budget.windowLimit, aimd.limit];
@@ -126,6 +173,8 @@ describe('AimdLimit on a budget: tokens per window', () => {
               expect(permits).toBeLessThanOrEqual(20);
               expect(budget.windowLimit).toBeGreaterThanOrEqual(1_500);
               expect(budget.windowLimit).toBeLessThanOrEqual(10_000);
+              const ceiling = aimd.tokenCeiling;
+              if (ceiling !== undefined) expect(budget.windowLimit).toBeLessThanOrEqual(ceiling + 1e-9);
               if (budget.windowLimit < tokensBefore) {
                 expect(now - tokenDecreasedAt).toBeGreaterThanOrEqual(WINDOW);
                 tokenDecreasedAt = now;

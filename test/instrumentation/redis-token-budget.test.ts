@@ -42,6 +42,14 @@ async function replicas(count: number, options: Partial<RedisTokenBudgetOptions>
 const slotOf = (ticket: BudgetTicket) => Number((ticket as { redisSlot?: string }).redisSlot);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Every window (at most 101 slots of 10 ms: a 1 s window) holds at most the limit of what the provider counts. */
+function expectNoWindowOver(counted: readonly { slot: number; tokens: number }[], limit: number): void {
+  for (const { slot } of counted) {
+    const inWindow = counted.filter((c) => c.slot <= slot && c.slot >= slot - 100).reduce((sum, c) => sum + c.tokens, 0);
+    expect(inWindow).toBeLessThanOrEqual(limit + 1e-6);
+  }
+}
+
 beforeAll(async () => {
   redis = await startRedisServer();
 });
@@ -58,7 +66,6 @@ describe('RedisTokenBudget: one window shared by replicas', () => {
   it('property: in no window do the replicas together admit more than the limit (as the provider counts: actual usage)', async () => {
     const limit = 3_000;
     const windowMs = 1_000;
-    const slotsPerWindow = 100;
     const maxSize = 1_500;
     await fc.assert(
       fc.asyncProperty(
@@ -99,11 +106,7 @@ describe('RedisTokenBudget: one window shared by replicas', () => {
           }
           await Promise.all(pending);
           await Promise.all(budgets.map((b) => b.settled()));
-          // Every window (at most 101 slots of 10 ms) holds at most the limit.
-          for (const { slot } of admitted) {
-            const inWindow = admitted.filter((a) => a.slot <= slot && a.slot >= slot - slotsPerWindow).reduce((sum, a) => sum + a.actual, 0);
-            expect(inWindow).toBeLessThanOrEqual(limit + 1e-6);
-          }
+          expectNoWindowOver(admitted.map((a) => ({ slot: a.slot, tokens: a.actual })), limit);
           // And it is not stuck: a demand that fits the window is admitted whole.
           const kept = plan.filter((s) => s.abortAfterMs === null);
           if (kept.reduce((sum, s) => sum + s.tokens, 0) <= limit) expect(admitted.length).toBeGreaterThanOrEqual(kept.length);
@@ -260,6 +263,101 @@ describe('RedisTokenBudget: one window shared by replicas', () => {
     expect(ok).toBe(6);
     expect(delegate.calls).toHaveLength(6);
     for (const w of wrappers) w.close();
+  });
+});
+
+describe('RedisTokenBudget: whole requests held at the door, counted when used (windowAtUse)', () => {
+  it('property: with whole-request holds charged call by call, no window counts more than the limit, and a demand that fits is admitted', async () => {
+    const limit = 4_000;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            replica: fc.constantFrom(0, 1, 2),
+            /** Tokens of each call of the request, and how much of it the call used. */
+            calls: fc.array(fc.record({ tokens: fc.integer({ min: 1, max: 600 }), used: fc.double({ min: 0, max: 1, noNaN: true }) }), { minLength: 1, maxLength: 4 }),
+            /** Calls that never run (a branch shed or failed before it called). */
+            skipped: fc.nat(2),
+            gapMs: fc.integer({ min: 0, max: 60 }),
+            callGapMs: fc.integer({ min: 0, max: 80 }),
+          }),
+          { minLength: 3, maxLength: 16 },
+        ),
+        async (plan) => {
+          const { budgets } = await replicas(3, { tokensPerMinute: limit, windowMs: 1_000, maxPollMs: 50 });
+          const deadline = performance.now() + 2_500;
+          /** What the provider counts: each call's use in the slot Redis counted it. */
+          const uses: { slot: number; tokens: number }[] = [];
+          let admittedRequests = 0;
+          const run = async (step: (typeof plan)[number]) => {
+            const budget = budgets[step.replica];
+            const whole = step.calls.reduce((sum, c) => sum + c.tokens, 0);
+            let ticket: BudgetTicket;
+            try {
+              ticket = await budget.reserve(whole, { deadline, windowAtUse: true });
+            } catch {
+              return;
+            }
+            admittedRequests++;
+            let spent = 0;
+            for (const call of step.calls.slice(0, Math.max(1, step.calls.length - step.skipped))) {
+              await sleep(step.callGapMs);
+              const tokens = Math.floor(call.tokens * call.used);
+              budget.chargeWindow(ticket, tokens);
+              await budget.settled();
+              if (tokens > 0) uses.push({ slot: slotOf(ticket), tokens });
+              spent += tokens;
+            }
+            budget.reconcile(ticket, spent); // the request is over: what it never used goes back
+          };
+          const pending: Promise<void>[] = [];
+          for (const step of plan) {
+            pending.push(run(step));
+            if (step.gapMs > 0) await sleep(step.gapMs);
+          }
+          await Promise.all(pending);
+          await Promise.all(budgets.map((b) => b.settled()));
+          expectNoWindowOver(uses, limit);
+          if (plan.reduce((sum, s) => sum + s.calls.reduce((a, c) => a + c.tokens, 0), 0) <= limit) expect(admittedRequests).toBe(plan.length);
+          for (const b of budgets) await b.close();
+        },
+      ),
+      { numRuns: 8 },
+    );
+  }, 120_000);
+
+  it('a hold counts against every replica until it is used or settled; charged, it is in the window; settled, what was not used goes back', async () => {
+    const { budgets } = await replicas(2, { tokensPerMinute: 6_000 });
+    const [a, b] = budgets;
+    const ticket = await a.reserve(5_000, { windowAtUse: true });
+    expect(await b.peek()).toBe(6_000); // the window counts nothing yet
+    await expect(b.reserve(2_000, { deadline: performance.now() + 200 })).rejects.toBeInstanceOf(DeadlineExceeded);
+    expect(b.fundableInMs(2_000)).toBeGreaterThan(0);
+    a.chargeWindow(ticket, 1_500); // the first call runs
+    await a.settled();
+    expect(await b.peek()).toBe(4_500);
+    a.reconcile(ticket, 1_500); // the request ended: the other 3,500 were never used
+    await a.settled();
+    expect(await b.peek()).toBe(4_500); // b's view is as Redis last answered it (the health probe refreshes it too)
+    expect(b.fundableInMs(2_000)).toBe(0);
+    await b.reserve(2_000, { deadline: performance.now() + 1_000 });
+    expect(await b.peek()).toBe(2_500);
+  });
+
+  it('fundableInMs: 0 while the window has room; while it is full, when enough leaves it (within a window); unknown without a schedule', async () => {
+    const { budgets } = await replicas(1, { tokensPerMinute: 3_000, windowMs: 1_000, maxPollMs: 50 });
+    const [a] = budgets;
+    expect(a.fundableInMs(3_000)).toBe(0);
+    await a.reserve(1_000);
+    expect(a.fundableInMs(2_500)).toBeUndefined(); // under half full, Redis sends no schedule: the caller waits and sees
+    await a.reserve(1_800);
+    const wait = a.fundableInMs(1_000) as number;
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(1_010); // the first admission leaves within a window (and a slot)
+    expect(a.fundableInMs(100)).toBe(0);
+    expect(() => a.fundableInMs(3_001)).toThrow(BudgetRequestTooLarge);
+    await vi.waitFor(() => expect(a.peek()).resolves.toBe(3_000), { timeout: 3_000, interval: 50 });
+    expect(a.fundableInMs(3_000)).toBe(0);
   });
 });
 
