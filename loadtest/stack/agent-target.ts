@@ -192,7 +192,7 @@ export async function startAgentTarget(group: ProcessGroup, target: AgentTarget,
   const common = ['--provider-url', limits.providerUrl, ...limiterFlags(limits)];
   const urls: string[] = [];
   if (target.kind === 'service') {
-    const port = await freePort();
+    const port = await freePort(limits.replicas);
     group.start('agent', node, [QUOTASCOPE_BIN, 'agent', '--port', String(port), '--replicas', String(limits.replicas), ...common]);
     urls.push(...Array.from({ length: limits.replicas }, (_, i) => `http://127.0.0.1:${port + i}`));
   } else {

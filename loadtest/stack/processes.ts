@@ -3,7 +3,7 @@
 // SIGTERM through run-shutdown.ts (the one place for signals).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { createServer } from 'node:net';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 
 export class ProcessGroup {
@@ -51,17 +51,37 @@ export class ProcessGroup {
   }
 }
 
-/** A TCP port free on loopback right now (for tools that cannot report an ephemeral port). */
-export function freePort(): Promise<number> {
+/** Listens on `port` of loopback (0: any); resolves with the server, or undefined when the port is taken. */
+function tryListen(port: number): Promise<Server | undefined> {
   return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' ? resolve(undefined) : reject(error)));
+    server.listen(port, '127.0.0.1', () => resolve(server));
   });
+}
+
+const closeAll = (servers: Server[]) => Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+
+/**
+ * The first of `count` consecutive TCP ports free on loopback right now (for tools that cannot
+ * report an ephemeral port; the agent service's replicas take consecutive ports). Each port is
+ * held until all are found, so none of them is one this process picked twice.
+ */
+export async function freePort(count = 1): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const first = await tryListen(0);
+    if (!first) continue;
+    const held = [first];
+    const base = (first.address() as AddressInfo).port;
+    for (let i = 1; i < count; i++) {
+      const next = base + i <= 65_535 ? await tryListen(base + i) : undefined;
+      if (!next) break;
+      held.push(next);
+    }
+    await closeAll(held);
+    if (held.length === count) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports on 127.0.0.1`);
 }
 
 /** Polls `url` until it answers 2xx, or fails after `timeoutMs` naming what did not come up. */
