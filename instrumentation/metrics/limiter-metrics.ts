@@ -136,15 +136,11 @@ export class LimiterMetrics {
         },
       });
     };
-    const d = limiterMetrics.callDuration;
-    this.callDuration = new Histogram<Labels<'callDuration'>>({
-      name: d.name,
-      help: d.help,
-      labelNames: d.labelNames,
-      buckets: [...d.buckets],
-      registers,
-      enableExemplars: this.exemplars,
-    });
+    const histogram = <K extends 'callDuration' | 'requestAdmission'>(key: K, enableExemplars: boolean) => {
+      const d = limiterMetrics[key];
+      return new Histogram<Labels<K>>({ name: d.name, help: d.help, labelNames: d.labelNames, buckets: [...d.buckets], registers, enableExemplars });
+    };
+    this.callDuration = histogram('callDuration', this.exemplars);
     const sources = this.#sources;
     const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity' | 'budgetWindow' | 'maxWait',
       read: (s: ReturnType<LimiterGaugeSource['snapshot']>) => number | undefined) => {
@@ -181,14 +177,7 @@ export class LimiterMetrics {
     this.budgetCentralUnavailable = counter('budgetCentralUnavailable');
     this.requests = counter('requests');
     this.wastedTokens = counter('wastedTokens');
-    const a = limiterMetrics.requestAdmission;
-    this.requestAdmission = new Histogram<Labels<'requestAdmission'>>({
-      name: a.name,
-      help: a.help,
-      labelNames: a.labelNames,
-      buckets: [...a.buckets],
-      registers,
-    });
+    this.requestAdmission = histogram('requestAdmission', false);
     const g = limiterMetrics.requestDeadline;
     this.requestDeadline = new Gauge<Labels<'requestDeadline'>>({ name: g.name, help: g.help, labelNames: g.labelNames, registers });
   }
