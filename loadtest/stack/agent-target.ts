@@ -3,6 +3,7 @@
 // and pointed at the run's mock provider. Everything that can be wrong with the choice (a
 // file or export that does not load, a tree that cannot be walked, an unknown tree) is found
 // here, in-process, before any process starts (an agent without a model too).
+import { SERVICE_FLAGS } from '../../cli/agent.ts';
 import type { QuotaScope } from '../../agent/config.ts';
 import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
 import { shapeOfCount, TREE_NAMES, type TreeShape } from '../../agent/tree-shapes.ts';
@@ -169,17 +170,20 @@ export interface AgentLimits {
 }
 
 function limiterFlags(limits: AgentLimits): string[] {
-  const flags: [string, number | string | undefined][] = [
-    ['--permits', limits.permits],
-    ['--tokens-per-minute', limits.tokensPerMinute === undefined ? undefined : formatPerModel(limits.tokensPerMinute)],
-    ['--quota-scope', limits.quotaScope],
-    ['--max-wait-ms', limits.maxWaitMs],
-    ['--admission', limits.admission],
-    ['--request-deadline-ms', limits.requestDeadlineMs],
-    ['--counted-tokens', limits.countedTokens],
-    ['--estimated-tokens-per-call', limits.estimatedTokensPerCall],
-  ];
-  return flags.flatMap(([flag, value]) => (value === undefined ? [] : [flag, String(value)]));
+  const values: { [K in keyof typeof SERVICE_FLAGS]?: number | string } = {
+    permits: limits.permits,
+    tokensPerMinute: limits.tokensPerMinute === undefined ? undefined : formatPerModel(limits.tokensPerMinute),
+    quotaScope: limits.quotaScope,
+    maxWaitMs: limits.maxWaitMs,
+    admission: limits.admission,
+    requestDeadlineMs: limits.requestDeadlineMs,
+    countedTokens: limits.countedTokens,
+    estimatedTokensPerCall: limits.estimatedTokensPerCall,
+  };
+  // The flag names are the agent command's (serve takes the same ones).
+  return Object.entries(values).flatMap(([key, value]) =>
+    value === undefined ? [] : [`--${SERVICE_FLAGS[key as keyof typeof SERVICE_FLAGS].flag}`, String(value)],
+  );
 }
 
 /**
