@@ -1,6 +1,6 @@
 // `npm run build`: compiles the product folders to dist/ (ESM JavaScript, .d.ts, source
 // maps with their sources inlined) and copies the files they read at run time: scenarios,
-// the k6 script and the .ts files it imports (k6 runs TypeScript itself), the generated
+// the k6 script and the .ts files it imports (k6 runs TypeScript itself; under dist/k6/), the generated
 // dashboards and rules, the report page's script and scripts/tools.sh. Tests, bench and
 // docs are not part of the package.
 //
@@ -35,9 +35,12 @@ function importGraph(entry: string, seen = new Set<string>()): Set<string> {
   return seen;
 }
 
-const copy = (from: string) => cpSync(join(root, from), join(dist, from), { recursive: true });
+const copy = (from: string, to = from) => cpSync(join(root, from), join(dist, to), { recursive: true });
 copy('loadtest/scenarios');
-for (const file of importGraph(K6_SCRIPT)) copy(file);
+// The k6 sources go under dist/k6/, apart from the compiled files: a .ts source beside its .d.ts
+// is what a consumer's tsc resolves an import to (it tries .ts first), and it would type-check
+// the source instead of the declaration (loadtest/k6/runner.ts finds the script there).
+for (const file of importGraph(K6_SCRIPT)) copy(file, join('k6', file));
 copy('dashboards/generated');
 copy('loadtest/report/page-script.js'); // the report page's browser script, inlined into each page
 copy('scripts/tools.sh');

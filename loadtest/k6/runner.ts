@@ -4,7 +4,7 @@
 // per-second progress lines go there and to onProgress, its other lines to onLine too), and
 // reads back the JSON summary k6's handleSummary wrote.
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScenarioFile } from '../scenario/types.ts';
@@ -14,7 +14,13 @@ import { K6_ENV, requireTool } from '../stack/tools.ts';
 import { REQUEST_FAILED_METRIC, type RequestCounts } from './request-status.ts';
 import { isDisplayOnly, requestCounts, statusCounts } from './summary-text.ts';
 
-export const K6_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
+export const K6_SCRIPT = k6Script(dirname(fileURLToPath(import.meta.url)));
+
+/** The script beside this file in the repository; in the built package, under dist/k6/ (scripts/build.ts). */
+function k6Script(here: string): string {
+  const beside = join(here, 'run.ts');
+  return existsSync(beside) ? beside : join(here, '..', '..', 'k6', 'loadtest', 'k6', 'run.ts');
+}
 /** Trend stats k6 remote-writes, so Prometheus gets e.g. k6_qs_request_duration_p95. */
 export const TREND_STATS = 'p(50),p(95),p(99),avg,max,count';
 /** k6's exit code when a threshold failed. */

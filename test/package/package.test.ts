@@ -80,10 +80,12 @@ describe('the tarball', () => {
 
   it('ships the k6 script as source with every .ts file it imports (k6 runs TypeScript itself)', () => {
     const paths = new Set(packed.files.map((f) => f.path));
-    expect(paths.has('dist/loadtest/k6/run.ts')).toBe(true);
+    expect(paths.has('dist/k6/loadtest/k6/run.ts')).toBe(true);
     const sources = [...paths].filter((p) => p.endsWith('.ts') && !p.endsWith('.d.ts'));
+    // No source sits beside a declaration: a consumer's tsc would resolve imports to the source.
+    expect(sources.filter((p) => paths.has(p.replace(/\.ts$/, '.d.ts')))).toEqual([]);
     for (const source of sources) {
-      for (const [, specifier] of readFileSync(join(repo, source.replace(/^dist\//, '')), 'utf8').matchAll(/from '(\.{1,2}\/[^']+\.ts)'/g)) {
+      for (const [, specifier] of readFileSync(join(repo, source.replace(/^dist\/k6\//, '')), 'utf8').matchAll(/from '(\.{1,2}\/[^']+\.ts)'/g)) {
         expect(paths, `${source} imports ${specifier}`).toContain(posix.join(posix.dirname(source), specifier));
       }
     }
