@@ -20,9 +20,10 @@ import {
   DEFAULT_REQUEST_DEADLINE_MS,
   DEFAULT_SHED_FIRST_LANES,
   MAX_REQUEST_DEADLINE_MS,
-  MIN_REQUEST_DEADLINE_MS,
 } from './defaults.ts';
 import { CentralBudgetUnavailable, DeadlineExceeded, RequestShed, type ShedReason } from './errors.ts';
+import { z } from 'zod';
+import { limiterOptionFields } from './limiter-options.ts';
 import { isRateLimitedLlm, type RateLimitedLlm } from './rate-limited-llm.ts';
 import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from './tree/tree-count.ts';
 import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
@@ -78,6 +79,13 @@ const UNAVAILABLE_RETRY_MS = 5_000;
 /** Unset deadline: at least this many times the tree's critical path. */
 const AUTO_DEADLINE_PATHS = 2;
 
+// The numbers a user sets: the request deadline is the limiter option of that name (one
+// definition, shared with the services and flags); objects are checked by use.
+const optionsSchema = z.looseObject({
+  requestDeadlineMs: limiterOptionFields.shape.requestDeadlineMs,
+  toolTurns: z.int().min(0).max(100).optional(),
+});
+
 /** A request's deadline, ms: the one configured, else DEFAULT_REQUEST_DEADLINE_MS or AUTO_DEADLINE_PATHS critical paths when longer (at most MAX_REQUEST_DEADLINE_MS). */
 export function requestDeadlineMsFor(criticalPathMs: number, configuredMs?: number): number {
   if (configuredMs !== undefined) return configuredMs;
@@ -95,18 +103,13 @@ export class RequestAdmission {
   #waiting = 0;
 
   constructor(options: RequestAdmissionOptions = {}) {
-    const deadline = options.requestDeadlineMs;
-    if (deadline !== undefined && (!Number.isFinite(deadline) || deadline < MIN_REQUEST_DEADLINE_MS || deadline > MAX_REQUEST_DEADLINE_MS)) {
-      throw new RangeError(
-        `RequestAdmission options: requestDeadlineMs: must be between ${MIN_REQUEST_DEADLINE_MS} and ${MAX_REQUEST_DEADLINE_MS} ms, got ${deadline}`,
-      );
+    const parsed = optionsSchema.safeParse(options);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`);
+      throw new RangeError(`RequestAdmission options: ${problems.join('; ')}`);
     }
-    const turns = options.toolTurns ?? DEFAULT_TOOL_TURNS;
-    if (!Number.isInteger(turns) || turns < 0 || turns > 100) {
-      throw new RangeError(`RequestAdmission options: toolTurns: must be an integer from 0 to 100, got ${turns}`);
-    }
-    this.requestDeadlineMs = deadline;
-    this.toolTurns = turns;
+    this.requestDeadlineMs = parsed.data.requestDeadlineMs;
+    this.toolTurns = parsed.data.toolTurns ?? DEFAULT_TOOL_TURNS;
     this.shedFirstLanes = new Set(options.shedFirstLanes ?? DEFAULT_SHED_FIRST_LANES);
     this.#clock = options.clock ?? realClock;
   }
