@@ -18,6 +18,11 @@ import {
   MIN_REQUEST_DEADLINE_MS,
 } from './defaults.ts';
 
+/** A refused options object in one line, each problem naming its field: `field: message; …`. */
+export function optionProblems(error: z.ZodError): string {
+  return error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`).join('; ');
+}
+
 /** What a user reads about an option: its help, the unit (or kind) of its value, and its default in words when the schema has none to show. */
 export interface OptionHelp {
   readonly description: string;

@@ -27,7 +27,7 @@ import { type CountedTokens, countedTokensSchema, countTokens } from './counted-
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS } from './defaults.ts';
 import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
-import { limiterOptionFields } from './limiter-options.ts';
+import { limiterOptionFields, optionProblems } from './limiter-options.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { type HeldCall, PermitSweeper } from './permit-sweeper.ts';
@@ -107,8 +107,7 @@ const optionsSchema = z.looseObject({
 function validateOptions(options: RateLimitedLlmOptions): void {
   const parsed = optionsSchema.safeParse(options);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`);
-    throw new TypeError(`RateLimitedLlm options: ${problems.join('; ')}`);
+    throw new TypeError(`RateLimitedLlm options: ${optionProblems(parsed.error)}`);
   }
   if (!options.semaphore && options.maxConcurrent === undefined) {
     throw new TypeError('RateLimitedLlm options: maxConcurrent: give maxConcurrent or a shared semaphore');

@@ -41,6 +41,7 @@
 // A Redis that lost its window (restart) while this replica saw the fleet admit within the
 // last window counts a full window at once (see the script): nothing is admitted until what
 // the provider may still count has left its window.
+import { optionProblems } from './limiter-options.ts';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions, windowLimitWithin } from './budget.ts';
@@ -235,8 +236,7 @@ export class RedisTokenBudget implements Budget {
     if (!options.name) throw new TypeError('RedisTokenBudget options: name: required (the limiter name)');
     const parsed = optionsSchema.safeParse(options);
     if (!parsed.success) {
-      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`);
-      throw new TypeError(`RedisTokenBudget options: ${problems.join('; ')}`);
+      throw new TypeError(`RedisTokenBudget options: ${optionProblems(parsed.error)}`);
     }
     const centralOutage = options.centralOutage ?? (options.localShareTokensPerMinute === undefined ? 'fail-closed' : 'fail-open');
     if (centralOutage === 'fail-open' && options.localShareTokensPerMinute === undefined) {

@@ -23,7 +23,7 @@ import {
 } from './defaults.ts';
 import { CentralBudgetUnavailable, DeadlineExceeded, RequestShed, type ShedReason } from './errors.ts';
 import { z } from 'zod';
-import { limiterOptionFields } from './limiter-options.ts';
+import { limiterOptionFields, optionProblems } from './limiter-options.ts';
 import { isRateLimitedLlm, type RateLimitedLlm } from './rate-limited-llm.ts';
 import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from './tree/tree-count.ts';
 import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
@@ -105,8 +105,7 @@ export class RequestAdmission {
   constructor(options: RequestAdmissionOptions = {}) {
     const parsed = optionsSchema.safeParse(options);
     if (!parsed.success) {
-      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`);
-      throw new RangeError(`RequestAdmission options: ${problems.join('; ')}`);
+      throw new RangeError(`RequestAdmission options: ${optionProblems(parsed.error)}`);
     }
     this.requestDeadlineMs = parsed.data.requestDeadlineMs;
     this.toolTurns = parsed.data.toolTurns ?? DEFAULT_TOOL_TURNS;
