@@ -339,6 +339,8 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
       goodputWithinSloPerMinute: round(f.goodputWithinSloPerMinute),
       shedRequests: round(f.shedRequests),
       requestDeadlineMs: shape.requestDeadlineMs,
+      // The tokens the provider counted in each window wholly inside the load.
+      windowTokens: result.windows.map((w) => w.tokens).join(' '),
       plannedServedPerWindow: round(name === 'quotascope per-call' ? shape.plan.overload.servedUserRequestsPerMinute : shape.plan.admission.servedUserRequestsPerMinute),
     },
   }));

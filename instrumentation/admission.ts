@@ -95,6 +95,7 @@ export class AdmissionControl {
       const share = call.share;
       const funded = share?.tokensPerCall.get(call.agent);
       if (share && funded !== undefined) {
+        share.starting?.callStarted();
         const roomMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0;
         if (roomMs > 0) return this.#chargeWhenRoom(call, permit, share, funded, roomMs);
         // Counted in the rolling window now, when the provider counts it.

@@ -9,6 +9,7 @@
 // the unused part returns, an overrun is taken as debt.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Budget, BudgetTicket } from './budget.ts';
+import type { DoorPass } from './permit-door.ts';
 
 /** A request's reservation on one limiter's budget. */
 export interface FundedShare {
@@ -18,6 +19,8 @@ export interface FundedShare {
   readonly tokensPerCall: ReadonlyMap<string, number>;
   /** Counted tokens the request's calls on this limiter really used so far. */
   spent: number;
+  /** Through a shared budget's door: told as the request's calls take permits, and when it ends. */
+  readonly starting?: DoorPass;
 }
 
 /** What a limiter tells its request about one finished call. */
@@ -73,7 +76,10 @@ export class AdmittedRequest {
   settle(): void {
     if (this.#settled) return;
     this.#settled = true;
-    for (const share of this.#shares.values()) share.budget.reconcile(share.ticket, share.spent);
+    for (const share of this.#shares.values()) {
+      share.starting?.leave();
+      share.budget.reconcile(share.ticket, share.spent);
+    }
   }
 }
 

@@ -44,16 +44,17 @@
 import { optionProblems } from './limiter-options.ts';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions, windowLimitWithin } from './budget.ts';
+import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions, type UsePart, windowLimitWithin } from './budget.ts';
 import { type Clock, realClock, type TimerHandle, unrefTimer, withDeadline } from './clock.ts';
 import type { CountedTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS } from './defaults.ts';
 import { BudgetRequestTooLarge, CentralBudgetUnavailable } from './errors.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
-import { ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
+import { REDIS_SLOTS_PER_WINDOW, ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { checkBudgetOptions, TokenBudget } from './token-budget.ts';
 import { type Waiter, WaiterQueue } from './waiter-queue.ts';
+import { type Hold, partsOf, WindowOutlook } from './window-outlook.ts';
 
 export { ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
 
@@ -107,11 +108,16 @@ export interface RedisTokenBudgetOptions {
   readonly onCentralChange?: (central: boolean, error?: unknown) => void;
 }
 
+/** Part of a hold in Redis: its tokens not charged yet, in the hold field of its due slot. */
+interface RedisHold extends Hold {
+  readonly slot: string;
+}
+
 /**
  * An admission: from Redis (its slot there) or from the local fallback (its slot in the
  * carried window); `local` is the fallback's ticket. A windowAtUse admission from Redis is a
- * hold (`holdSlot`): its tokens are counted when charged (redisSlot is then the last charge's
- * slot), and what was never charged is released when it is settled.
+ * hold (`holds`, earliest due first): its tokens are counted when charged (redisSlot is then
+ * the last charge's slot), and what was never charged is released when it is settled.
  */
 class RedisTicket implements BudgetTicket {
   readonly tokens: number;
@@ -119,16 +125,17 @@ class RedisTicket implements BudgetTicket {
   redisSlot: string | undefined;
   readonly carriedSlot: number | undefined;
   readonly local: BudgetTicket | undefined;
-  readonly holdSlot: string | undefined;
-  /** Held tokens not charged yet. */
-  held: number;
+  /** Admitted as a hold (windowAtUse, from Redis). */
+  readonly atUse: boolean;
+  /** The hold's parts not charged yet. */
+  holds: RedisHold[];
   /** Tokens counted in the window for this admission. */
   counted: number;
 
   constructor(
     issuer: RedisTokenBudget,
     tokens: number,
-    at: { redisSlot?: string; carriedSlot?: number; holdSlot?: string },
+    at: { redisSlot?: string; carriedSlot?: number; holds?: RedisHold[] },
     local: BudgetTicket | undefined,
   ) {
     this.issuer = issuer;
@@ -136,9 +143,16 @@ class RedisTicket implements BudgetTicket {
     this.redisSlot = at.redisSlot;
     this.carriedSlot = at.carriedSlot;
     this.local = local;
-    this.holdSlot = at.holdSlot;
-    this.held = at.holdSlot === undefined ? 0 : tokens;
-    this.counted = at.holdSlot === undefined ? tokens : 0;
+    this.atUse = at.holds !== undefined;
+    this.holds = at.holds ?? [];
+    this.counted = this.atUse ? 0 : tokens;
+  }
+
+  /** Held tokens not charged yet. */
+  get held(): number {
+    let sum = 0;
+    for (const hold of this.holds) sum += hold.tokens;
+    return sum;
   }
 }
 
@@ -146,6 +160,9 @@ interface Reservation {
   readonly tokens: number;
   /** Held against the window and counted when used (windowAtUse). */
   readonly atUse: boolean;
+  /** When the tokens are used, after admission (windowAtUse; else all at once). */
+  readonly parts: readonly UsePart[];
+  readonly useSchedule: readonly UsePart[] | undefined;
   /** Aborted when the waiter leaves the queue (granted, deadline, caller abort, close). */
   readonly left: AbortController;
 }
@@ -159,10 +176,11 @@ interface ScriptReply {
   readonly slot: string;
 }
 
-/** Tokens that leave the window (admissions and holds) at a time on this budget's clock. */
-interface Leaving {
-  readonly at: number;
-  readonly tokens: number;
+/** The window as Redis last sent it: what leaves it when, the holds by due time, and when its slot began (this budget's clock). */
+interface WindowView {
+  readonly leaving: readonly (readonly [number, number])[];
+  readonly holds: readonly Hold[];
+  readonly slotStartAt: number;
 }
 
 type TakeResult =
@@ -223,8 +241,8 @@ export class RedisTokenBudget implements Budget {
   #lastSum = 0;
   /** The fleet's holds (windowAtUse admissions not used yet), as Redis last answered. */
   #lastHeld = 0;
-  /** What leaves the window when, as Redis last told (when the window was at least half full). */
-  #leaving: readonly Leaving[] = [];
+  /** What leaves the window when and the holds, as Redis last sent them (when the window was at least half full). */
+  #view: WindowView | undefined;
   /** When Redis last answered (this budget's clock). */
   #answeredAt = Number.NEGATIVE_INFINITY;
   #closed = false;
@@ -335,7 +353,9 @@ export class RedisTokenBudget implements Budget {
       return Promise.reject(error);
     }
     if (this.#closed) return Promise.reject(new Error(`RedisTokenBudget "${this.key}" is closed`));
-    const waited = this.#waiters.wait({ tokens, atUse: options.windowAtUse === true, left: new AbortController() }, options);
+    const atUse = options.windowAtUse === true;
+    const { useSchedule } = options;
+    const waited = this.#waiters.wait({ tokens, atUse, parts: partsOf(tokens, atUse, useSchedule), useSchedule, left: new AbortController() }, options);
     void this.#serve();
     return waited;
   }
@@ -348,12 +368,12 @@ export class RedisTokenBudget implements Budget {
     const own = ticket instanceof RedisTicket && ticket.issuer === this ? ticket : undefined;
     if (own?.local) this.#local?.reconcile(own.local, actual);
     // A hold releases what was never charged; the window corrects what was counted.
-    const release = own ? own.held : 0;
+    const holds = own ? own.holds : [];
     const counted = own ? own.counted : reserved;
-    if (own) own.held = 0;
-    if (counted === actual && release === 0) return;
+    if (own) own.holds = [];
+    if (counted === actual && holds.length === 0) return;
     const delta = Math.max(0, actual) - counted;
-    if (own && own.redisSlot === undefined && own.holdSlot === undefined) {
+    if (own && own.redisSlot === undefined && !own.atUse) {
       // A fallback admission: its correction goes where it is counted until carried.
       this.#carried.adjust(this.#clock.now(), reserved, actual, own.carriedSlot);
       this.#wakeUp();
@@ -366,7 +386,8 @@ export class RedisTokenBudget implements Budget {
       return;
     }
     // A ticket this budget did not issue counts a debt now (slot 0 is never live).
-    this.#settleArgs.push(own?.redisSlot ?? '0', String(delta), own?.holdSlot ?? '0', String(release));
+    this.#settleArgs.push(own?.redisSlot ?? '0', String(delta), holds[0]?.slot ?? '0', String(holds[0]?.tokens ?? 0));
+    for (const hold of holds.slice(1)) this.#settleArgs.push('0', '0', hold.slot, String(hold.tokens));
     this.#scheduleSettle();
   }
 
@@ -376,20 +397,46 @@ export class RedisTokenBudget implements Budget {
    */
   chargeWindow(ticket: BudgetTicket, tokens: number): void {
     if (!(ticket instanceof RedisTicket) || ticket.issuer !== this || !(tokens > 0)) return;
-    if (ticket.holdSlot === undefined) {
+    if (!ticket.atUse) {
       if (ticket.redisSlot === undefined && ticket.local) this.#local?.chargeWindow(ticket.local, tokens);
       return;
     }
-    const fromHold = Math.min(tokens, ticket.held);
-    ticket.held -= fromHold;
+    // Taken from the earliest holds: (hold slot, tokens) quadruples, the first counting the use.
+    const released: string[] = [];
+    let left = tokens;
+    while (left > EPSILON && ticket.holds.length > 0) {
+      const hold = ticket.holds[0];
+      const taken = Math.min(left, hold.tokens);
+      hold.tokens -= taken;
+      left -= taken;
+      released.push(hold.slot, String(taken));
+      if (hold.tokens <= EPSILON) ticket.holds.shift();
+    }
     ticket.counted += tokens;
     if (!this.#redisUsable()) {
       this.#carried.add(this.#clock.now(), tokens); // counted once Redis answers; its hold there lapses with its slot
       return;
     }
-    this.#settleArgs.push('0', String(tokens), ticket.holdSlot, String(fromHold));
+    this.#settleArgs.push('0', String(tokens), released[0] ?? '0', released[1] ?? '0');
+    for (let i = 2; i < released.length; i += 2) this.#settleArgs.push('0', '0', released[i], released[i + 1]);
     this.#charged.push(ticket);
     this.#scheduleSettle();
+  }
+
+  /**
+   * Ms until `tokens` of a windowAtUse admission may be counted (0: now): a call that starts
+   * before its part of the hold fell due waits until then, as the window's room is held for it
+   * from then on. A fallback admission asks the fallback.
+   */
+  windowRoomInMs(ticket: BudgetTicket, tokens: number): number {
+    if (!(ticket instanceof RedisTicket) || ticket.issuer !== this) return 0;
+    if (!ticket.atUse) return ticket.redisSlot === undefined && ticket.local ? (this.#local?.windowRoomInMs(ticket.local, tokens) ?? 0) : 0;
+    let left = tokens;
+    for (const hold of ticket.holds) {
+      left -= hold.tokens;
+      if (left <= EPSILON) return Math.max(0, Math.ceil(hold.dueAt - this.#clock.now()));
+    }
+    return 0;
   }
 
   /**
@@ -399,28 +446,44 @@ export class RedisTokenBudget implements Budget {
    * or a queue here) or older than maxPollMs, and while Redis is unreachable the fallback's
    * answer (none when failing closed).
    */
-  fundableInMs(tokens: number): number | undefined {
+  fundableInMs(tokens: number, useSchedule?: readonly UsePart[]): number | undefined {
     this.#check(tokens);
-    if (!this.#central) return this.#local?.fundableInMs(tokens);
+    if (!this.#central) return this.#local?.fundableInMs(tokens, useSchedule);
     const now = this.#clock.now();
     let ahead = 0;
-    for (const waiter of this.#waiters) ahead += waiter.data.tokens;
+    // The reservations queued ahead are taken to be admitted with this one, each on its own schedule.
+    const parts = partsOf(tokens, true, useSchedule);
+    for (const waiter of this.#waiters) {
+      ahead += waiter.data.tokens;
+      parts.push(...waiter.data.parts);
+    }
     const pausedMs = Math.max(0, Math.ceil(this.#pausedUntil - now));
-    // As the script decides: more than the limit fits an empty window only.
+    // As the script decides: all of it counted now fits; more than the limit fits an empty window only.
     let excess = this.#lastSum + this.#lastHeld + ahead;
     if (tokens <= this.#limit) excess += tokens - this.#limit;
     if (excess <= EPSILON) return pausedMs;
-    // What leaves when is sent while the window and holds fill half the limit or reservations
-    // are queued here: else unknown. A view older than a poll may miss holds other replicas
-    // released since: unknown too. The caller then waits and sees.
-    if (this.#leaving.length === 0 || now - this.#answeredAt > this.#maxPollMs) return undefined;
-    let freed = 0;
-    for (const leave of this.#leaving) {
-      freed += leave.tokens;
-      if (freed + EPSILON >= excess) return Math.max(pausedMs, Math.ceil(leave.at - now));
-    }
+    // The window is sent while it and the holds fill half the limit or reservations are queued
+    // here: else unknown. A view older than a poll may miss holds other replicas released since:
+    // unknown too. The caller then waits and sees.
+    const waitMs = this.#viewWaitMs(now, parts);
+    if (waitMs === null) return undefined;
     // More than leaves within the window: whole windows.
-    return Math.max(pausedMs, Math.ceil((ahead + tokens) / this.#limit) * this.windowMs);
+    return Math.max(pausedMs, waitMs ?? Math.ceil((ahead + tokens) / this.#limit) * this.windowMs);
+  }
+
+  /**
+   * From the window Redis last sent: ms until `parts` admitted together fit (0: now), undefined
+   * when nothing leaving makes room, null when that view is missing or older than a poll.
+   */
+  #viewWaitMs(now: number, parts: readonly UsePart[]): number | undefined | null {
+    const view = this.#view;
+    if (!view || now - this.#answeredAt > this.#maxPollMs) return null;
+    // As the script sees it: admitted in a slot, each part due whole slots after that slot began.
+    const slotMs = this.windowMs / REDIS_SLOTS_PER_WINDOW;
+    const slotStartAt = view.slotStartAt + Math.floor((now - view.slotStartAt) / slotMs) * slotMs;
+    const due = parts.map((part) => ({ afterMs: Math.floor(Math.round(part.afterMs) / slotMs) * slotMs, tokens: part.tokens }));
+    const fitsInMs = new WindowOutlook(view.leaving, view.holds).fitsInMs(slotStartAt, due, this.#limit);
+    return fitsInMs === undefined || fitsInMs === 0 ? fitsInMs : Math.max(1, Math.ceil(slotStartAt + fitsInMs - now));
   }
 
   /** Resolves when every reconciliation sent so far has reached Redis (or its fallback). */
@@ -474,7 +537,7 @@ export class RedisTokenBudget implements Budget {
           batch.push(waiter as ReservationWaiter);
           if (batch.length === MAX_BATCH) break;
         }
-        const result = await this.#take(batch.map((w) => (w.data.atUse ? `p${w.data.tokens}` : String(w.data.tokens))));
+        const result = await this.#take(batch.map((w) => amountOf(w.data)));
         if (result.kind === 'unavailable') {
           await this.#serveWithoutRedis(head, result.error);
           continue;
@@ -482,7 +545,11 @@ export class RedisTokenBudget implements Budget {
         for (let i = 0; i < result.granted; i++) this.#grantFromRedis(batch[i], result.slot);
         if (result.granted < batch.length) {
           const next = this.#waiters.head() as ReservationWaiter | undefined;
-          if (next && !next.data.left.signal.aborted) await this.#sleep(Math.min(Math.max(1, result.waitMs), this.#maxPollMs), next);
+          // The script's wait counts all of it now; the window it sent tells when its parts fit.
+          const fitsInMs = next?.data.atUse ? this.#viewWaitMs(this.#clock.now(), next.data.parts) : undefined;
+          // A view that says it fits now disagrees with the script's refusal: look again after a slot.
+          const waitMs = fitsInMs === 0 ? this.windowMs / REDIS_SLOTS_PER_WINDOW : Math.min(result.waitMs, fitsInMs ?? result.waitMs);
+          if (next && !next.data.left.signal.aborted) await this.#sleep(Math.min(Math.max(1, waitMs), this.#maxPollMs), next);
         } else {
           // Let the callers just granted queue their next reservations: they join the next batch.
           for (let hop = 0; hop < 4; hop++) await Promise.resolve();
@@ -494,11 +561,19 @@ export class RedisTokenBudget implements Budget {
   }
 
   #grantFromRedis(waiter: ReservationWaiter, slot: string): void {
-    const { tokens, atUse } = waiter.data;
-    this.#activeAt = this.#clock.now();
+    const { tokens, atUse, parts } = waiter.data;
+    const now = this.#clock.now();
+    this.#activeAt = now;
     // The fallback counts it at once, held or not: it never starts from a full bucket.
     const local = this.#local?.charge(tokens);
-    const ticket = new RedisTicket(this, tokens, atUse ? { holdSlot: slot } : { redisSlot: slot }, local);
+    // Each part is held in the slot the script put it in: whole slots after the admission's.
+    const slotMs = this.windowMs / REDIS_SLOTS_PER_WINDOW;
+    const holds = parts.map((part) => ({
+      slot: String(Number(slot) + Math.floor(Math.round(part.afterMs) / slotMs)),
+      tokens: part.tokens,
+      dueAt: now + part.afterMs,
+    }));
+    const ticket = new RedisTicket(this, tokens, atUse ? { holds } : { redisSlot: slot }, local);
     if (waiter.data.left.signal.aborted) this.reconcile(ticket, 0); // gave up meanwhile: give the tokens back
     else waiter.grant(ticket);
   }
@@ -514,7 +589,7 @@ export class RedisTokenBudget implements Budget {
     }
     this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'local_share' });
     try {
-      const local = await this.#local.reserve(tokens, { signal: left.signal, windowAtUse: atUse });
+      const local = await this.#local.reserve(tokens, { signal: left.signal, windowAtUse: atUse, useSchedule: head.data.useSchedule });
       const now = this.#clock.now();
       this.#activeAt = now;
       const ticket = new RedisTicket(this, tokens, { carriedSlot: this.#carried.add(now, tokens) }, local);
@@ -627,13 +702,13 @@ export class RedisTokenBudget implements Budget {
       if (carried > 0) this.#carried.add(this.#clock.now(), carried);
       throw error;
     }
-    if (!Array.isArray(reply) || reply.length < 6 || reply.length % 2 !== 0) throw new Error(`rolling window script: unexpected reply ${JSON.stringify(reply)}`);
+    if (!Array.isArray(reply) || reply.length < 8 || reply.length % 2 !== 0) throw new Error(`rolling window script: unexpected reply ${JSON.stringify(reply)}`);
     const sum = Number(String(reply[1]));
     this.#lastSum = sum;
     this.#lastHeld = Number(String(reply[5]));
-    // None: the window and holds are under half the limit (what leaves when is not sent then).
     this.#answeredAt = this.#clock.now();
-    this.#leaving = leavingOf(reply.slice(6), this.#answeredAt);
+    // None: the window and holds are under half the limit (the window is not sent then).
+    this.#view = reply.length > 8 ? viewOf(reply.slice(8), Number(reply[6]), this.#answeredAt, Number(String(reply[7]))) : undefined;
     if (sum > 0) this.#activeAt = Math.max(this.#activeAt, this.#clock.now());
     this.#redisDownUntil = Number.NEGATIVE_INFINITY; // it answers: use it again at once
     if (!this.#central) {
@@ -674,9 +749,19 @@ export class RedisTokenBudget implements Budget {
   }
 }
 
-/** The script's (ms from now, tokens) pairs as times on this budget's clock. */
-function leavingOf(pairs: readonly unknown[], now: number): Leaving[] {
-  const out: Leaving[] = [];
-  for (let i = 0; i + 1 < pairs.length; i += 2) out.push({ at: now + Number(pairs[i]), tokens: Number(String(pairs[i + 1])) });
-  return out;
+/** A reservation as the script's take reads it: its tokens, a hold's as "p" and its parts `tokens@afterMs`. */
+function amountOf({ tokens, atUse, parts }: Reservation): string {
+  return atUse ? `p${parts.map((part) => `${part.tokens}@${Math.round(part.afterMs)}`).join(',')}` : String(tokens);
+}
+
+/** The script's (ms from now, tokens) pairs, the first `holds` of them the holds by due time, as times on this budget's clock. */
+function viewOf(pairs: readonly unknown[], holds: number, now: number, intoSlotMs: number): WindowView {
+  const at = (i: number): readonly [number, number] => [now + Number(pairs[i]), Number(String(pairs[i + 1]))];
+  const view = { leaving: [] as (readonly [number, number])[], holds: [] as Hold[], slotStartAt: now - intoSlotMs };
+  for (let i = 0; i + 1 < pairs.length; i += 2) {
+    const [time, tokens] = at(i);
+    if (i < 2 * holds) view.holds.push({ dueAt: time, tokens });
+    else view.leaving.push([time, tokens]);
+  }
+  return view;
 }

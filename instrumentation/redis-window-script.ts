@@ -15,18 +15,25 @@
 // key is gone and a missing key without `recent` starts empty.
 //
 // Request admission reserves a whole request at the door and counts its calls when they are
-// used (windowAtUse): such an admission is a hold (field `p<slot>`, their sum `psum`), kept
-// against the window until its calls are charged or it is settled, and released when its slot
-// leaves the window (a replica that died never settles it). The check counts window + holds.
+// used (windowAtUse): such an admission is a hold, in parts, each kept against the window from
+// the slot its calls are expected to start in (field `p<due slot>`, their sum `psum`, the
+// newest due slot `pmax`) until they are charged or it is settled, and released when that
+// slot leaves the window (a replica that died never settles it). So a request's later calls
+// do not idle the window while its first ones run: the window may take tokens that leave it
+// before those calls start. The check: the window, the holds due by then and the new parts due
+// by then never exceed the limit at any later time (holds are taken to stay until charged;
+// what is charged leaves a window after).
 //
 // KEYS[1] = the window. ARGV = limit (tokens per window), windowMs, op, carry, flags, op args:
 // - flags: 1 = recent (see above), + 2 = send what leaves the window when (reservations stay
 //   queued at the caller beyond this run: it answers fundableInMs from that);
 // - carry: tokens a replica admitted from its local fallback while Redis was unreachable,
 //   counted now (before the op) so the window knows them once Redis answers again;
-// - op "take", args = amounts in FIFO order, a hold's prefixed with "p": admits the longest
-//   prefix that fits (more than the limit fits an empty window only); for the first that does
-//   not fit, the ms until it would (or until `blocked`);
+// - op "take", args = amounts in FIFO order, a hold's prefixed with "p" and given as parts
+//   `tokens@afterMs` joined by "," (ms after admission; a part is due in the slot that many
+//   whole slots after the admission's): admits the longest prefix that fits (more than the
+//   limit fits an empty window only); for the first that does not fit, the ms until it would
+//   were all of it counted now (an upper bound; or until `blocked`);
 // - op "settle", args = quadruples (slot, delta, hold slot, release): takes back up to
 //   `release` from the hold of that slot; corrects the admission's slot by delta (actual −
 //   counted) while it is live (never below zero); a debt whose slot is gone (slot 0: a charge,
@@ -35,9 +42,13 @@
 // - op "peek": nothing (the restart guard and the carry still apply).
 // Returns { admitted count, window sum (string: Lua numbers become integers), wait ms, the
 // slot admissions were counted in (string), 1 if the key was missing, the holds' sum (string),
-// then when the window and holds fill at least half the limit (or the op is peek or a take
-// that did not fit, or flags ask): pairs (ms from now, tokens) of what leaves the window
-// when, in order }.
+// the number of hold pairs H, ms since the slot began (string), then when the window and holds fill at least half the limit (or
+// the op is peek or a take that did not fit, or flags ask): H pairs (ms from now until due,
+// tokens) of the holds, and pairs (ms from now, tokens) of what leaves the window when, in
+// order; else H = 0 and nothing more }.
+/** Slots per window in Redis' hash: a slot is counted until its end is a window old. */
+export const REDIS_SLOTS_PER_WINDOW = 100;
+
 export const ROLLING_WINDOW_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -48,18 +59,19 @@ local carry = tonumber(ARGV[4])
 local flags = tonumber(ARGV[5])
 local recent = flags % 2 == 1
 local send_leaving = flags >= 2
-local per_window = 100
+local per_window = ${REDIS_SLOTS_PER_WINDOW}
 local live = per_window + 1
 local slot_ms = window_ms / per_window
 local key = KEYS[1]
 local function field(s) return string.format('%.0f', s) end
 local function hold_field(s) return 'p' .. field(s) end
 local slot = math.floor(now / slot_ms)
-local state = redis.call('HMGET', key, 'sum', 'cur', 'blocked', 'psum')
+local state = redis.call('HMGET', key, 'sum', 'cur', 'blocked', 'psum', 'pmax')
 local sum = tonumber(state[1])
 local cur = tonumber(state[2])
 local blocked = tonumber(state[3]) or 0
 local psum = tonumber(state[4]) or 0
+local pmax = tonumber(state[5]) or slot
 local fresh = 0
 local changed = op ~= 'peek'
 if sum == nil or cur == nil then
@@ -67,50 +79,76 @@ if sum == nil or cur == nil then
   sum = 0
   psum = 0
   cur = slot
+  pmax = slot
   if recent then
     redis.call('HSET', key, field(cur), limit)
     sum = limit
     changed = true
   end
 elseif slot > cur then
-  if slot - cur >= live then
-    redis.call('DEL', key)
-    sum = 0
-    psum = 0
-  else
-    local gone = {}
-    for s = cur - live + 1, slot - live do
-      gone[#gone + 1] = field(s)
-      gone[#gone + 1] = hold_field(s)
-    end
-    if #gone > 0 then
-      local values = redis.call('HMGET', key, unpack(gone))
-      for i = 1, #gone, 2 do
-        sum = sum - (tonumber(values[i]) or 0)
-        psum = psum - (tonumber(values[i + 1]) or 0)
-      end
-      redis.call('HDEL', key, unpack(gone))
+  -- Slots whose end is a window old leave: the window's (up to cur) and the holds due in them.
+  local first = cur - live + 1
+  local counted = {}
+  for s = first, math.min(slot - live, cur) do counted[#counted + 1] = field(s) end
+  local held = {}
+  for s = first, math.min(slot - live, pmax) do held[#held + 1] = hold_field(s) end
+  for _, names in ipairs({ counted, held }) do
+    if #names > 0 then
+      local values = redis.call('HMGET', key, unpack(names))
+      local gone = 0
+      for i = 1, #names do gone = gone + (tonumber(values[i]) or 0) end
+      if names == counted then sum = sum - gone else psum = psum - gone end
+      redis.call('HDEL', key, unpack(names))
     end
   end
   cur = slot
+  if pmax < cur then pmax = cur end
   changed = true
 end
+-- The window's live slots (w) and the holds by due slot (h), read once when a scheduled check
+-- or the reply needs them; every change this run makes is written at once and kept in it.
+local view = nil
 local function count_now(tokens)
   redis.call('HINCRBYFLOAT', key, field(cur), tokens)
   sum = sum + tokens
+  if view then view.w[cur] = view.w[cur] + tokens end
 end
--- What leaves the window (admissions and holds) slot by slot: { ms from now, tokens }, in order.
-local function leaving()
+local function load_view()
+  if view then return view end
   local names = {}
-  for s = cur - live + 1, cur do
-    names[#names + 1] = field(s)
-    names[#names + 1] = hold_field(s)
-  end
+  for s = cur - live + 1, cur do names[#names + 1] = field(s) end
+  for s = cur - live + 1, pmax do names[#names + 1] = hold_field(s) end
   local values = redis.call('HMGET', key, unpack(names))
+  view = { w = {}, h = {} }
+  for j = 1, live do view.w[cur - live + j] = tonumber(values[j]) or 0 end
+  for j = live + 1, #names do
+    local v = tonumber(values[j])
+    if v and v > 1e-6 then view.h[cur - 2 * live + j] = v end
+  end
+  return view
+end
+-- Whether parts ({ due slot, tokens }) admitted now keep the window within the limit at every
+-- later time: the peak can only rise when a hold or part falls due.
+local function fits_scheduled(parts)
+  local v = load_view()
+  local times = { cur }
+  for _, part in ipairs(parts) do if part[1] > cur then times[#times + 1] = part[1] end end
+  for d in pairs(v.h) do if d > cur then times[#times + 1] = d end end
+  for _, at in ipairs(times) do
+    local total = 0
+    for s = at - live + 1, cur do total = total + v.w[s] end
+    for d, x in pairs(v.h) do if d <= at then total = total + x end end
+    for _, part in ipairs(parts) do if part[1] <= at then total = total + part[2] end end
+    if total > limit + 1e-6 then return false end
+  end
+  return true
+end
+-- What leaves the window slot by slot: { ms from now, tokens }, in order.
+local function leaving()
+  local v = load_view()
   local out = {}
-  for j = 1, live do
-    local v = (tonumber(values[2 * j - 1]) or 0) + (tonumber(values[2 * j]) or 0)
-    if v > 1e-6 then out[#out + 1] = { (cur + j) * slot_ms - now, v } end
+  for s = cur - live + 1, cur do
+    if v.w[s] > 1e-6 then out[#out + 1] = { (s + live) * slot_ms - now, v.w[s] } end
   end
   return out
 end
@@ -125,14 +163,22 @@ if op == 'take' then
   if now < blocked then
     wait_ms = blocked - now
   else
-    local taken = 0
-    local held = 0
     for i = 6, #ARGV do
       local hold = string.sub(ARGV[i], 1, 1) == 'p'
-      local amount = tonumber(hold and string.sub(ARGV[i], 2) or ARGV[i])
-      -- More than the limit fits an empty window only.
-      local excess = sum + psum + taken + held
+      local amount = 0
+      local parts = {}
+      if hold then
+        for tokens, after in string.gmatch(string.sub(ARGV[i], 2), '([^@,]+)@?([^,]*)') do
+          parts[#parts + 1] = { cur + math.floor((tonumber(after) or 0) / slot_ms), tonumber(tokens) }
+          amount = amount + tonumber(tokens)
+        end
+      else
+        amount = tonumber(ARGV[i])
+      end
+      -- Everything counted now: enough when it fits. More than the limit fits an empty window only.
+      local excess = sum + psum
       if amount <= limit then excess = excess + amount - limit end
+      if excess > 1e-6 and hold and amount <= limit and fits_scheduled(parts) then excess = 0 end
       if excess > 1e-6 then
         leaves = leaving()
         local freed = 0
@@ -146,13 +192,17 @@ if op == 'take' then
         end
         break
       end
-      if hold then held = held + amount else taken = taken + amount end
+      if hold then
+        for _, part in ipairs(parts) do
+          redis.call('HINCRBYFLOAT', key, hold_field(part[1]), part[2])
+          if view then view.h[part[1]] = (view.h[part[1]] or 0) + part[2] end
+          if part[1] > pmax then pmax = part[1] end
+        end
+        psum = psum + amount
+      else
+        count_now(amount)
+      end
       granted = granted + 1
-    end
-    if taken > 0 then count_now(taken) end
-    if held > 0 then
-      redis.call('HINCRBYFLOAT', key, hold_field(cur), held)
-      psum = psum + held
     end
   end
 elseif op == 'settle' then
@@ -179,18 +229,27 @@ elseif op == 'settle' then
       count_now(delta)
     end
   end
+  view = nil
 elseif op == 'block' then
   blocked = math.max(blocked, now + tonumber(ARGV[6]))
 end
 if math.abs(sum) < 1e-6 then sum = 0 end
 if math.abs(psum) < 1e-6 then psum = 0 end
 if changed then
-  redis.call('HSET', key, 'sum', string.format('%.17g', sum), 'cur', field(cur), 'blocked', field(blocked), 'psum', string.format('%.17g', psum))
-  redis.call('PEXPIRE', key, math.ceil(math.max(3 * window_ms, blocked - now + window_ms)))
+  redis.call('HSET', key, 'sum', string.format('%.17g', sum), 'cur', field(cur), 'blocked', field(blocked), 'psum', string.format('%.17g', psum), 'pmax', field(pmax))
+  redis.call('PEXPIRE', key, math.ceil(math.max(3 * window_ms, blocked - now + window_ms, (pmax + live) * slot_ms - now)))
 end
-local reply = { granted, string.format('%.17g', sum), math.max(0, math.ceil(wait_ms)), field(cur), fresh, string.format('%.17g', psum) }
-if leaves == nil and (op == 'peek' or send_leaving or sum + psum >= limit / 2) then leaves = leaving() end
-if leaves then
+local reply = { granted, string.format('%.17g', sum), math.max(0, math.ceil(wait_ms)), field(cur), fresh, string.format('%.17g', psum), 0, string.format('%.17g', now - cur * slot_ms) }
+if leaves ~= nil or op == 'peek' or send_leaving or sum + psum >= limit / 2 then
+  leaves = leaving()
+  local holds = {}
+  for d in pairs(view.h) do holds[#holds + 1] = d end
+  table.sort(holds)
+  reply[7] = #holds
+  for _, d in ipairs(holds) do
+    reply[#reply + 1] = math.max(0, math.ceil(d * slot_ms - now))
+    reply[#reply + 1] = string.format('%.17g', view.h[d])
+  end
   for _, leave in ipairs(leaves) do
     reply[#reply + 1] = math.max(0, math.ceil(leave[1]))
     reply[#reply + 1] = string.format('%.17g', leave[2])

@@ -14,7 +14,7 @@
 // that limiter admits the request's calls one by one (as `call` admission does) and learns.
 import type { Event, Runner, RunnableRoot } from '@google/adk';
 import { AdmittedRequest, currentRequest, type FundedShare, runInRequest } from './admitted-request.ts';
-import type { Budget, BudgetTicket, UsePart } from './budget.ts';
+import type { BudgetTicket, UsePart } from './budget.ts';
 import { type Clock, realClock } from './clock.ts';
 import {
   DEFAULT_REQUEST_DEADLINE_MS,
@@ -24,6 +24,7 @@ import {
 import { CentralBudgetUnavailable, DeadlineExceeded, RequestShed, type ShedReason } from './errors.ts';
 import { z } from 'zod';
 import { limiterOptionFields, optionProblems } from './limiter-options.ts';
+import { type DoorPass, PermitDoor } from './permit-door.ts';
 import { isRateLimitedLlm, type RateLimitedLlm } from './rate-limited-llm.ts';
 import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from './tree/tree-count.ts';
 import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
@@ -99,6 +100,8 @@ export class RequestAdmission {
   readonly shedFirstLanes: ReadonlySet<string>;
   readonly #clock: Clock;
   readonly #plans = new WeakMap<object, TreePlan>();
+  /** Per limiter with a shared budget: the way to it, one request at a time (see permit-door.ts). */
+  readonly #doors = new WeakMap<RateLimitedLlm, PermitDoor>();
   /** Requests of lanes not shed first that wait at the door now. */
   #waiting = 0;
 
@@ -189,7 +192,7 @@ export class RequestAdmission {
     // A lane shed first never waits at the door; the others wait while the deadline leaves time for the tree.
     const doorDeadline = shedFirst ? clock.now() : deadline - CRITICAL_PATH_MARGIN * plan.depth * callMs;
     const shares = new Map<object, FundedShare>();
-    const taken: { budget: Budget; ticket: BudgetTicket }[] = [];
+    const taken: FundedShare[] = [];
     try {
       for (const limiter of plan.limiters) {
         const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal });
@@ -198,7 +201,10 @@ export class RequestAdmission {
         taken.push(share);
       }
     } catch (error) {
-      for (const { budget, ticket } of taken) budget.reconcile(ticket, 0);
+      for (const { budget, ticket, starting } of taken) {
+        starting?.leave();
+        budget.reconcile(ticket, 0);
+      }
       if (error instanceof RequestShed) this.#count(plan, 'shed', arrivedAt);
       throw error;
     }
@@ -229,6 +235,7 @@ export class RequestAdmission {
       throw shed(door.shedFirst ? 'lane' : 'deadline', fundableInMs);
     }
     let ticket: BudgetTicket;
+    let starting: DoorPass | undefined;
     if (door.shedFirst) {
       const now = budget.tryReserve(tokens, { windowAtUse: true, useSchedule });
       if (!now) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
@@ -237,8 +244,11 @@ export class RequestAdmission {
       this.#waiting++;
       try {
         const wait = { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt, windowAtUse: true, useSchedule };
+        // A shared budget is asked only once this replica can start the request's first calls.
+        if (budget.central !== undefined) starting = await this.#doorOf(llm).enter(firstCallsOf(llm, calls), wait);
         ticket = await budget.reserve(tokens, wait);
       } catch (error) {
+        starting?.leave();
         if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
         // Nothing can be funded while the shared budget fails closed: turned away whole, like any shed request.
         if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', UNAVAILABLE_RETRY_MS);
@@ -247,7 +257,16 @@ export class RequestAdmission {
         this.#waiting--;
       }
     }
-    return { budget, ticket, tokensPerCall, spent: 0 };
+    return { budget, ticket, tokensPerCall, spent: 0, starting };
+  }
+
+  #doorOf(llm: RateLimitedLlm): PermitDoor {
+    let door = this.#doors.get(llm);
+    if (!door) {
+      door = new PermitDoor(llm.semaphore, this.#clock);
+      this.#doors.set(llm, door);
+    }
+    return door;
   }
 
   #count(plan: TreePlan, outcome: 'admitted' | 'shed', arrivedAt: number): void {
@@ -277,6 +296,14 @@ function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): Map<s
   const costs = new Map<string, number>();
   for (const agent of calls.keys()) costs.set(agent, llm.callCost.tokensPerCall(agent) ?? mean);
   return costs;
+}
+
+/** Calls a request starts at once on one limiter: its agents' whose calls start before a call could end (unknown: at once). */
+function firstCallsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): number {
+  const halfCallMs = (llm.callCost.meanCallMs ?? 0) / 2;
+  let first = 0;
+  for (const [agent, n] of calls) if ((llm.callCost.startOffsetMs(agent) ?? 0) <= halfCallMs) first += n;
+  return first;
 }
 
 /**

@@ -52,6 +52,8 @@ export class FairSemaphore {
   // traffic classes: entries are kept, never churned per call.
   readonly #lanes = new Map<string, LaneState>();
   #cappedLanes = 0;
+  /** Called after a permit is released or the limit changes (permits may be free). */
+  readonly #onFree = new Set<() => void>();
 
   constructor(limit: number, options: FairSemaphoreOptions = {}) {
     assertLimit(limit);
@@ -89,6 +91,17 @@ export class FairSemaphore {
     return this.#waiters.size;
   }
 
+  /** Permits no one holds or waits for. */
+  get free(): number {
+    return Math.max(0, this.#limit - this.#inUse - this.#waiters.size);
+  }
+
+  /** Call `listener` whenever permits may have come free (a release, a limit change); returns the unsubscribe. */
+  onFree(listener: () => void): () => void {
+    this.#onFree.add(listener);
+    return () => this.#onFree.delete(listener);
+  }
+
   /** Permits held by a lane right now. */
   laneInUse(lane: string): number {
     return this.#lanes.get(lane)?.held ?? 0;
@@ -104,6 +117,7 @@ export class FairSemaphore {
     assertLimit(limit);
     this.#limit = limit;
     this.#admit();
+    for (const listener of this.#onFree) listener();
   }
 
   /**
@@ -173,6 +187,7 @@ export class FairSemaphore {
     this.#inUse--;
     if (lane !== undefined) lane.held--;
     this.#admit();
+    for (const listener of this.#onFree) listener();
   };
 
   #admit(): void {

@@ -24,6 +24,7 @@ import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WINDOW_MS, MIN_WINDOW_MS
 import { BudgetRequestTooLarge } from './errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { WaiterQueue } from './waiter-queue.ts';
+import { type Hold, partsOf, WindowOutlook } from './window-outlook.ts';
 
 export type { ReserveOptions, UsePart } from './budget.ts';
 
@@ -63,12 +64,6 @@ export function checkBudgetOptions(tokensPerMinute: number, options: { countedTo
   }
 }
 
-/** Part of a windowAtUse admission not yet counted in the window, held against it from dueAt on. */
-interface Hold {
-  tokens: number;
-  readonly dueAt: number;
-}
-
 /**
  * A TokenBudget's admission: its tokens and the rolling-window slot they were counted in (the
  * last one, for an admission counted when used), with what is still held (pending) and what
@@ -104,76 +99,6 @@ interface Wanted {
   readonly tokens: number;
   readonly atUse: boolean;
   readonly parts: readonly UsePart[];
-}
-
-/** The parts of a reservation: the schedule scaled to `tokens`, or all of it at once. */
-function partsOf(tokens: number, atUse: boolean, schedule: readonly UsePart[] | undefined): UsePart[] {
-  let sum = 0;
-  for (const part of schedule ?? []) if (part.tokens > 0) sum += part.tokens;
-  if (!atUse || !schedule || !(sum > 0)) return [{ afterMs: 0, tokens }];
-  return schedule
-    .filter((part) => part.tokens > 0)
-    .map((part) => ({ afterMs: Number.isFinite(part.afterMs) ? Math.max(0, part.afterMs) : 0, tokens: (part.tokens * tokens) / sum }));
-}
-
-/** Index of the first element above `value` in an ascending array. */
-function upperBound(sorted: readonly number[], value: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] <= value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** What the window will hold at any later time: its live slots as they leave, and the holds as they fall due. */
-class WindowOutlook {
-  readonly #leaveAt: number[] = [];
-  /** Tokens still live after the first i slots left. */
-  readonly #liveAfter: number[] = [];
-  readonly #dueAt: number[] = [];
-  /** Held tokens due among the first i holds. */
-  readonly #heldBy: number[] = [0];
-
-  constructor(leaving: readonly [number, number][], holds: Iterable<Hold>) {
-    let live = 0;
-    for (const [, tokens] of leaving) live += tokens;
-    this.#liveAfter.push(live);
-    for (const [at, tokens] of leaving) {
-      this.#leaveAt.push(at);
-      live -= tokens;
-      this.#liveAfter.push(live);
-    }
-    const sorted = [...holds].sort((a, b) => a.dueAt - b.dueAt);
-    for (const hold of sorted) {
-      this.#dueAt.push(hold.dueAt);
-      this.#heldBy.push((this.#heldBy.at(-1) as number) + hold.tokens);
-    }
-  }
-
-  /** When slots leave the window, ascending. */
-  get leaveTimes(): readonly number[] {
-    return this.#leaveAt;
-  }
-
-  /**
-   * The most the window would hold at any time from `at` on, were `parts` admitted at `at`:
-   * live slots not yet left, every hold due by then (an overdue one counts from `at`), and
-   * the parts due by then. Counted holds and parts are taken to stay (they leave a window after).
-   */
-  peak(at: number, parts: readonly UsePart[]): number {
-    const times = [at, ...parts.map((part) => at + part.afterMs)];
-    for (const due of this.#dueAt) if (due > at) times.push(due);
-    let peak = Number.NEGATIVE_INFINITY;
-    for (const time of times) {
-      let sum = this.#liveAfter[upperBound(this.#leaveAt, time)] + this.#heldBy[upperBound(this.#dueAt, time)];
-      for (const part of parts) if (at + part.afterMs <= time) sum += part.tokens;
-      if (sum > peak) peak = sum;
-    }
-    return peak;
-  }
 }
 
 // Refill is computed from elapsed time in floating point; tolerate rounding noise.
@@ -373,30 +298,13 @@ export class TokenBudget implements Budget {
     return this.#pending > EPSILON ? Math.ceil(this.windowMs / 600) : 0;
   }
 
-  /**
-   * The earliest admission time (ms from now) at which `parts` fit the window's outlook. The
-   * peak from a time on only falls as slots leave, so the first fitting time is found by
-   * bisection over the times a slot leaves, less each part's offset.
-   */
+  /** The earliest admission time (ms from now) at which `parts` fit the window's outlook. */
   #scheduleWaitMs(now: number, parts: readonly UsePart[]): number {
     const window = this.#window;
     if (!window) return 0;
-    const outlook = new WindowOutlook(window.leaving(now), this.#holds());
-    const limit = this.#limit + EPSILON;
-    if (outlook.peak(now, parts) <= limit) return 0;
-    const times = new Set<number>();
-    for (const at of outlook.leaveTimes) for (const part of parts) if (at - part.afterMs > now) times.add(at - part.afterMs);
-    const sorted = [...times].sort((a, b) => a - b);
-    let lo = 0;
-    let hi = sorted.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (outlook.peak(sorted[mid], parts) <= limit) hi = mid;
-      else lo = mid + 1;
-    }
+    const waitMs = new WindowOutlook(window.leaving(now), this.#holds()).fitsInMs(now, parts, this.#limit);
     // Nothing left to leave makes room: the holds must be counted or released first.
-    if (lo === sorted.length) return Math.ceil(this.windowMs / 600);
-    return Math.max(1, Math.ceil(sorted[lo] - now));
+    return waitMs ?? Math.ceil(this.windowMs / 600);
   }
 
   *#holds(): IterableIterator<Hold> {

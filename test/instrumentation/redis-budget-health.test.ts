@@ -41,7 +41,7 @@ class ScriptedRedis implements RedisScriptClient {
       for (let i = 1; i < args.length; i += 4) this.level -= Number(args[i]);
     }
     const waiting = op === 'take' && granted < args.length;
-    return Promise.resolve([granted, String(Number(limit) - this.level), waiting ? 60_000 : 0, '1', 0, '0']);
+    return Promise.resolve([granted, String(Number(limit) - this.level), waiting ? 60_000 : 0, '1', 0, '0', 0, '0']);
   }
 
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown> {

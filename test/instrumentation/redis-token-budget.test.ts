@@ -267,7 +267,7 @@ describe('RedisTokenBudget: one window shared by replicas', () => {
 });
 
 describe('RedisTokenBudget: whole requests held at the door, counted when used (windowAtUse)', () => {
-  it('property: with whole-request holds charged call by call, no window counts more than the limit, and a demand that fits is admitted', async () => {
+  it('property: with whole-request holds charged call by call (held from when each call is due, or all at once), no window counts more than the limit, and a demand that fits is admitted', async () => {
     const limit = 4_000;
     await fc.assert(
       fc.asyncProperty(
@@ -280,6 +280,10 @@ describe('RedisTokenBudget: whole requests held at the door, counted when used (
             skipped: fc.nat(2),
             gapMs: fc.integer({ min: 0, max: 60 }),
             callGapMs: fc.integer({ min: 0, max: 80 }),
+            /** Held as a schedule (call i due i × callGapMs + dueLateMs after admission), or all at admission. */
+            scheduled: fc.boolean(),
+            /** How much later than it starts a call is expected: it starts early and waits for its room. */
+            dueLateMs: fc.integer({ min: 0, max: 40 }),
           }),
           { minLength: 3, maxLength: 16 },
         ),
@@ -292,17 +296,20 @@ describe('RedisTokenBudget: whole requests held at the door, counted when used (
           const run = async (step: (typeof plan)[number]) => {
             const budget = budgets[step.replica];
             const whole = step.calls.reduce((sum, c) => sum + c.tokens, 0);
+            const useSchedule = step.scheduled ? step.calls.map((c, i) => ({ afterMs: i * step.callGapMs + step.dueLateMs, tokens: c.tokens })) : undefined;
             let ticket: BudgetTicket;
             try {
-              ticket = await budget.reserve(whole, { deadline, windowAtUse: true });
+              ticket = await budget.reserve(whole, { deadline, windowAtUse: true, useSchedule });
             } catch {
               return;
             }
             admittedRequests++;
             let spent = 0;
-            for (const call of step.calls.slice(0, Math.max(1, step.calls.length - step.skipped))) {
-              await sleep(step.callGapMs);
+            for (const [i, call] of step.calls.slice(0, Math.max(1, step.calls.length - step.skipped)).entries()) {
+              if (i > 0) await sleep(step.callGapMs);
               const tokens = Math.floor(call.tokens * call.used);
+              // A call that starts before its part is due waits for its room, as the wrapper does.
+              for (let room = budget.windowRoomInMs(ticket, tokens); room > 0; room = budget.windowRoomInMs(ticket, tokens)) await sleep(room);
               budget.chargeWindow(ticket, tokens);
               await budget.settled();
               if (tokens > 0) uses.push({ slot: slotOf(ticket), tokens });
@@ -325,6 +332,33 @@ describe('RedisTokenBudget: whole requests held at the door, counted when used (
       { numRuns: 8 },
     );
   }, 120_000);
+
+  it('a request whose later call is due after the window frees is admitted at once; that call, started early, waits until it is due', async () => {
+    const { budgets } = await replicas(2, { tokensPerMinute: 3_000, windowMs: 1_000, maxPollMs: 50 });
+    const [a, b] = budgets;
+    await a.reserve(2_000); // counted now: leaves the window in about 1 s
+    const useSchedule = [
+      { afterMs: 0, tokens: 500 },
+      { afterMs: 1_100, tokens: 1_000 },
+    ];
+    const asked = performance.now();
+    const ticket = await b.reserve(1_500, { windowAtUse: true, useSchedule, deadline: asked + 500 });
+    expect(performance.now() - asked).toBeLessThan(500); // all of it now would wait a window
+    // The first part is due now: 2,000 + 500 held; another 1,000 now does not fit.
+    await expect(a.reserve(1_000, { deadline: performance.now() + 200 })).rejects.toBeInstanceOf(DeadlineExceeded);
+    b.chargeWindow(ticket, 500);
+    await b.settled();
+    expect(b.windowRoomInMs(ticket, 400)).toBeGreaterThan(600); // the first part is used up: drawn from the next, due later
+    const early = b.windowRoomInMs(ticket, 1_000);
+    expect(early).toBeGreaterThan(600);
+    expect(early).toBeLessThanOrEqual(1_100);
+    await sleep(early);
+    expect(b.windowRoomInMs(ticket, 1_000)).toBe(0);
+    b.chargeWindow(ticket, 1_000);
+    b.reconcile(ticket, 1_500);
+    await b.settled();
+    expect(await b.peek()).toBeLessThanOrEqual(3_000 - 1_500); // a's 2,000 left the window; b's 1,500 are in it
+  });
 
   it('a hold counts against every replica until it is used or settled; charged, it is in the window; settled, what was not used goes back', async () => {
     const { budgets } = await replicas(2, { tokensPerMinute: 6_000 });

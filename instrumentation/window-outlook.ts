@@ -1,0 +1,102 @@
+// What a rolling window will hold at any later time: the tokens it counts as they leave, and
+// the holds of admissions counted when used (windowAtUse) as they fall due. A whole request
+// admitted at the door holds its later calls' tokens only from when they are expected to
+// start, so the window may take tokens that leave it before those calls run. TokenBudget
+// reads its own window this way; RedisTokenBudget reads the one Redis last sent.
+import type { UsePart } from './budget.ts';
+
+/** Tokens held against the window from dueAt on (a time on the budget's clock). */
+export interface Hold {
+  tokens: number;
+  readonly dueAt: number;
+}
+
+// Window sums are floating point (reconciliations); tolerate rounding noise.
+const EPSILON = 1e-6;
+
+/** The parts of a reservation: the schedule scaled to `tokens`, or all of it at once. */
+export function partsOf(tokens: number, atUse: boolean, schedule: readonly UsePart[] | undefined): UsePart[] {
+  let sum = 0;
+  for (const part of schedule ?? []) if (part.tokens > 0) sum += part.tokens;
+  if (!atUse || !schedule || !(sum > 0)) return [{ afterMs: 0, tokens }];
+  return schedule
+    .filter((part) => part.tokens > 0)
+    .map((part) => ({ afterMs: Number.isFinite(part.afterMs) ? Math.max(0, part.afterMs) : 0, tokens: (part.tokens * tokens) / sum }));
+}
+
+/** Index of the first element above `value` in an ascending array. */
+function upperBound(sorted: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] <= value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export class WindowOutlook {
+  readonly #leaveAt: number[] = [];
+  /** Tokens still live after the first i slots left. */
+  readonly #liveAfter: number[] = [];
+  readonly #dueAt: number[] = [];
+  /** Held tokens due among the first i holds. */
+  readonly #heldBy: number[] = [0];
+
+  /** `leaving`: (time, tokens) of the window's live slots as they leave, ascending in time. */
+  constructor(leaving: readonly (readonly [number, number])[], holds: Iterable<Hold>) {
+    let live = 0;
+    for (const [, tokens] of leaving) live += tokens;
+    this.#liveAfter.push(live);
+    for (const [at, tokens] of leaving) {
+      this.#leaveAt.push(at);
+      live -= tokens;
+      this.#liveAfter.push(live);
+    }
+    const sorted = [...holds].sort((a, b) => a.dueAt - b.dueAt);
+    for (const hold of sorted) {
+      this.#dueAt.push(hold.dueAt);
+      this.#heldBy.push((this.#heldBy.at(-1) as number) + hold.tokens);
+    }
+  }
+
+  /**
+   * The most the window would hold at any time from `at` on, were `parts` admitted at `at`:
+   * live slots not yet left, every hold due by then (an overdue one counts from `at`), and
+   * the parts due by then. Counted holds and parts are taken to stay (they leave a window after).
+   */
+  peak(at: number, parts: readonly UsePart[]): number {
+    const times = [at, ...parts.map((part) => at + part.afterMs)];
+    for (const due of this.#dueAt) if (due > at) times.push(due);
+    let peak = Number.NEGATIVE_INFINITY;
+    for (const time of times) {
+      let sum = this.#liveAfter[upperBound(this.#leaveAt, time)] + this.#heldBy[upperBound(this.#dueAt, time)];
+      for (const part of parts) if (at + part.afterMs <= time) sum += part.tokens;
+      if (sum > peak) peak = sum;
+    }
+    return peak;
+  }
+
+  /**
+   * The earliest admission time (ms from `now`) at which `parts` keep the window within
+   * `limit` (0: now); undefined when no slot leaving makes room (the holds must be counted or
+   * released first). The peak from a time on only falls as slots leave, so the first fitting
+   * time is found by bisection over the times a slot leaves, less each part's offset.
+   */
+  fitsInMs(now: number, parts: readonly UsePart[], limit: number): number | undefined {
+    if (this.peak(now, parts) <= limit + EPSILON) return 0;
+    const times = new Set<number>();
+    for (const at of this.#leaveAt) for (const part of parts) if (at - part.afterMs > now) times.add(at - part.afterMs);
+    const sorted = [...times].sort((a, b) => a - b);
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.peak(sorted[mid], parts) <= limit + EPSILON) hi = mid;
+      else lo = mid + 1;
+    }
+    if (lo === sorted.length) return undefined;
+    return Math.max(1, Math.ceil(sorted[lo] - now));
+  }
+}
