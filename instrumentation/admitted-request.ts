@@ -64,7 +64,10 @@ export class AdmittedRequest {
     if (!call.ok) this.failedCalls++;
     this.tokensByLimiter.set(limiterName, (this.tokensByLimiter.get(limiterName) ?? 0) + call.countedTokens);
     const share = this.#shares.get(limiter);
-    if (share) share.spent += call.countedTokens;
+    if (!share) return;
+    share.spent += call.countedTokens;
+    // A call that ended closes the request's start: what it calls next waits on its own.
+    share.starting?.leave();
   }
 
   /** Whether every call so far ended ok. */

@@ -9,11 +9,11 @@ import type { Clock } from './clock.ts';
 import type { FairSemaphore } from './semaphore.ts';
 import { WaiterQueue, type WaitOptions } from './waiter-queue.ts';
 
-/** A request through the door: it holds the door until its first calls started, or it left. */
+/** A request through the door: it holds the door until its first calls started, one of its calls ended, or it left. */
 export interface DoorPass {
   /** One of the request's calls took a permit. */
   callStarted(): void;
-  /** The request no longer starts calls (its first ones all started, it was shed, or it ended). */
+  /** The request's start is over (a call of it ended, it was shed, or it ended). */
   leave(): void;
 }
 
