@@ -54,7 +54,7 @@ import { REDIS_SLOTS_PER_WINDOW, ROLLING_WINDOW_SCRIPT } from './redis-window-sc
 import { RollingWindow } from './rolling-window.ts';
 import { checkBudgetOptions, TokenBudget } from './token-budget.ts';
 import { type Waiter, WaiterQueue } from './waiter-queue.ts';
-import { type Hold, partsOf, WindowOutlook } from './window-outlook.ts';
+import { drawFromHolds, type Hold, partsOf, WindowOutlook } from './window-outlook.ts';
 
 export { ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
 
@@ -402,16 +402,7 @@ export class RedisTokenBudget implements Budget {
       return;
     }
     // Taken from the earliest holds: (hold slot, tokens) quadruples, the first counting the use.
-    const released: string[] = [];
-    let left = tokens;
-    while (left > EPSILON && ticket.holds.length > 0) {
-      const hold = ticket.holds[0];
-      const taken = Math.min(left, hold.tokens);
-      hold.tokens -= taken;
-      left -= taken;
-      released.push(hold.slot, String(taken));
-      if (hold.tokens <= EPSILON) ticket.holds.shift();
-    }
+    const released = drawFromHolds(ticket.holds, tokens).flatMap(({ hold, taken }) => [hold.slot, String(taken)]);
     ticket.counted += tokens;
     if (!this.#redisUsable()) {
       this.#carried.add(this.#clock.now(), tokens); // counted once Redis answers; its hold there lapses with its slot

@@ -24,7 +24,7 @@ import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WINDOW_MS, MIN_WINDOW_MS
 import { BudgetRequestTooLarge } from './errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { WaiterQueue } from './waiter-queue.ts';
-import { type Hold, partsOf, WindowOutlook } from './window-outlook.ts';
+import { drawFromHolds, type Hold, partsOf, WindowOutlook } from './window-outlook.ts';
 
 export type { ReserveOptions, UsePart } from './budget.ts';
 
@@ -321,15 +321,7 @@ export class TokenBudget implements Budget {
   /** A windowAtUse admission's tokens are used now: count them in the window (beyond its reservation too), from its earliest holds. */
   chargeWindow(ticket: BudgetTicket, tokens: number): void {
     if (!(ticket instanceof TokenTicket) || ticket.issuer !== this || !(tokens > 0)) return;
-    let left = tokens;
-    while (left > EPSILON && ticket.holds.length > 0) {
-      const hold = ticket.holds[0];
-      const taken = Math.min(left, hold.tokens);
-      hold.tokens -= taken;
-      left -= taken;
-      this.#pending = Math.max(0, this.#pending - taken);
-      if (hold.tokens <= EPSILON) ticket.holds.shift();
-    }
+    for (const { taken } of drawFromHolds(ticket.holds, tokens)) this.#pending = Math.max(0, this.#pending - taken);
     if (ticket.holds.length === 0) this.#release(ticket);
     ticket.counted += tokens;
     if (this.#window) ticket.slot = this.#window.add(this.#clock.now(), tokens);

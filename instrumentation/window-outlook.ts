@@ -24,6 +24,24 @@ export function partsOf(tokens: number, atUse: boolean, schedule: readonly UsePa
     .map((part) => ({ afterMs: Number.isFinite(part.afterMs) ? Math.max(0, part.afterMs) : 0, tokens: (part.tokens * tokens) / sum }));
 }
 
+/**
+ * Take `tokens` from the earliest holds (a call used them): each hold drawn from, with how
+ * much; a hold used up leaves the list. What is beyond the holds is not drawn.
+ */
+export function drawFromHolds<H extends Hold>(holds: H[], tokens: number): { hold: H; taken: number }[] {
+  const drawn: { hold: H; taken: number }[] = [];
+  let left = tokens;
+  while (left > EPSILON && holds.length > 0) {
+    const hold = holds[0];
+    const taken = Math.min(left, hold.tokens);
+    hold.tokens -= taken;
+    left -= taken;
+    drawn.push({ hold, taken });
+    if (hold.tokens <= EPSILON) holds.shift();
+  }
+  return drawn;
+}
+
 /** Index of the first element above `value` in an ascending array. */
 function upperBound(sorted: readonly number[], value: number): number {
   let lo = 0;
