@@ -15,6 +15,7 @@ export class CallCostModel {
   readonly #tokens = new Map<string, number[]>();
   readonly #offsets = new Map<string, number[]>();
   #meanCallMs: number | undefined;
+  readonly #onObserved = new Set<() => void>();
 
   /** Note a finished call: its counted tokens and how long the provider call took. */
   observe(agent: string, countedTokens: number, callMs: number): void {
@@ -22,6 +23,13 @@ export class CallCostModel {
     if (Number.isFinite(callMs) && callMs >= 0) {
       this.#meanCallMs = this.#meanCallMs === undefined ? callMs : this.#meanCallMs + CALL_TIME_WEIGHT * (callMs - this.#meanCallMs);
     }
+    for (const listener of this.#onObserved) listener();
+  }
+
+  /** Call `listener` after each finished call is noted (a cost may be known from then on); returns the unsubscribe. */
+  onObserved(listener: () => void): () => void {
+    this.#onObserved.add(listener);
+    return () => this.#onObserved.delete(listener);
   }
 
   /** Note when a call of `agent` started (was admitted), ms after its request was admitted. */
@@ -33,6 +41,12 @@ export class CallCostModel {
   startOffsetMs(agent: string): number | undefined {
     const samples = this.#offsets.get(agent);
     return samples && samples.length > 0 ? Math.min(...samples) : undefined;
+  }
+
+  /** The mean start of the agent's recent calls after their request's admission, ms; undefined before its first. */
+  meanStartOffsetMs(agent: string): number | undefined {
+    const samples = this.#offsets.get(agent);
+    return samples && samples.length > 0 ? samples.reduce((sum, t) => sum + t, 0) / samples.length : undefined;
   }
 
   /** Mean counted tokens of the agent's recent calls; undefined before its first call. */

@@ -11,7 +11,9 @@
 // turned away, so the ones admitted finish whole and no tokens are spent on broken answers.
 //
 // An agent not seen yet has no learned cost: while a limiter knows none of its tree's agents,
-// that limiter admits the request's calls one by one (as `call` admission does) and learns.
+// one request at a time has its calls on that limiter admitted one by one (as `call`
+// admission does) and teaches it; the others wait at the door until a call has taught a cost
+// (cold-start.ts).
 import type { Event, Runner, RunnableRoot } from '@google/adk';
 import { AdmittedRequest, currentRequest, type FundedShare, runInRequest } from './admitted-request.ts';
 import type { BudgetTicket, UsePart } from './budget.ts';
@@ -25,6 +27,7 @@ import { CentralBudgetUnavailable, DeadlineExceeded, RequestShed, type ShedReaso
 import { z } from 'zod';
 import { limiterOptionFields, optionProblems } from './limiter-options.ts';
 import { type DoorPass, PermitDoor } from './permit-door.ts';
+import { ColdStart, type ColdStartTurn } from './cold-start.ts';
 import { isRateLimitedLlm, type RateLimitedLlm } from './rate-limited-llm.ts';
 import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from './tree/tree-count.ts';
 import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
@@ -57,6 +60,16 @@ interface TreeLimiter {
   readonly llm: RateLimitedLlm;
   /** Undefined when the tree's calls cannot be counted (its calls are admitted one by one). */
   readonly calls: ReadonlyMap<string, number> | undefined;
+}
+
+/** What funding a request on each limiter knows of its door. */
+interface FundingDoor {
+  readonly doorDeadline: number;
+  readonly shedFirst: boolean;
+  readonly arrivedAt: number;
+  readonly signal: AbortSignal | undefined;
+  /** The request learns a cost on these limiters: each ends its turn. */
+  readonly learning: (() => void)[];
 }
 
 /** What admission needs of a tree, read once per root. */
@@ -102,6 +115,10 @@ export class RequestAdmission {
   readonly #plans = new WeakMap<object, TreePlan>();
   /** Per limiter with a shared budget: the way to it, one request at a time (see permit-door.ts). */
   readonly #doors = new WeakMap<RateLimitedLlm, PermitDoor>();
+  /** Per limiter that has learned no cost yet: one request at a time learns it. */
+  readonly #coldStarts = new WeakMap<RateLimitedLlm, ColdStart>();
+  /** What an admitted request that learns a cost ends when it ends. */
+  readonly #learners = new WeakMap<AdmittedRequest, (() => void)[]>();
   /** Requests of lanes not shed first that wait at the door now. */
   #waiting = 0;
 
@@ -190,12 +207,13 @@ export class RequestAdmission {
     const deadline = arrivedAt + deadlineMs;
     const shedFirst = options.lane !== undefined && this.shedFirstLanes.has(options.lane);
     // A lane shed first never waits at the door; the others wait while the deadline leaves time for the tree.
-    const doorDeadline = shedFirst ? clock.now() : deadline - CRITICAL_PATH_MARGIN * plan.depth * callMs;
+    const doorDeadline = shedFirst ? clock.now() : deadline - CRITICAL_PATH_MARGIN * criticalPathMs(plan, callMs);
     const shares = new Map<object, FundedShare>();
     const taken: FundedShare[] = [];
+    const learning: (() => void)[] = [];
     try {
       for (const limiter of plan.limiters) {
-        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal });
+        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning });
         if (!share) continue;
         shares.set(limiter.llm, share);
         taken.push(share);
@@ -205,21 +223,24 @@ export class RequestAdmission {
         starting?.leave();
         budget.reconcile(ticket, 0);
       }
+      for (const done of learning) done();
       if (error instanceof RequestShed) this.#count(plan, 'shed', arrivedAt);
       throw error;
     }
     this.#count(plan, 'admitted', arrivedAt);
-    return new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares);
+    const request = new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares);
+    if (learning.length > 0) this.#learners.set(request, learning);
+    return request;
   }
 
   /** Reserve a request's tokens on one limiter, or shed it; undefined when the limiter admits its calls one by one. */
   async #fund(
     { llm, calls }: TreeLimiter,
-    door: { doorDeadline: number; shedFirst: boolean; arrivedAt: number; signal: AbortSignal | undefined },
+    door: FundingDoor,
   ): Promise<FundedShare | undefined> {
     const budget = llm.budget;
     if (!budget || !calls) return undefined;
-    const tokensPerCall = costsOf(llm, calls);
+    const tokensPerCall = costsOf(llm, calls) ?? (await this.#coldStart(llm, calls, door));
     if (!tokensPerCall) return undefined;
     let tokens = 0;
     for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
@@ -260,6 +281,39 @@ export class RequestAdmission {
     return { budget, ticket, tokensPerCall, spent: 0, starting };
   }
 
+  /**
+   * At a limiter that has learned no cost: learn on this request (undefined: its calls there
+   * are admitted one by one), or wait at the door until a call has taught a cost. A request
+   * already learning on another limiter does not wait, so two learners never wait on each other.
+   */
+  async #coldStart(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, door: FundingDoor): Promise<Map<string, number> | undefined> {
+    if (door.learning.length > 0) return undefined;
+    let cold = this.#coldStarts.get(llm);
+    if (!cold) {
+      const created = new ColdStart(this.#clock);
+      llm.callCost.onObserved(() => created.learned());
+      this.#coldStarts.set(llm, created);
+      cold = created;
+    }
+    // A lane shed first never waits at the door: while another request learns, its calls are admitted one by one too.
+    if (door.shedFirst && cold.learning) return undefined;
+    let turn: ColdStartTurn;
+    this.#waiting++;
+    try {
+      turn = await cold.enter({ deadline: door.shedFirst ? undefined : door.doorDeadline, signal: door.signal, priority: door.arrivedAt });
+    } catch (error) {
+      if (error instanceof DeadlineExceeded) throw new RequestShed(llm.name, 'deadline', UNAVAILABLE_RETRY_MS);
+      throw error;
+    } finally {
+      this.#waiting--;
+    }
+    if (turn.kind === 'learn') {
+      door.learning.push(turn.done);
+      return undefined;
+    }
+    return costsOf(llm, calls);
+  }
+
   #doorOf(llm: RateLimitedLlm): PermitDoor {
     let door = this.#doors.get(llm);
     if (!door) {
@@ -280,6 +334,8 @@ export class RequestAdmission {
   /** The request is over: settle its shares, count it completed or partial, and count a partial one's tokens as wasted. */
   #end(plan: TreePlan, request: AdmittedRequest, ok: boolean): void {
     request.settle();
+    for (const done of this.#learners.get(request) ?? []) done();
+    this.#learners.delete(request);
     const whole = ok && request.wholeOk;
     for (const { llm } of plan.limiters) {
       llm.metrics.requests.inc({ limiter: llm.name, outcome: whole ? 'completed' : 'partial' });
@@ -296,6 +352,20 @@ function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): Map<s
   const costs = new Map<string, number>();
   for (const agent of calls.keys()) costs.set(agent, llm.callCost.tokensPerCall(agent) ?? mean);
   return costs;
+}
+
+/**
+ * How long a request takes from admission to its last call's end: its depth in calls, or, when
+ * longer, what its calls were seen to take (each agent's mean start after admission, plus a
+ * call). The second counts what the calls' time leaves out (the tree's own steps, waits for a
+ * permit), which decides whether a request admitted late still ends whole.
+ */
+function criticalPathMs(plan: TreePlan, callMs: number): number {
+  let path = plan.depth * callMs;
+  for (const { llm, calls } of plan.limiters) {
+    for (const agent of calls?.keys() ?? []) path = Math.max(path, (llm.callCost.meanStartOffsetMs(agent) ?? 0) + callMs);
+  }
+  return path;
 }
 
 /** Calls a request starts at once on one limiter: its agents' whose calls start before a call could end (unknown: at once). */

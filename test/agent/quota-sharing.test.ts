@@ -25,14 +25,25 @@ afterAll(async () => {
   await redis?.close();
 });
 
-async function run(agent: AgentService, document: string): Promise<RunResponse> {
+/** One review request: answered (200) or shed whole at the door (429). */
+async function post(agent: AgentService, document: string): Promise<{ status: number; body: RunResponse | undefined }> {
   const res = await fetch(`${agent.url}/v1/agents/review/run`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ document }),
   });
-  expect(res.status).toBe(200);
-  return (await res.json()) as RunResponse;
+  expect([200, 429]).toContain(res.status);
+  if (res.status !== 200) {
+    await res.body?.cancel();
+    return { status: res.status, body: undefined };
+  }
+  return { status: res.status, body: (await res.json()) as RunResponse };
+}
+
+async function run(agent: AgentService, document: string): Promise<RunResponse> {
+  const { status, body } = await post(agent, document);
+  expect(status).toBe(200);
+  return body as RunResponse;
 }
 
 /**
@@ -59,9 +70,11 @@ async function twoReplicas(quotaSharing: 'static' | 'central', key: string) {
   const replicas = [await startAgentService(options), await startAgentService(options)];
   try {
     const start = performance.now();
-    const responses = await Promise.all(
-      replicas.flatMap((agent, r) => Array.from({ length: 6 }, (_, i) => run(agent, `replica ${r} document ${i}: let x = eval(input)`))),
+    const answers = await Promise.all(
+      replicas.flatMap((agent, r) => Array.from({ length: 6 }, (_, i) => post(agent, `replica ${r} document ${i}: let x = eval(input)`))),
     );
+    const responses = answers.flatMap((a) => (a.body ? [a.body] : []));
+    const shed = answers.filter((a) => a.status === 429).length;
     const seconds = (performance.now() - start) / 1000;
     const mockText = await metricsText(mock.url);
     const mockTokens = sumOfMetric(mockText, 'mock_provider_tokens_total');
@@ -69,7 +82,7 @@ async function twoReplicas(quotaSharing: 'static' | 'central', key: string) {
     const actualByReplica = texts.map((t) => sumOfMetric(t, limiterMetrics.tokensActual.name, { limiter: key }));
     const timeouts = texts.reduce((sum, t) => sum + sumOfMetric(t, limiterMetrics.timeouts.name, { limiter: key }), 0);
     const health = (await (await fetch(`${replicas[0].url}/healthz`)).json()) as { limiter: Record<string, unknown> };
-    return { responses, mockTokens, actualByReplica, timeouts, health, bound: TPM + PER_SECOND * seconds };
+    return { responses, shed, mockTokens, actualByReplica, timeouts, health, bound: TPM + PER_SECOND * seconds };
   } finally {
     await Promise.all(replicas.map((agent) => agent.close()));
     await mock.close();
@@ -82,12 +95,12 @@ describe('quotaSharing central: two replicas, one Redis bucket', () => {
     // The mock is the oracle: what it counted over the run stays within the one budget.
     expect(central.mockTokens).toBeLessThanOrEqual(central.bound);
     expect(central.actualByReplica[0] + central.actualByReplica[1]).toBeLessThanOrEqual(central.bound);
-    // ...and the budget really bound: most of it was used, both replicas got some, the rest queued and timed out.
+    // ...and the budget really bound: most of it was used, both replicas got some, and the rest
+    // was turned away: requests shed whole at the door, or calls that timed out waiting.
     expect(central.mockTokens).toBeGreaterThan(0.6 * TPM);
     expect(central.actualByReplica[0]).toBeGreaterThan(0);
     expect(central.actualByReplica[1]).toBeGreaterThan(0);
-    expect(central.timeouts).toBeGreaterThan(0);
-    expect(central.responses.some((r) => r.missingBranches.length > 0)).toBe(true);
+    expect(central.shed + central.timeouts).toBeGreaterThan(0);
     expect(central.health.limiter).toMatchObject({ quotaSharing: 'central', centralBudgetReachable: true });
   }, 60_000);
 

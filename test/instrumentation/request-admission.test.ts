@@ -107,6 +107,37 @@ describe('RequestAdmission', () => {
     expect(s.llm.snapshot().permitsInUse).toBe(0);
   });
 
+  it('a burst at a cold limiter: one request learns call by call, the others wait at the door and are funded whole once a call taught a cost', async () => {
+    const s = setup({ permits: 10, tokensPerMinute: 600_000, callMs: 30 });
+    const tree = reviewTree(s.llm);
+    const admission = new RequestAdmission({ requestDeadlineMs: 30_000 });
+    const burst = [1, 2, 3, 4, 5, 6].map((i) => runRequest(admission, tree, `burst-${i}`));
+    await delay(5);
+    // One learner's reviewers started; the other five wait at the door, no call made yet.
+    expect(new Set(s.started.map((c) => c.tag))).toEqual(new Set(['burst-1']));
+    expect(admission.waiting).toBe(5);
+    await Promise.all(burst);
+    expect(await metricValue(s.registry, limiterMetrics.requests.name, { outcome: 'admitted' })).toBe(6);
+    expect(await metricValue(s.registry, limiterMetrics.requests.name, { outcome: 'completed' })).toBe(6);
+    // The learner ran call by call; the five after it were funded whole: 5 reservations, then settled.
+    expect(s.started.filter((c) => c.tag === 'burst-1')).toHaveLength(5);
+    expect(s.started).toHaveLength(30);
+    expect(s.llm.snapshot().permitsInUse).toBe(0);
+  });
+
+  it('a learner that ends without teaching a cost (its calls failed) hands the turn to the next request', async () => {
+    const s = setup({ permits: 10, tokensPerMinute: 600_000, callMs: 10, fail: (call) => tagOf(call) === 'fails' });
+    const tree = reviewTree(s.llm);
+    const admission = new RequestAdmission({ requestDeadlineMs: 30_000 });
+    const failing = runRequest(admission, tree, 'fails').catch((error: unknown) => error);
+    const next = runRequest(admission, tree, 'next');
+    await failing;
+    await next;
+    expect(s.started.some((c) => c.tag === 'next')).toBe(true);
+    expect(await metricValue(s.registry, limiterMetrics.requests.name, { outcome: 'completed' })).toBe(1);
+    expect(admission.waiting).toBe(0);
+  });
+
   it('sheds a request it cannot fund before its deadline at once, before any model call, with a retry-after hint', async () => {
     // 12,000 tokens a minute: the warm-up spends 5,000, the next request takes 5,000, and a third must wait ~15 s.
     const s = setup({ permits: 10, tokensPerMinute: 12_000 });
