@@ -86,6 +86,8 @@ interface TreePlan {
  * and for permit waits once admitted.
  */
 const CRITICAL_PATH_MARGIN = 1.5;
+/** The margin on the critical path as seen (mean starts): it already holds the waits the calls' time leaves out. */
+const SEEN_PATH_MARGIN = 1.2;
 
 /** Retry-after of a request shed while the shared budget is unreachable and fails closed. */
 const UNAVAILABLE_RETRY_MS = 5_000;
@@ -207,7 +209,7 @@ export class RequestAdmission {
     const deadline = arrivedAt + deadlineMs;
     const shedFirst = options.lane !== undefined && this.shedFirstLanes.has(options.lane);
     // A lane shed first never waits at the door; the others wait while the deadline leaves time for the tree.
-    const doorDeadline = shedFirst ? clock.now() : deadline - CRITICAL_PATH_MARGIN * criticalPathMs(plan, callMs);
+    const doorDeadline = shedFirst ? clock.now() : deadline - doorMarginMs(plan, callMs);
     const shares = new Map<object, FundedShare>();
     const taken: FundedShare[] = [];
     const learning: (() => void)[] = [];
@@ -355,17 +357,18 @@ function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): Map<s
 }
 
 /**
- * How long a request takes from admission to its last call's end: its depth in calls, or, when
- * longer, what its calls were seen to take (each agent's mean start after admission, plus a
- * call). The second counts what the calls' time leaves out (the tree's own steps, waits for a
- * permit), which decides whether a request admitted late still ends whole.
+ * What a request must have left of its deadline when it is admitted, to end whole: its depth
+ * in calls with a margin, or, when longer, what its calls were seen to take (each agent's mean
+ * start after admission, plus a call) with a smaller one. The second counts what the calls'
+ * time leaves out (the tree's own steps, waits for a permit): with short calls those alone
+ * outlast the first margin.
  */
-function criticalPathMs(plan: TreePlan, callMs: number): number {
-  let path = plan.depth * callMs;
+function doorMarginMs(plan: TreePlan, callMs: number): number {
+  let seen = 0;
   for (const { llm, calls } of plan.limiters) {
-    for (const agent of calls?.keys() ?? []) path = Math.max(path, (llm.callCost.meanStartOffsetMs(agent) ?? 0) + callMs);
+    for (const agent of calls?.keys() ?? []) seen = Math.max(seen, (llm.callCost.meanStartOffsetMs(agent) ?? 0) + callMs);
   }
-  return path;
+  return Math.max(CRITICAL_PATH_MARGIN * plan.depth * callMs, SEEN_PATH_MARGIN * seen);
 }
 
 /** Calls a request starts at once on one limiter: its agents' whose calls start before a call could end (unknown: at once). */
