@@ -148,12 +148,6 @@ class RedisTicket implements BudgetTicket {
     this.counted = this.atUse ? 0 : tokens;
   }
 
-  /** Held tokens not charged yet. */
-  get held(): number {
-    let sum = 0;
-    for (const hold of this.holds) sum += hold.tokens;
-    return sum;
-  }
 }
 
 interface Reservation {
@@ -386,9 +380,7 @@ export class RedisTokenBudget implements Budget {
       return;
     }
     // A ticket this budget did not issue counts a debt now (slot 0 is never live).
-    this.#settleArgs.push(own?.redisSlot ?? '0', String(delta), holds[0]?.slot ?? '0', String(holds[0]?.tokens ?? 0));
-    for (const hold of holds.slice(1)) this.#settleArgs.push('0', '0', hold.slot, String(hold.tokens));
-    this.#scheduleSettle();
+    this.#settle(own?.redisSlot ?? '0', delta, holds.map((hold) => ({ hold, taken: hold.tokens })));
   }
 
   /**
@@ -401,17 +393,31 @@ export class RedisTokenBudget implements Budget {
       if (ticket.redisSlot === undefined && ticket.local) this.#local?.chargeWindow(ticket.local, tokens);
       return;
     }
-    // Taken from the earliest holds: (hold slot, tokens) quadruples, the first counting the use.
-    const released = drawFromHolds(ticket.holds, tokens).flatMap(({ hold, taken }) => [hold.slot, String(taken)]);
+    const drawn = drawFromHolds(ticket.holds, tokens);
     ticket.counted += tokens;
     if (!this.#redisUsable()) {
       this.#carried.add(this.#clock.now(), tokens); // counted once Redis answers; its hold there lapses with its slot
       return;
     }
-    this.#settleArgs.push('0', String(tokens), released[0] ?? '0', released[1] ?? '0');
-    for (let i = 2; i < released.length; i += 2) this.#settleArgs.push('0', '0', released[i], released[i + 1]);
     this.#charged.push(ticket);
+    this.#settle('0', tokens, drawn);
+  }
+
+  /**
+   * Queue one settle for the next script run: `delta` counted in `slot` (slot 0: now), and what
+   * is released from each hold part, as (slot, delta, hold slot, release) quadruples.
+   */
+  #settle(slot: string, delta: number, released: readonly { hold: RedisHold; taken: number }[]): void {
+    const [first, ...rest] = released;
+    this.#settleArgs.push(slot, String(delta), first?.hold.slot ?? '0', String(first?.taken ?? 0));
+    for (const { hold, taken } of rest) this.#settleArgs.push('0', '0', hold.slot, String(taken));
     this.#scheduleSettle();
+  }
+
+  /** Whole slots after its admission's that the script holds a part in: it rounds the part's ms, then floors. */
+  #slotsAfter(afterMs: number): number {
+    const slotMs = this.windowMs / REDIS_SLOTS_PER_WINDOW;
+    return Math.floor(Math.round(afterMs) / slotMs);
   }
 
   /**
@@ -472,7 +478,7 @@ export class RedisTokenBudget implements Budget {
     // As the script sees it: admitted in a slot, each part due whole slots after that slot began.
     const slotMs = this.windowMs / REDIS_SLOTS_PER_WINDOW;
     const slotStartAt = view.slotStartAt + Math.floor((now - view.slotStartAt) / slotMs) * slotMs;
-    const due = parts.map((part) => ({ afterMs: Math.floor(Math.round(part.afterMs) / slotMs) * slotMs, tokens: part.tokens }));
+    const due = parts.map((part) => ({ afterMs: this.#slotsAfter(part.afterMs) * slotMs, tokens: part.tokens }));
     const fitsInMs = new WindowOutlook(view.leaving, view.holds).fitsInMs(slotStartAt, due, this.#limit);
     return fitsInMs === undefined || fitsInMs === 0 ? fitsInMs : Math.max(1, Math.ceil(slotStartAt + fitsInMs - now));
   }
@@ -558,9 +564,8 @@ export class RedisTokenBudget implements Budget {
     // The fallback counts it at once, held or not: it never starts from a full bucket.
     const local = this.#local?.charge(tokens);
     // Each part is held in the slot the script put it in: whole slots after the admission's.
-    const slotMs = this.windowMs / REDIS_SLOTS_PER_WINDOW;
     const holds = parts.map((part) => ({
-      slot: String(Number(slot) + Math.floor(Math.round(part.afterMs) / slotMs)),
+      slot: String(Number(slot) + this.#slotsAfter(part.afterMs)),
       tokens: part.tokens,
       dueAt: now + part.afterMs,
     }));

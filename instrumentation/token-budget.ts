@@ -24,7 +24,7 @@ import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WINDOW_MS, MIN_WINDOW_MS
 import { BudgetRequestTooLarge } from './errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { WaiterQueue } from './waiter-queue.ts';
-import { drawFromHolds, type Hold, partsOf, WindowOutlook } from './window-outlook.ts';
+import { drawFromHolds, type Hold, heldTokens, partsOf, WindowOutlook } from './window-outlook.ts';
 
 export type { ReserveOptions, UsePart } from './budget.ts';
 
@@ -88,9 +88,7 @@ class TokenTicket implements BudgetTicket {
 
   /** Tokens not yet counted in the window. */
   get pending(): number {
-    let sum = 0;
-    for (const hold of this.holds) sum += hold.tokens;
-    return sum;
+    return heldTokens(this.holds);
   }
 }
 

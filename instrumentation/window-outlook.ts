@@ -24,6 +24,13 @@ export function partsOf(tokens: number, atUse: boolean, schedule: readonly UsePa
     .map((part) => ({ afterMs: Number.isFinite(part.afterMs) ? Math.max(0, part.afterMs) : 0, tokens: (part.tokens * tokens) / sum }));
 }
 
+/** Tokens the holds keep, not charged yet. */
+export function heldTokens(holds: readonly Hold[]): number {
+  let sum = 0;
+  for (const hold of holds) sum += hold.tokens;
+  return sum;
+}
+
 /**
  * Take `tokens` from the earliest holds (a call used them): each hold drawn from, with how
  * much; a hold used up leaves the list. What is beyond the holds is not drawn.
