@@ -9,10 +9,11 @@ import type { Server } from 'node:http';
 import { LogLevel, setLogLevel } from '@google/adk';
 import express, { type Express, type RequestHandler } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { RunnableRoot } from '@google/adk';
 import type { RequestAdmission } from '../instrumentation/request-admission.ts';
 import { type AccessLog, openAccessLog } from './access-log.ts';
 import { bodyErrorHandler } from './body-errors.ts';
-import type { AgentServiceOptions } from './config.ts';
+import { AgentConfigError, type AgentServiceOptions } from './config.ts';
 import { listen, type ServerLimits, stopAccepting } from './http-server.ts';
 import { createRequestAdmission } from './limiter.ts';
 import { type AgentMetrics, createAgentMetrics } from './metrics.ts';
@@ -57,6 +58,8 @@ export interface TreeSource extends Pick<NativeRunHost, 'unknown' | 'resolve'> {
   readonly notFound: string;
   /** The reason given to the runs close() aborts. */
   readonly closingReason: string;
+  /** The roots request admission runs (each tree's critical path is checked against the request deadline at start). */
+  roots(): RunnableRoot[];
   /** Frees what the source holds (limiters, sessions); called once the runs are over, or when the start fails. */
   close(): Promise<void>;
 }
@@ -123,6 +126,23 @@ async function stopServing(server: Server, runs: RunsInFlight, reason: string, g
 }
 
 /**
+ * A configured request deadline shorter than a served tree's chain (its critical path at the
+ * limiters' expected call time, with the door's margin) would shed every request while the
+ * budget is idle: refused at start with one line naming the option.
+ */
+function refuseDeadlineShorterThanChain(admission: RequestAdmission | undefined, roots: readonly RunnableRoot[], requestDeadlineMs: number | undefined): void {
+  if (!admission || requestDeadlineMs === undefined) return;
+  for (const root of roots) {
+    const chainMs = admission.chainMs(root);
+    if (chainMs > requestDeadlineMs) {
+      throw new AgentConfigError(
+        `requestDeadlineMs: ${requestDeadlineMs} ms is shorter than "${root.name}"'s chain (${chainMs} ms: its critical path at the expected call time); every request would be shed; raise it, or set expectedCallMs to the measured call time`,
+      );
+    }
+  }
+}
+
+/**
  * Opens the access log (unless the caller shares one: it wins over options.accessLog and the
  * caller closes it), builds the source and listens; rejects without leaving anything open.
  */
@@ -142,7 +162,15 @@ export async function startAgentApp<S extends TreeSource>(
   const context = { registry, metrics: createAgentMetrics(registry) };
   const source = await undoOnFailure(() => openSource(context), closeAccessLog);
   const runs = new RunsInFlight();
-  const app = expressApp(source, { ...context, runs, admission: createRequestAdmission(options) }, accessLog, options.streaming);
+  const admission = createRequestAdmission(options);
+  await undoOnFailure(
+    async () => refuseDeadlineShorterThanChain(admission, source.roots(), options.requestDeadlineMs),
+    async () => {
+      await source.close();
+      await closeAccessLog();
+    },
+  );
+  const app = expressApp(source, { ...context, runs, admission }, accessLog, options.streaming);
   const { server, port, url } = await undoOnFailure(
     () => listen(app, options.port, options.host, options),
     async () => {

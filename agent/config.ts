@@ -65,6 +65,13 @@ export const agentServiceFields = z.object({
   maxWaitMs: limiterOption.maxWaitMs,
   admission: limiterOption.admission,
   requestDeadlineMs: limiterOption.requestDeadlineMs,
+  expectedCallMs: limiterOption.expectedCallMs,
+  /**
+   * Counted tokens per call each model's limiter expects before it has measured a call (a
+   * calibration's, or a declared maximum): a cold burst is funded whole from it. One number,
+   * or per model. Unset: `estimatedTokensPerCall` when set, else one request learns the cost.
+   */
+  expectedTokensPerCall: perModelSchema(z.int().min(1).max(MAX_TOKENS_PER_CALL)).optional(),
   /** HTTP timeout of one provider request (genai has none by default). */
   httpTimeoutMs: milliseconds.default(120_000),
   /** Stream model responses (SSE, streamGenerateContent) instead of one unary call each. */
@@ -162,6 +169,8 @@ export const LIMITER_OPTION_KEYS = [
   'maxWaitMs',
   'admission',
   'requestDeadlineMs',
+  'expectedCallMs',
+  'expectedTokensPerCall',
   'quotaSharing',
   'budgetWindow',
   'redisUrl',
@@ -173,12 +182,21 @@ export const LIMITER_OPTION_KEYS = [
 ] as const satisfies readonly (keyof AgentServiceOptions)[];
 export type LimiterOptions = Pick<AgentServiceOptions, (typeof LIMITER_OPTION_KEYS)[number]>;
 /** The options of one model's limiter: its own model's budget. */
-export type ModelLimiterOptions = Omit<LimiterOptions, 'tokensPerMinute' | 'quotaScope'> & { readonly tokensPerMinute: number };
+export type ModelLimiterOptions = Omit<LimiterOptions, 'tokensPerMinute' | 'quotaScope' | 'expectedTokensPerCall'> & {
+  readonly tokensPerMinute: number;
+  readonly expectedTokensPerCall?: number;
+};
 
 /** The options of `model`'s limiter: its own model's budget (a model not named takes `*`, else the default), under `limiterName`. */
 export function modelLimiterOptions(options: LimiterOptions, model: string, limiterName = options.limiterName): ModelLimiterOptions {
   const { quotaScope: _scope, ...rest } = options;
-  return { ...rest, limiterName, tokensPerMinute: valueForModel(options.tokensPerMinute, model, WORKED_EXAMPLE_TOKENS_PER_MINUTE) };
+  const expected = options.expectedTokensPerCall;
+  return {
+    ...rest,
+    limiterName,
+    tokensPerMinute: valueForModel(options.tokensPerMinute, model, WORKED_EXAMPLE_TOKENS_PER_MINUTE),
+    expectedTokensPerCall: expected === undefined ? undefined : valueForModel(expected, model, Number.NaN) || undefined,
+  };
 }
 
 /** The batch lane's permit cap, or undefined when lanes are off (`off`, or a cap equal to permits). */

@@ -164,6 +164,8 @@ export async function createLimiter(
       }),
     maxWaitMs: config.maxWaitMs,
     maxWaiting: config.maxWaiting,
+    expectedCallMs: config.expectedCallMs,
+    expectedTokensPerCall: config.expectedTokensPerCall ?? config.estimatedTokensPerCall,
     registry,
     onCallEnd,
     adaptiveLimit,

@@ -4,6 +4,7 @@
 // plus what the run cost: branch outcomes per author, model calls, tokens and the longest
 // permit wait.
 import { type Event, isFinalResponse, type Runner, StreamingMode, stringifyContent } from '@google/adk';
+import type { Content } from '@google/genai';
 import { type Span, SpanStatusCode, trace } from '@opentelemetry/api';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, sinceArrival } from './access-log.ts';
@@ -141,6 +142,11 @@ function acceptedRequest(host: NativeRunHost, req: Request, res: Response): { na
   return { name, request: parsed.data };
 }
 
+/** The user message a native run sends: the request's document. */
+function messageOf(run: NativeRun): Content {
+  return { role: 'user', parts: [{ text: run.request.document }] };
+}
+
 /** Runs the tree once for the request's document in a fresh session, collecting its events. */
 async function runTree(host: NativeRunHost, run: NativeRun): Promise<void> {
   const { runner, appName } = run.target;
@@ -150,7 +156,7 @@ async function runTree(host: NativeRunHost, run: NativeRun): Promise<void> {
     for await (const event of runner.runAsync({
       userId,
       sessionId: session.id,
-      newMessage: { role: 'user', parts: [{ text: run.request.document }] },
+      newMessage: messageOf(run),
       runConfig: {
         ...(run.target.maxLlmCalls === undefined ? {} : { maxLlmCalls: run.target.maxLlmCalls }),
         streamingMode: host.streaming ? StreamingMode.SSE : StreamingMode.NONE,
@@ -237,7 +243,7 @@ async function serveRun(host: NativeRunHost, run: NativeRun, res: Response, span
   span.setAttributes({ 'agent.tree': run.name, 'agent.traffic_class': run.request.trafficClass });
   const { runner } = run.target;
   const { admission } = host;
-  const options = { lane: run.request.trafficClass, signal: run.abort.signal, arrivedAt: run.startedAt };
+  const options = { lane: run.request.trafficClass, signal: run.abort.signal, arrivedAt: run.startedAt, message: messageOf(run) };
   const { reports, result } = withCallReports(() => (admission ? admission.run(runner.agent, () => runTree(host, run), options) : runTree(host, run)), {
     trafficClass: run.request.trafficClass,
   });

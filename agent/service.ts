@@ -9,7 +9,7 @@ import { type AppContext, startAgentApp, type TreeSource } from './app.ts';
 import { type AgentServiceOptions, type AgentServiceOptionsInput, modelLimiterOptions, parseServiceOptions } from './config.ts';
 import { BATCH_LANE, createLimiter, type Limiter } from './limiter.ts';
 import { ProviderGemini } from './provider-model.ts';
-import type { RunRequest } from './request-schema.ts';
+import { type RunRequest, runRequestSchema } from './request-schema.ts';
 import { currentTrafficClass, recordCallReport } from './run-context.ts';
 import { samplePublishedAgents } from './sample-shapes.ts';
 import { TREE_NAMES, type TreeName } from './tree-shapes.ts';
@@ -91,6 +91,8 @@ async function openSampleTrees(config: AgentServiceOptions, delegate: BaseLlm | 
         logFields: name === 'wide' ? { width: request.width, branches: request.branches } : {},
       };
     },
+    // The fixed-shape trees; `wide` takes its shape from each request.
+    roots: () => TREE_NAMES.filter((name) => name !== 'wide').map((name) => runnerFor(name, runRequestSchema.parse({ document: name })).runner.agent),
     health: () => ({ trees: TREE_NAMES, limiter: limiterHealth(limiter) }),
     notFound: 'not found: the API is POST /v1/agents/{tree}/run, GET /healthz, GET /metrics',
     closingReason: 'agent service closing',

@@ -277,6 +277,9 @@ export async function runQuotaBench(options: QuotaBenchOptions = {}): Promise<Be
       replicas: o.replicas,
       permits: shape.plan.perReplica.permits,
       maxWaitMs: shape.maxWaitMs,
+      // What the agent service is told by `start`: the mock's call time, and the calls' input tokens.
+      expectedCallMs: o.callMs,
+      expectedTokensPerCall: o.inputTokensPerCall,
     };
     const base: Omit<VariantRun, 'variant'> = {
       settings,

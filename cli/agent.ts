@@ -58,6 +58,16 @@ export const SERVICE_FLAGS = {
   maxWaitMs: optionFlag('maxWaitMs', field.maxWaitMs, { env: 'LIMITER_MAX_WAIT_MS' }),
   admission: optionFlag('admission', field.admission, { env: 'AGENT_ADMISSION' }),
   requestDeadlineMs: optionFlag('requestDeadlineMs', field.requestDeadlineMs, { env: 'AGENT_REQUEST_DEADLINE_MS' }),
+  expectedCallMs: optionFlag('expectedCallMs', field.expectedCallMs, { env: 'LIMITER_EXPECTED_CALL_MS' }),
+  expectedTokensPerCall: {
+    ...perModelFlag(
+      'expected-tokens-per-call',
+      'counted tokens per call a limiter expects before it has measured one (a calibration, or a declared maximum): N, or MODEL=N,…; a cold burst is funded whole from it',
+      field.expectedTokensPerCall,
+    ),
+    env: 'LIMITER_EXPECTED_TOKENS_PER_CALL',
+    defaultText: 'estimated-tokens-per-call, else one request learns the cost',
+  },
   httpTimeoutMs: { flag: 'http-timeout-ms', env: 'PROVIDER_TIMEOUT_MS', help: 'HTTP timeout of one provider request, ms', schema: field.httpTimeoutMs, value: 'ms' },
   toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS', help: "the tools tree's slow tool, ms", schema: field.toolDelayMs, value: 'ms' },
   streaming: { flag: 'streaming', env: 'AGENT_STREAMING', help: 'SSE model calls', schema: field.streaming, switch: true },

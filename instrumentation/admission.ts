@@ -7,12 +7,18 @@
 // and the memory it holds, is bounded.
 //
 // A call of an admitted request (admitted-request.ts) waits for its permit in the order of its
-// request's admission, and takes no budget: its request's funded share pays for it.
+// request's admission, and takes no budget: its request's funded share pays for it. A call
+// that starts larger than its share funded it for (its own prompt, counted by the provider's
+// rule, above the agent's funded tokens per call) first takes the difference from the budget,
+// waiting for it if need be: it is never sent on credit.
 import type { LlmRequest } from '@google/adk';
 import type { FundedShare } from './admitted-request.ts';
 import type { Budget, BudgetTicket } from './budget.ts';
 import type { CallWatch } from './call-observers.ts';
 import { type Clock, sleep } from './clock.ts';
+import { countsInput } from './counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS } from './defaults.ts';
+import { estimateInputTokens } from './estimator.ts';
 import { BudgetRequestTooLarge, DeadlineExceeded, RateLimitTimeout, type TimeoutReason } from './errors.ts';
 import type { TokenEstimator } from './estimator.ts';
 import type { FairSemaphore, Permit } from './semaphore.ts';
@@ -96,6 +102,8 @@ export class AdmissionControl {
       const funded = share?.tokensPerCall.get(call.agent);
       if (share && funded !== undefined) {
         share.starting?.callStarted();
+        const excess = this.#excessOver(call, funded);
+        if (excess > 0) return this.#topUp(call, permit, share, funded, excess);
         const roomMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0;
         if (roomMs > 0) return this.#chargeWhenRoom(call, permit, share, funded, roomMs);
         // Counted in the rolling window now, when the provider counts it.
@@ -122,6 +130,36 @@ export class AdmissionControl {
         return this.#refuse(call, error, call.deadlineIsRequest ? 'request_deadline' : 'budget');
       },
     );
+  }
+
+  /** Counted tokens of the call's own prompt beyond what its share funds per call (0: none). */
+  #excessOver(call: AdmissionRequest, funded: number): number {
+    const { budget } = this.#options;
+    if (!budget || !countsInput(budget.countedTokens ?? DEFAULT_COUNTED_TOKENS)) return 0;
+    const own = estimateInputTokens(call.request);
+    if (own > budget.capacity) throw new BudgetRequestTooLarge(own, budget.capacity);
+    return Math.max(0, own - funded);
+  }
+
+  /**
+   * A funded call larger than its share: take the difference from the budget (waiting for it,
+   * in its request's admission order, within the call's deadline), then go on as a funded call.
+   * The difference is the request's own: settled with its share when the request ends.
+   */
+  async #topUp(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, excess: number): Promise<Admission> {
+    const budget = share.budget;
+    try {
+      const ticket = budget.tryReserve(excess) ?? (await budget.reserve(excess, { deadline: call.deadline, signal: call.signal, priority: call.priority }));
+      budget.reconcile(ticket, excess);
+    } catch (error) {
+      permit.release();
+      return this.#refuse(call, error, call.deadlineIsRequest ? 'request_deadline' : 'budget');
+    }
+    share.toppedUp += excess;
+    const roomMs = budget.windowRoomInMs?.(share.ticket, funded) ?? 0;
+    if (roomMs > 0) return this.#chargeWhenRoom(call, permit, share, funded, roomMs);
+    budget.chargeWindow?.(share.ticket, funded);
+    return admitted(permit, funded + excess, undefined, true);
   }
 
   /**

@@ -19,6 +19,8 @@ export interface FundedShare {
   readonly tokensPerCall: ReadonlyMap<string, number>;
   /** Counted tokens the request's calls on this limiter really used so far. */
   spent: number;
+  /** Tokens its calls took from the budget beyond the share (calls larger than funded): already charged, so settled apart. */
+  toppedUp: number;
   /** Through a shared budget's door: told as the request's calls take permits, and when it ends. */
   readonly starting?: DoorPass;
 }
@@ -81,7 +83,7 @@ export class AdmittedRequest {
     this.#settled = true;
     for (const share of this.#shares.values()) {
       share.starting?.leave();
-      share.budget.reconcile(share.ticket, share.spent);
+      share.budget.reconcile(share.ticket, Math.max(0, share.spent - share.toppedUp));
     }
   }
 }

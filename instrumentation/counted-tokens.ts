@@ -34,3 +34,8 @@ export function countTokens(counted: CountedTokens, usage: Usage | undefined): n
 export function countsOutput(counted: CountedTokens): boolean {
   return counted !== 'input';
 }
+
+/** Whether input tokens certainly count (`input` or `total`; a function of usage may not count them). */
+export function countsInput(counted: CountedTokens): boolean {
+  return counted === 'input' || counted === 'total';
+}

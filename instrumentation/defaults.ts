@@ -51,6 +51,25 @@ export const DEFAULT_REQUEST_DEADLINE_MS = 60_000;
 export const MIN_REQUEST_DEADLINE_MS = 1_000;
 export const MAX_REQUEST_DEADLINE_MS = 600_000;
 
+/**
+ * A model call's time assumed before a limiter has measured one, ms: request admission sizes a
+ * cold request's deadline and door from it (depth x call time), so a deep tree's first
+ * requests are not given a deadline shorter than their own chain. Conservative on purpose: a
+ * Gemini call with a long answer takes 10-20 s; a shorter guess cuts a deep tree's first
+ * burst. Set it (expectedCallMs) from a calibration where one ran; measured calls replace it.
+ */
+export const DEFAULT_EXPECTED_CALL_MS = 20_000;
+export const MAX_EXPECTED_CALL_MS = 600_000;
+/** The largest counted tokens per call a limiter may be told to expect (bounds a typo, not a model). */
+export const MAX_EXPECTED_TOKENS_PER_CALL = 100_000_000;
+
+/**
+ * The most a request that learns a cold limiter's cost holds the others at the door, in
+ * expected call times: after that turn the next waiting request learns too, so a learner
+ * whose first call hangs holds nobody longer than its own bounded turn.
+ */
+export const COLD_START_TURN_CALLS = 1.5;
+
 /** How request admission admits: a whole request at the door (`request`), or each model call alone (`call`). */
 export const ADMISSION_MODES = ['request', 'call'] as const;
 export type AdmissionMode = (typeof ADMISSION_MODES)[number];

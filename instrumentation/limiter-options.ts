@@ -8,9 +8,11 @@ import {
   ADMISSION_MODES,
   DEFAULT_ADMISSION_MODE,
   DEFAULT_COUNTED_TOKENS,
+  DEFAULT_EXPECTED_CALL_MS,
   DEFAULT_MAX_WAIT_MS,
   DEFAULT_PERMITS,
   DEFAULT_REQUEST_DEADLINE_MS,
+  MAX_EXPECTED_CALL_MS,
   MAX_PERMITS,
   MAX_REQUEST_DEADLINE_MS,
   MAX_WAIT_MS_LIMIT,
@@ -67,6 +69,12 @@ export const limiterOptionFields = z.object({
     description: "a request's deadline from its arrival, ms: admitted only if it can be funded in time to finish",
     unit: 'ms',
     defaultText: `${DEFAULT_REQUEST_DEADLINE_MS}, or 2 x the tree's critical path when longer`,
+  }),
+  /** Unset: DEFAULT_EXPECTED_CALL_MS until calls are measured. */
+  expectedCallMs: option(z.int().min(1).max(MAX_EXPECTED_CALL_MS).optional(), {
+    description: "a model call's time before the limiter has measured one, ms: sizes a cold request's deadline to its tree's chain",
+    unit: 'ms',
+    defaultText: `${DEFAULT_EXPECTED_CALL_MS}, then what calls measured`,
   }),
 });
 

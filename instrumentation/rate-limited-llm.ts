@@ -24,7 +24,7 @@ import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type 
 import { CallCostModel } from './call-cost.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import { type CountedTokens, countedTokensSchema, countTokens } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS } from './defaults.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS, MAX_EXPECTED_TOKENS_PER_CALL } from './defaults.ts';
 import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
 import { limiterOptionFields, optionProblems } from './limiter-options.ts';
@@ -55,6 +55,17 @@ export interface RateLimitedLlmOptions extends TelemetryOptions, RetrySettings {
   readonly countedTokens?: CountedTokens;
   /** Tokens to reserve per call, in counted tokens: a number, a function of the request, or an estimator. Default: UsageEstimator. */
   readonly estimatedTokens?: number | ((request: LlmRequest) => number) | TokenEstimator;
+  /**
+   * A model call's time before this limiter has measured one, ms (default
+   * DEFAULT_EXPECTED_CALL_MS): request admission sizes a cold request's deadline with it.
+   */
+  readonly expectedCallMs?: number;
+  /**
+   * Counted tokens per call before this limiter has measured one: one number, or per agent
+   * name (a calibration's). Request admission funds a cold request whole from it. Default:
+   * `estimatedTokens` when that is a number, else none (one request at a time learns the cost).
+   */
+  readonly expectedTokensPerCall?: number | Readonly<Record<string, number>>;
   /**
    * Most calls waiting for a permit or budget at once (`snapshot().waiting`); a call that
    * would wait beyond it is refused at once with RateLimitTimeout reason `queue_full`.
@@ -91,6 +102,7 @@ const UNKNOWN_AGENT = 'unknown';
 // The options shared with the services are limiterOptionFields', unwrapped of the services'
 // defaults: maxConcurrent has none here, and an unset maxWaitMs is the retry policy's.
 const limiterOption = limiterOptionFields.shape;
+const expectedTokens = z.number().finite().positive().max(MAX_EXPECTED_TOKENS_PER_CALL);
 const optionsSchema = z.looseObject({
   name: z.string().min(1),
   maxConcurrent: limiterOption.permits.unwrap().optional(),
@@ -100,6 +112,8 @@ const optionsSchema = z.looseObject({
   maxAttempts: z.number().int().min(1).optional(),
   maxCallMs: z.number().finite().positive().optional(),
   maxWaiting: limiterOption.maxWaiting,
+  expectedCallMs: limiterOption.expectedCallMs,
+  expectedTokensPerCall: z.union([expectedTokens, z.record(z.string(), expectedTokens)]).optional(),
   backoff: z.object({ baseMs: z.number().finite().nonnegative(), capMs: z.number().finite().nonnegative() }).optional(),
   laneOf: z.function().optional(),
 });
@@ -216,7 +230,7 @@ export class RateLimitedLlm extends BaseLlm {
   readonly maxAttempts: number;
   readonly maxCallMs: number;
   /** What its calls cost per agent and how long they take, learned from finished calls (request admission funds requests with it). */
-  readonly callCost = new CallCostModel();
+  readonly callCost: CallCostModel;
   readonly #laneOf: ((request: LlmRequest) => string | undefined) | undefined;
   readonly #clock: Clock;
   readonly #admission: AdmissionControl;
@@ -241,6 +255,10 @@ export class RateLimitedLlm extends BaseLlm {
     this.maxWaitMs = this.#retry.maxWaitMs;
     this.maxAttempts = this.#retry.maxAttempts;
     this.maxCallMs = options.maxCallMs ?? DEFAULT_MAX_CALL_MS;
+    this.callCost = new CallCostModel({
+      callMs: options.expectedCallMs,
+      tokensPerCall: options.expectedTokensPerCall ?? (typeof options.estimatedTokens === 'number' ? options.estimatedTokens : undefined),
+    });
     this.#admission = new AdmissionControl({
       name: this.name,
       semaphore: this.semaphore,
@@ -347,16 +365,18 @@ export class RateLimitedLlm extends BaseLlm {
     const start = this.#clock.now();
     const stopFollowing = callerSignal && followCallerAbort(callerSignal, state);
     const watch = this.#observers.start(request, agent, request.model ?? this.model);
-    // A call of an admitted request is not started unless it can finish before the request's deadline.
+    // A call of an admitted request is never cut for time by the limiter: its request was
+    // admitted because it can finish, so the call waits (in admission order) until the later
+    // of maxWait and its request's deadline. Cutting it would end the request partial.
     const waitDeadline = start + this.maxWaitMs;
-    const requestDeadline = inRequest ? inRequest.deadline - (this.callCost.meanCallMs ?? 0) : Number.POSITIVE_INFINITY;
+    const requestDeadline = inRequest ? Math.max(waitDeadline, inRequest.deadline) : waitDeadline;
     const pending = this.#admission.admit({
       request,
       agent,
       lane: lane === undefined ? undefined : { lane },
       start,
-      deadline: Math.min(waitDeadline, requestDeadline),
-      deadlineIsRequest: requestDeadline < waitDeadline,
+      deadline: requestDeadline,
+      deadlineIsRequest: requestDeadline > waitDeadline,
       signal: state.controller.signal,
       watch,
       priority: inRequest?.admittedAt,

@@ -10,15 +10,31 @@
 // here and a synthesizer there under overload; this turns the excess into whole requests
 // turned away, so the ones admitted finish whole and no tokens are spent on broken answers.
 //
-// An agent not seen yet has no learned cost: while a limiter knows none of its tree's agents,
-// one request at a time has its calls on that limiter admitted one by one (as `call`
-// admission does) and teaches it; the others wait at the door until a call has taught a cost
-// (cold-start.ts).
+// From the first request on, a request's deadline and door know its tree: the critical path
+// (every sequential call: steps, loop iterations, AgentTool turns, workflow edges) times the
+// limiter's expected call time (call-cost.ts: what calls measured, else the prior it was
+// given, else DEFAULT_EXPECTED_CALL_MS), and no request's deadline is shorter than that chain
+// with its margin. Each call is funded at no less than its own request's message (every call
+// of the tree carries it), and a call that starts larger than its share is topped up from the
+// budget before it is sent (admission.ts).
+//
+// A limiter given an expected cost per call funds a cold burst whole from it and reconciles
+// when the calls report. One with none has no cost to fund with: while it knows none of its
+// tree's agents, one request at a time has its calls on that limiter admitted one by one (as
+// `call` admission does) and teaches it; the others wait at the door until a call has taught
+// a cost, or the learner's bounded turn ran out (cold-start.ts).
+//
+// The invariant: an admitted request ends partial only when the provider fails one of its
+// calls after retries, never because the limiter ran out of time or budget for it.
 import type { Event, Runner, RunnableRoot } from '@google/adk';
 import { AdmittedRequest, currentRequest, type FundedShare, runInRequest } from './admitted-request.ts';
 import type { BudgetTicket, UsePart } from './budget.ts';
+import type { Content } from '@google/genai';
 import { type Clock, realClock } from './clock.ts';
+import { countsInput } from './counted-tokens.ts';
+import { estimateInputTokens } from './estimator.ts';
 import {
+  COLD_START_TURN_CALLS,
   DEFAULT_REQUEST_DEADLINE_MS,
   DEFAULT_SHED_FIRST_LANES,
   MAX_REQUEST_DEADLINE_MS,
@@ -44,6 +60,8 @@ export interface RequestAdmissionOptions {
   /** Lanes whose requests never wait at the door and are shed while others wait (default DEFAULT_SHED_FIRST_LANES). */
   readonly shedFirstLanes?: readonly string[];
   readonly clock?: Clock;
+  /** Where a once-per-tree warning goes (a configured deadline lengthened to the tree's chain); default console.warn. */
+  readonly log?: (line: string) => void;
 }
 
 export interface RequestRunOptions {
@@ -53,6 +71,11 @@ export interface RequestRunOptions {
   readonly signal?: AbortSignal;
   /** When the request arrived, on the admission's clock (default: now). */
   readonly arrivedAt?: number;
+  /**
+   * The request's own message (runAsync takes newMessage): every call of the tree carries it,
+   * so none is funded at less than its counted input tokens.
+   */
+  readonly message?: Content;
 }
 
 /** One limiter of a tree and the model calls a request makes on it, per agent. */
@@ -70,6 +93,8 @@ interface FundingDoor {
   readonly signal: AbortSignal | undefined;
   /** The request learns a cost on these limiters: each ends its turn. */
   readonly learning: (() => void)[];
+  /** Counted tokens of the request's own message: no call is funded at less. */
+  readonly messageTokens: number | undefined;
 }
 
 /** What admission needs of a tree, read once per root. */
@@ -78,6 +103,8 @@ interface TreePlan {
   readonly limiters: readonly TreeLimiter[];
   /** Calls on the critical path (0 when the tree cannot be counted). */
   readonly depth: number;
+  /** The tree's root agent's name, in warnings. */
+  readonly name: string;
 }
 
 /**
@@ -88,6 +115,11 @@ interface TreePlan {
 const CRITICAL_PATH_MARGIN = 1.5;
 /** The margin on the critical path as seen (mean starts): it already holds the waits the calls' time leaves out. */
 const SEEN_PATH_MARGIN = 1.2;
+
+/** Counted input tokens of a message, by the provider's counting rule. */
+function messageTokensOf(message: Content | undefined): number | undefined {
+  return message === undefined ? undefined : estimateInputTokens({ contents: [message] });
+}
 
 /** Retry-after of a request shed while the shared budget is unreachable and fails closed. */
 const UNAVAILABLE_RETRY_MS = 5_000;
@@ -114,6 +146,9 @@ export class RequestAdmission {
   readonly toolTurns: number;
   readonly shedFirstLanes: ReadonlySet<string>;
   readonly #clock: Clock;
+  readonly #log: (line: string) => void;
+  /** Trees whose configured deadline was found shorter than their chain (warned once). */
+  readonly #lengthened = new WeakSet<TreePlan>();
   readonly #plans = new WeakMap<object, TreePlan>();
   /** Per limiter with a shared budget: the way to it, one request at a time (see permit-door.ts). */
   readonly #doors = new WeakMap<RateLimitedLlm, PermitDoor>();
@@ -133,6 +168,7 @@ export class RequestAdmission {
     this.toolTurns = parsed.data.toolTurns ?? DEFAULT_TOOL_TURNS;
     this.shedFirstLanes = new Set(options.shedFirstLanes ?? DEFAULT_SHED_FIRST_LANES);
     this.#clock = options.clock ?? realClock;
+    this.#log = options.log ?? console.warn;
   }
 
   /** Requests waiting at the door to be funded right now. */
@@ -169,7 +205,7 @@ export class RequestAdmission {
       return;
     }
     const plan = this.#planFor(runner.agent);
-    const request = await this.#admit(plan, { signal: params.abortSignal, ...options });
+    const request = await this.#admit(plan, { signal: params.abortSignal, message: params.newMessage, ...options });
     const events = runInRequest(request, () => runner.runAsync(params));
     let ok = false;
     try {
@@ -195,16 +231,39 @@ export class RequestAdmission {
     return plan;
   }
 
-  /** The deadline of a request of `plan` whose calls take `callMs` each. */
+  /**
+   * The deadline of a request whose critical path is `depth` calls of `callMs` each: the
+   * configured one (else the default, lengthened for deep trees), and never shorter than the
+   * chain with its door margin, which a request needs to finish at all.
+   */
   deadlineFor(depth: number, callMs: number): number {
-    return requestDeadlineMsFor(depth * callMs, this.requestDeadlineMs);
+    const deadlineMs = requestDeadlineMsFor(depth * callMs, this.requestDeadlineMs);
+    // Shorter than the chain and its margin: twice the chain, as an unset one on a deep tree.
+    if (deadlineMs >= chainWithMarginMs(depth, callMs)) return deadlineMs;
+    return Math.min(MAX_REQUEST_DEADLINE_MS, Math.ceil(AUTO_DEADLINE_PATHS * depth * callMs));
+  }
+
+  /**
+   * The time a request of `root` takes at the least at the expected call time: its critical
+   * path in calls times the slowest of its limiters' expected call time. A service refuses to
+   * start with a configured deadline shorter than this.
+   */
+  chainMs(root: RunnableRoot): number {
+    const plan = this.#planFor(root);
+    return Math.ceil(plan.depth * expectedCallMsOf(plan));
   }
 
   async #admit(plan: TreePlan, options: RequestRunOptions): Promise<AdmittedRequest> {
     const clock = this.#clock;
     const arrivedAt = options.arrivedAt ?? clock.now();
-    const callMs = Math.max(0, ...plan.limiters.map(({ llm }) => llm.callCost.meanCallMs ?? 0));
+    const callMs = expectedCallMsOf(plan);
     const deadlineMs = this.deadlineFor(plan.depth, callMs);
+    if (this.requestDeadlineMs !== undefined && deadlineMs > this.requestDeadlineMs && !this.#lengthened.has(plan)) {
+      this.#lengthened.add(plan);
+      this.#log(
+        `request admission: "${plan.name}": the request deadline of ${this.requestDeadlineMs} ms is shorter than its chain of ${plan.depth} calls at ${Math.round(callMs)} ms each; its requests get ${deadlineMs} ms`,
+      );
+    }
     for (const { llm } of plan.limiters) llm.metrics.requestDeadline.set({ limiter: llm.name }, deadlineMs / 1000);
     const deadline = arrivedAt + deadlineMs;
     const shedFirst = options.lane !== undefined && this.shedFirstLanes.has(options.lane);
@@ -215,7 +274,7 @@ export class RequestAdmission {
     const learning: (() => void)[] = [];
     try {
       for (const limiter of plan.limiters) {
-        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning });
+        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning, messageTokens: messageTokensOf(options.message) });
         if (!share) continue;
         shares.set(limiter.llm, share);
         taken.push(share);
@@ -242,8 +301,9 @@ export class RequestAdmission {
   ): Promise<FundedShare | undefined> {
     const budget = llm.budget;
     if (!budget || !calls) return undefined;
-    const tokensPerCall = costsOf(llm, calls) ?? (await this.#coldStart(llm, calls, door));
-    if (!tokensPerCall) return undefined;
+    const costs = costsOf(llm, calls) ?? (await this.#coldStart(llm, calls, door));
+    if (!costs) return undefined;
+    const tokensPerCall = atLeastMessage(llm, costs, door.messageTokens);
     let tokens = 0;
     for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
     tokens = Math.ceil(tokens);
@@ -280,7 +340,7 @@ export class RequestAdmission {
         this.#waiting--;
       }
     }
-    return { budget, ticket, tokensPerCall, spent: 0, starting };
+    return { budget, ticket, tokensPerCall, spent: 0, toppedUp: 0, starting };
   }
 
   /**
@@ -292,7 +352,7 @@ export class RequestAdmission {
     if (door.learning.length > 0) return undefined;
     let cold = this.#coldStarts.get(llm);
     if (!cold) {
-      const created = new ColdStart(this.#clock);
+      const created = new ColdStart(this.#clock, () => COLD_START_TURN_CALLS * llm.callCost.expectedCallMs);
       llm.callCost.onObserved(() => created.learned());
       this.#coldStarts.set(llm, created);
       cold = created;
@@ -304,7 +364,8 @@ export class RequestAdmission {
     try {
       turn = await cold.enter({ deadline: door.shedFirst ? undefined : door.doorDeadline, signal: door.signal, priority: door.arrivedAt });
     } catch (error) {
-      if (error instanceof DeadlineExceeded) throw new RequestShed(llm.name, 'deadline', UNAVAILABLE_RETRY_MS);
+      // Shed while another request learns: it may ask again when that learner's turn ends at the latest.
+      if (error instanceof DeadlineExceeded) throw new RequestShed(llm.name, 'deadline', Math.max(1, cold.turnLeftMs()));
       throw error;
     } finally {
       this.#waiting--;
@@ -345,6 +406,27 @@ export class RequestAdmission {
       if (!whole && spent > 0) llm.metrics.wastedTokens.inc({ limiter: llm.name }, spent);
     }
   }
+}
+
+/** The call time a request of `plan` is planned with: the slowest of its limiters' expected call time. */
+function expectedCallMsOf(plan: TreePlan): number {
+  return Math.max(0, ...plan.limiters.map(({ llm }) => llm.callCost.expectedCallMs));
+}
+
+/** A chain of `depth` calls of `callMs` each, with the door's margin: the least a request needs to finish. */
+function chainWithMarginMs(depth: number, callMs: number): number {
+  return CRITICAL_PATH_MARGIN * depth * callMs;
+}
+
+/**
+ * Each agent's funded tokens per call, at least the request's own message where the limiter
+ * counts input (every call of the tree carries it): a request 10x larger than those before it
+ * is funded at its own size, not at the learned mean.
+ */
+function atLeastMessage(llm: RateLimitedLlm, costs: Map<string, number>, messageTokens: number | undefined): Map<string, number> {
+  if (messageTokens === undefined || !countsInput(llm.countedTokens)) return costs;
+  for (const [agent, tokens] of costs) if (tokens < messageTokens) costs.set(agent, messageTokens);
+  return costs;
 }
 
 /** Learned tokens per call of each agent; an agent not seen yet takes the limiter's mean. Undefined while the limiter knows none. */
@@ -415,7 +497,7 @@ function planTree(root: RunnableRoot, toolTurns: number): TreePlan {
       calls: byAgent ? new Map(agents.map((agent) => [agent, byAgent.get(agent) ?? 0] as const)) : undefined,
     }))
     .sort((a, b) => (a.llm.name < b.llm.name ? -1 : a.llm.name > b.llm.name ? 1 : 0));
-  return { limiters, depth: counted?.depth ?? 0 };
+  return { limiters, depth: counted?.depth ?? 0, name: tree.name };
 }
 
 /** The model an LlmAgent runs with (its own, else its nearest ancestor's); undefined when it cannot be resolved. */

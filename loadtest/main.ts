@@ -3,7 +3,7 @@
 // fan-out burst then steady traffic with k6 (or a small Node driver where k6 is missing),
 // prints a summary and writes reports/<run-id>/. A run whose requests all failed exits 1.
 // The run itself is run-pipeline.ts's; this file chooses its scenario and stack and prints it.
-import { formatPerModel, mapPerModel } from '../agent/per-model.ts';
+import { formatPerModel, mapPerModel, type PerModel } from '../agent/per-model.ts';
 import type { TreeShape } from '../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
@@ -87,6 +87,17 @@ export function deadlineNote(f: Flags, shape: TreeShape | undefined, tree: strin
 
 const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
 
+/**
+ * Counted tokens per call the limiters expect before they measured one: the calibration's
+ * input per model where one ran, else the run's message tokens; output added where it counts.
+ */
+function expectedTokensPerCall(flags: Flags, target: AgentTarget): PerModel {
+  const output = flags.countedTokens === 'total' ? OUTPUT_TOKENS : 0;
+  const calibrated = target.kind === 'serve' ? target.inputTokensPerModel : undefined;
+  if (calibrated && Object.keys(calibrated).length > 0) return mapPerModel(calibrated, (tokens) => Math.max(1, Math.ceil(tokens + output)));
+  return Math.max(1, flags.tokens + output);
+}
+
 /** The pipeline's run of the embedded stack: the mock with the run's quota and latency, the agent side's limiters, the plan's parameters. */
 function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): RunInput {
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
@@ -110,6 +121,9 @@ function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): 
     admission: flags.admission,
     requestDeadlineMs: flags.requestDeadlineMs,
     countedTokens: flags.countedTokens,
+    // The run knows its calls before the limiters do: a cold burst is funded whole and its deadline fits the tree's chain.
+    expectedCallMs: Math.round(flags.callSeconds * 1000),
+    expectedTokensPerCall: expectedTokensPerCall(flags, target),
   };
   const mockNote = `quota ${formatPerModel(flags.quotaRpm)} req/min, ${formatPerModel(flags.quotaTpm)} ${flags.countedTokens} tokens/min per ${flags.quotaScope === 'model' ? 'model' : 'key'}, ~${flags.callSeconds} s per call`;
   return {
@@ -185,7 +199,11 @@ export async function runStart(flags: StartOptions): Promise<number> {
   const fitted = flags.scenario ? { flags, criticalPath: 0 } : fitRunToTree(flags, treeShapeOf(target, tree), tree);
   if (fitted.note) say(fitted.note);
   const tooShort = deadlineNote(fitted.flags, treeShapeOf(target, tree), tree);
-  if (tooShort) say(`warning: ${tooShort}`);
+  // The agent side refuses such a deadline at start too: said here in one line, before anything starts.
+  if (tooShort) {
+    console.error(`start: --request-deadline-ms: ${tooShort}`);
+    return 2;
+  }
   const chosen = flags.scenario ? loadScenario(flags.scenario) : mainScenario(fitted.flags, tree, fitted.criticalPath);
   const scenario = scenarioForTarget(target, flags.tree ? withTree(chosen, tree) : chosen);
   const reporter: RunReporter = { say, out: process.stdout, begin: ({ runId, reportDir }) => say(`run ${runId}: report in ${reportDir}`) };

@@ -231,7 +231,7 @@ async function execute(host: AdkProtocolHost, run: AdkRunRequest, res: Response,
       onEvent(event);
     }
   };
-  const { reports, result } = withCallReports(() => (admission ? admission.run(runner.agent, runTree, { signal: abort.signal, arrivedAt: startedAt }) : runTree()));
+  const { reports, result } = withCallReports(() => (admission ? admission.run(runner.agent, runTree, { signal: abort.signal, arrivedAt: startedAt, message: run.newMessage }) : runTree()));
   let status = 200;
   const done = (async () => {
     try {

@@ -144,6 +144,7 @@ async function openModuleTree({ options, module, appName, tree }: LoadedTree, { 
     list: { trees: [appName], agents: [published] },
     unknown: (name) => (name === appName ? undefined : `unknown app "${name}"; this server serves "${appName}"`),
     resolve: () => ({ runner, appName, branches }),
+    roots: () => [module.root],
     health: () => moduleHealth(appName, branches, models, limiters),
     metricsText: async () => {
       const own = await registry.metrics();

@@ -12,8 +12,8 @@
 // - quotascope default / central / adaptive: RateLimitedLlm as the agent service wires it
 //   (input-counted budget with the rolling guard; one Redis bucket for the fleet; AIMD on the
 //   permits and the tokens per window). Default and central admit each user request whole
-//   (request admission, the service's default); adaptive admits call by call, so AIMD learns
-//   from each call's 429.
+//   (request admission, the service's default), adaptive too: AIMD learns from the 429s of the
+//   admitted requests' calls.
 // - quotascope per-call: the default's RateLimitedLlm with each call admitted on its own
 //   (`--admission call`), the behaviour before request admission.
 // - quotascope full quota: the default with a budget of 100 % of the quota, to compare with the
@@ -59,6 +59,10 @@ export interface VariantSettings {
   readonly permits: number;
   /** The limiter's bound on waiting, ms (already compressed). */
   readonly maxWaitMs: number;
+  /** A call's time the limiters expect before they measured one, ms (already compressed). */
+  readonly expectedCallMs: number;
+  /** Counted tokens per call the limiters expect before they measured one. */
+  readonly expectedTokensPerCall: number;
   /** The request deadline, ms (already compressed). */
   readonly requestDeadlineMs: number;
   /** redis:// URL for the central variant. */
@@ -127,6 +131,8 @@ function wrapped(settings: VariantSettings, budget: Budget, extra: { adaptive?: 
     maxWaitMs: settings.maxWaitMs,
     backoff: { baseMs: compress(500, windowMs), capMs: compress(30_000, windowMs) },
     registry: new Registry(),
+    expectedCallMs: settings.expectedCallMs,
+    expectedTokensPerCall: settings.expectedTokensPerCall,
     adaptiveLimit: extra.adaptive ? new AimdLimit({ initial: permits, max: permits * 2, budget }) : undefined,
   });
 }
@@ -194,7 +200,7 @@ export async function createReplicaModels(variant: VariantName, settings: Varian
         models.push({ ...limited(wrapped(settings, new TokenBudget(Math.floor(settings.quotaTokens / replicas), { windowMs }))), admission: admitting(settings) });
         break;
       case 'quotascope adaptive':
-        models.push(limited(wrapped(settings, new TokenBudget(share, { windowMs }), { adaptive: true })));
+        models.push({ ...limited(wrapped(settings, new TokenBudget(share, { windowMs }), { adaptive: true })), admission: admitting(settings) });
         break;
       case 'quotascope central': {
         if (!settings.redisUrl) throw new Error('quotascope central needs a redis-server (redisUrl)');

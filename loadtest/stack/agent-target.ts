@@ -167,6 +167,10 @@ export interface AgentLimits {
   /** Which tokens the budget counts, as the provider's quota does. */
   countedTokens?: CountedTokenKind;
   estimatedTokensPerCall?: number;
+  /** A model call's time the limiters expect before they measured one (the mock's latency), ms. */
+  expectedCallMs?: number;
+  /** Counted tokens per call each model's limiter expects before it measured one (the calibration's). */
+  expectedTokensPerCall?: PerModel;
 }
 
 function limiterFlags(limits: AgentLimits): string[] {
@@ -179,6 +183,8 @@ function limiterFlags(limits: AgentLimits): string[] {
     requestDeadlineMs: limits.requestDeadlineMs,
     countedTokens: limits.countedTokens,
     estimatedTokensPerCall: limits.estimatedTokensPerCall,
+    expectedCallMs: limits.expectedCallMs,
+    expectedTokensPerCall: limits.expectedTokensPerCall === undefined ? undefined : formatPerModel(limits.expectedTokensPerCall),
   };
   // The flag names are the agent command's (serve takes the same ones).
   return Object.entries(values).flatMap(([key, value]) =>

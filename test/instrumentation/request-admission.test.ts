@@ -260,12 +260,28 @@ describe('RequestAdmission', () => {
     expect(s.started.filter((c) => c.tag === 'batch')).toHaveLength(0);
   });
 
-  it('an unset deadline is 60 s, or twice the critical path of a deeper tree (capped at 600 s); a set one is kept', () => {
+  it('an unset deadline is 60 s, or twice the critical path of a deeper tree (capped at 600 s); a set one is kept unless shorter than the chain with its margin', () => {
     const auto = new RequestAdmission();
     expect(auto.deadlineFor(2, 8_000)).toBe(60_000);
     expect(auto.deadlineFor(6, 8_000)).toBe(96_000);
     expect(auto.deadlineFor(100, 8_000)).toBe(600_000);
-    expect(new RequestAdmission({ requestDeadlineMs: 30_000 }).deadlineFor(6, 8_000)).toBe(30_000);
+    const set = new RequestAdmission({ requestDeadlineMs: 30_000, log: () => {} });
+    expect(set.deadlineFor(2, 8_000)).toBe(30_000);
+    // 8 calls of 8 s: a 30 s deadline is shorter than the chain (64 s); the request gets twice the chain.
+    expect(set.deadlineFor(8, 8_000)).toBe(128_000);
+  });
+
+  it("a cold limiter's deadline knows the tree: the expected call time (a prior, else the default) before any call was measured", () => {
+    const deep = new SequentialAgent({
+      name: 'deep',
+      subAgents: Array.from({ length: 8 }, (_, i) => new LlmAgent({ name: `step_${i}`, model: setup({ permits: 2, tokensPerMinute: 60_000 }).llm, instruction: 'Step.' })),
+    });
+    const admission = new RequestAdmission({ requestDeadlineMs: 60_000, log: () => {} });
+    // 8 sequential calls at the stated default of 20 s: a 160 s chain, before any call ran.
+    expect(admission.chainMs(deep)).toBe(160_000);
+    const told = new RateLimitedLlm({ delegate: new FakeLlm(async function* () {}), name: 'told', maxConcurrent: 1, expectedCallMs: 8_000, registry: new Registry() });
+    const toldTree = new SequentialAgent({ name: 'told', subAgents: Array.from({ length: 8 }, (_, i) => new LlmAgent({ name: `s_${i}`, model: told, instruction: 'Step.' })) });
+    expect(admission.chainMs(toldTree)).toBe(64_000);
   });
 
   it('refuses a request deadline outside its bounds, naming the field', () => {
