@@ -10,6 +10,7 @@ import { defineConfig } from 'vitest/config';
 //   refuses sockets and processes: a file that needs them belongs in a list below.
 // Files run in forked processes, two at a time on a 2-core machine.
 const integration = [
+  'test/agent/deep-tree-burst.test.ts',
   'test/agent/access-log.test.ts',
   'test/agent/cli.test.ts',
   'test/agent/counted-tokens.test.ts',

@@ -69,7 +69,7 @@ export const agentServiceFields = z.object({
   /**
    * Counted tokens per call each model's limiter expects before it has measured a call (a
    * calibration's, or a declared maximum): a cold burst is funded whole from it. One number,
-   * or per model. Unset: `estimatedTokensPerCall` when set, else one request learns the cost.
+   * or per model. Unset: one request learns the cost while the others wait at the door.
    */
   expectedTokensPerCall: perModelSchema(z.int().min(1).max(MAX_TOKENS_PER_CALL)).optional(),
   /** HTTP timeout of one provider request (genai has none by default). */

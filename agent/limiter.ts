@@ -165,7 +165,7 @@ export async function createLimiter(
     maxWaitMs: config.maxWaitMs,
     maxWaiting: config.maxWaiting,
     expectedCallMs: config.expectedCallMs,
-    expectedTokensPerCall: config.expectedTokensPerCall ?? config.estimatedTokensPerCall,
+    expectedTokensPerCall: config.expectedTokensPerCall,
     registry,
     onCallEnd,
     adaptiveLimit,

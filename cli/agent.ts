@@ -66,7 +66,7 @@ export const SERVICE_FLAGS = {
       field.expectedTokensPerCall,
     ),
     env: 'LIMITER_EXPECTED_TOKENS_PER_CALL',
-    defaultText: 'estimated-tokens-per-call, else one request learns the cost',
+    defaultText: 'none: one request learns the cost',
   },
   httpTimeoutMs: { flag: 'http-timeout-ms', env: 'PROVIDER_TIMEOUT_MS', help: 'HTTP timeout of one provider request, ms', schema: field.httpTimeoutMs, value: 'ms' },
   toolDelayMs: { flag: 'tool-delay-ms', env: 'TOOL_DELAY_MS', help: "the tools tree's slow tool, ms", schema: field.toolDelayMs, value: 'ms' },

@@ -123,7 +123,7 @@ export class AdmissionControl {
       return this.#timedOut(call, 'queue_full');
     }
     call.watch.waiting();
-    return budget.reserve(reserved, { deadline: call.deadline, signal: call.signal, priority: call.priority }).then(
+    return budget.reserve(reserved, { deadline: call.deadline, signal: call.signal, priority: budgetPriority(call) }).then(
       (ticket) => admitted(permit, reserved, ticket),
       (error: unknown) => {
         permit.release();
@@ -149,7 +149,7 @@ export class AdmissionControl {
   async #topUp(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, excess: number): Promise<Admission> {
     const budget = share.budget;
     try {
-      const ticket = budget.tryReserve(excess) ?? (await budget.reserve(excess, { deadline: call.deadline, signal: call.signal, priority: call.priority }));
+      const ticket = budget.tryReserve(excess) ?? (await budget.reserve(excess, { deadline: call.deadline, signal: call.signal, priority: budgetPriority(call) }));
       budget.reconcile(ticket, excess);
     } catch (error) {
       permit.release();
@@ -212,6 +212,15 @@ export class AdmissionControl {
     if (budget && tokens > budget.capacity) throw new BudgetRequestTooLarge(tokens, budget.capacity);
     return tokens;
   }
+}
+
+/**
+ * A call's place in the budget's queue: a call of an admitted request (it has a priority)
+ * goes before every request still waiting at the door, so what was admitted finishes; others
+ * in arrival order.
+ */
+function budgetPriority(call: AdmissionRequest): number | undefined {
+  return call.priority === undefined ? undefined : Number.NEGATIVE_INFINITY;
 }
 
 function admitted(permit: Permit, reserved: number, ticket: BudgetTicket | undefined, funded = false): Admitted {

@@ -39,6 +39,8 @@ export class AdmittedRequest {
   /** Absolute time on the admission's clock by which the request should be answered. */
   readonly deadline: number;
   readonly lane: string | undefined;
+  /** Counted tokens of the request's own message (0 when unknown): its calls' cost is learned beyond them. */
+  readonly messageTokens: number;
   /** Funded shares, keyed by the limiter (a RateLimitedLlm) they were reserved for. */
   readonly #shares: Map<object, FundedShare>;
   /** Counted tokens of every call, by limiter name (funded or not). */
@@ -47,7 +49,15 @@ export class AdmittedRequest {
   failedCalls = 0;
   #settled = false;
 
-  constructor(arrivedAt: number, admittedAt: number, deadline: number, lane: string | undefined, shares: Map<object, FundedShare>) {
+  constructor(
+    arrivedAt: number,
+    admittedAt: number,
+    deadline: number,
+    lane: string | undefined,
+    shares: Map<object, FundedShare>,
+    messageTokens = 0,
+  ) {
+    this.messageTokens = messageTokens;
     this.arrivedAt = arrivedAt;
     this.admittedAt = admittedAt;
     this.deadline = deadline;

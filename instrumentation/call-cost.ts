@@ -1,5 +1,7 @@
 // What one model call of each agent costs on one limiter, learned from the calls it
-// finished: counted tokens per call per agent, and the call time. Request admission funds a
+// finished: counted tokens per call per agent beyond its request's own message (every call
+// of a tree carries the user's message, so a request funds each call at what the agent's
+// recent calls used beyond theirs, at most, plus its own message), and the call time. Request admission funds a
 // whole request with it (calls per agent x tokens per call) and knows from the call time how
 // long a request's critical path takes. Memory is bounded: a fixed window of recent calls per
 // agent, and agents are the tree's (a few names).
@@ -37,9 +39,12 @@ export class CallCostModel {
     this.#prior = prior;
   }
 
-  /** Note a finished call: its counted tokens and how long the provider call took. */
-  observe(agent: string, countedTokens: number, callMs: number): void {
-    remember(this.#tokens, agent, countedTokens);
+  /**
+   * Note a finished call: its counted tokens, how long the provider call took, and the
+   * counted tokens of its request's own message (0 when unknown), which are learned apart.
+   */
+  observe(agent: string, countedTokens: number, callMs: number, messageTokens = 0): void {
+    remember(this.#tokens, agent, Math.max(0, countedTokens - messageTokens));
     if (Number.isFinite(callMs) && callMs >= 0) {
       this.#meanCallMs = this.#meanCallMs === undefined ? callMs : this.#meanCallMs + CALL_TIME_WEIGHT * (callMs - this.#meanCallMs);
     }
@@ -69,28 +74,43 @@ export class CallCostModel {
     return samples && samples.length > 0 ? samples.reduce((sum, t) => sum + t, 0) / samples.length : undefined;
   }
 
-  /** Mean counted tokens of the agent's recent calls, else its prior; undefined when neither is known. */
-  tokensPerCall(agent: string): number | undefined {
+  /**
+   * Counted tokens to fund one call of the agent with in a request whose message counts
+   * `messageTokens`: the most the agent's recent calls used beyond their request's message,
+   * plus this one's; an agent not seen yet takes the mean of those seen (plus the message);
+   * before any call, the prior (at least the message). Undefined when nothing is known.
+   */
+  fundPerCall(agent: string, messageTokens = 0): number | undefined {
     const samples = this.#tokens.get(agent);
-    if (!samples || samples.length === 0) {
-      const prior = this.#prior.tokensPerCall;
-      return typeof prior === 'number' ? prior : prior && Object.hasOwn(prior, agent) ? prior[agent] : undefined;
-    }
-    return samples.reduce((sum, t) => sum + t, 0) / samples.length;
+    if (samples && samples.length > 0) return Math.max(...samples) + messageTokens;
+    const seen = this.#learnedMean();
+    if (seen !== undefined) return seen + messageTokens;
+    const prior = this.#priorFor(agent);
+    return prior === undefined ? undefined : Math.max(prior, messageTokens);
   }
 
-  /** Mean tokens per call over every agent seen (else the prior's): the cost assumed for an agent not seen yet. */
-  meanTokensPerCall(): number | undefined {
+  /** Whether a call's cost can be told: learned from a call, or given as a prior. */
+  get known(): boolean {
+    return this.#learnedMean() !== undefined || this.#priorFor(undefined) !== undefined;
+  }
+
+  /** Mean of every agent's recent calls beyond their message; undefined before the first call. */
+  #learnedMean(): number | undefined {
     let sum = 0;
     let n = 0;
     for (const samples of this.#tokens.values()) {
       for (const t of samples) sum += t;
       n += samples.length;
     }
-    if (n > 0) return sum / n;
+    return n === 0 ? undefined : sum / n;
+  }
+
+  /** The prior's tokens per call for the agent (its own, else the prior's mean); undefined without one. */
+  #priorFor(agent: string | undefined): number | undefined {
     const prior = this.#prior.tokensPerCall;
-    if (typeof prior === 'number') return prior;
-    const values = prior ? Object.values(prior) : [];
+    if (prior === undefined || typeof prior === 'number') return prior;
+    if (agent !== undefined && Object.hasOwn(prior, agent)) return prior[agent];
+    const values = Object.values(prior);
     return values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length;
   }
 

@@ -2,32 +2,41 @@
 // request whole, so such a request's calls are admitted one by one while they teach it. When a
 // burst meets a cold limiter, every request of the burst took that path at once, their calls
 // competed for the budget, and the first burst ended with missing branches. So one request at
-// a time learns: the others wait at the door until a call has ended with a cost (then they are
-// funded whole), or until the learner's turn ended without teaching one (then the next one
-// learns). A turn is bounded (`turnMs`): a learner whose first call hangs holds the others no
+// a time learns: the others wait at the door until the learner's request has ended (then, its
+// calls having taught each of the tree's agents' cost, they are funded whole), or until its
+// turn ended without teaching one (then the next one learns). A request that learns on one
+// cold limiter learns on the others of its tree too when nobody does there, so a two-model
+// tree has one learner, not two. A turn is bounded (each request's `turnMs`: its tree's chain
+// at the expected call time, with margin): a learner whose calls hang holds the others no
 // longer than that, and a request shed while it waits is told when the turn ends.
 //
-// States: idle (nobody learns) → learning (one turn, at most turnMs) → idle when the turn ends
-// (the learner's request ended, or the turn ran out); `learned()` releases every waiter.
+// States: idle (nobody learns) → learning (one turn, at most turnMs) → when the turn ends (the
+// learner's request ended, or the turn ran out): every waiter released when a cost is known,
+// else idle and the next waiter learns.
 import type { Clock, TimerHandle } from './clock.ts';
 import { WaiterQueue, type WaitOptions } from './waiter-queue.ts';
 
 /** What a request at a cold limiter does: learn (its calls are admitted one by one), or ask again for a learned cost. */
 export type ColdStartTurn = { readonly kind: 'learn'; done(): void } | { readonly kind: 'learned' };
 
+/** A request at the door of a cold limiter: its wait, and how long its turn may last if it learns. */
+export interface ColdStartEntry extends WaitOptions {
+  readonly turnMs: number;
+}
+
 export class ColdStart {
   readonly #clock: Clock;
-  readonly #turnMs: () => number;
-  readonly #waiters: WaiterQueue<undefined, ColdStartTurn>;
+  readonly #known: () => boolean;
+  readonly #waiters: WaiterQueue<number, ColdStartTurn>;
   #learning = false;
   /** When the current turn runs out, on the clock. */
   #turnEndsAt = 0;
 
-  /** `turnMs`: the longest one learner holds the others, read at each turn's start. */
-  constructor(clock: Clock, turnMs: () => number) {
+  /** `known`: whether the limiter has learned a cost now (read when a turn ends). */
+  constructor(clock: Clock, known: () => boolean) {
     this.#clock = clock;
-    this.#turnMs = turnMs;
-    this.#waiters = new WaiterQueue<undefined, ColdStartTurn>({ clock, what: 'cold start', onGiveUp: () => this.#next() });
+    this.#known = known;
+    this.#waiters = new WaiterQueue<number, ColdStartTurn>({ clock, what: 'cold start', onGiveUp: () => this.#next() });
   }
 
   /** A request is learning now. */
@@ -46,23 +55,33 @@ export class ColdStart {
   }
 
   /** Learn now when nobody is learning, else wait; rejects with DeadlineExceeded or the abort reason. */
-  enter(options: WaitOptions): Promise<ColdStartTurn> {
-    const waited = this.#waiters.wait(undefined, options);
+  enter(entry: ColdStartEntry): Promise<ColdStartTurn> {
+    const waited = this.#waiters.wait(entry.turnMs, entry);
     this.#next();
     return waited;
   }
 
-  /** A call ended with a cost: every waiting request asks again, and is funded whole. */
-  learned(): void {
-    for (let head = this.#waiters.head(); head; head = this.#waiters.head()) head.grant({ kind: 'learned' });
+  /** Learn now, without waiting, when nobody learns or waits: the turn's end, else undefined. */
+  tryLearn(turnMs: number): (() => void) | undefined {
+    if (this.#learning || this.#waiters.size > 0) return undefined;
+    return this.#turn(turnMs);
   }
 
   #next(): void {
     if (this.#learning) return;
+    if (this.#known()) {
+      // Every waiting request asks again, and is funded whole.
+      for (let head = this.#waiters.head(); head; head = this.#waiters.head()) head.grant({ kind: 'learned' });
+      return;
+    }
     const head = this.#waiters.head();
     if (!head) return;
+    head.grant({ kind: 'learn', done: this.#turn(head.data) });
+  }
+
+  /** Start a turn of at most turnMs; returns its end (once). */
+  #turn(turnMs: number): () => void {
     this.#learning = true;
-    const turnMs = this.#turnMs();
     this.#turnEndsAt = this.#clock.now() + turnMs;
     let open = true;
     let timer: TimerHandle | undefined;
@@ -74,6 +93,6 @@ export class ColdStart {
       this.#next();
     };
     timer = this.#clock.setTimeout(end, turnMs);
-    head.grant({ kind: 'learn', done: end });
+    return end;
   }
 }

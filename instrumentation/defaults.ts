@@ -63,13 +63,6 @@ export const MAX_EXPECTED_CALL_MS = 600_000;
 /** The largest counted tokens per call a limiter may be told to expect (bounds a typo, not a model). */
 export const MAX_EXPECTED_TOKENS_PER_CALL = 100_000_000;
 
-/**
- * The most a request that learns a cold limiter's cost holds the others at the door, in
- * expected call times: after that turn the next waiting request learns too, so a learner
- * whose first call hangs holds nobody longer than its own bounded turn.
- */
-export const COLD_START_TURN_CALLS = 1.5;
-
 /** How request admission admits: a whole request at the door (`request`), or each model call alone (`call`). */
 export const ADMISSION_MODES = ['request', 'call'] as const;
 export type AdmissionMode = (typeof ADMISSION_MODES)[number];

@@ -23,7 +23,7 @@ import type { Budget } from './budget.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
 import { CallCostModel } from './call-cost.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
-import { type CountedTokens, countedTokensSchema, countTokens } from './counted-tokens.ts';
+import { type CountedTokens, countedTokensSchema, countsInput, countTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS, MAX_EXPECTED_TOKENS_PER_CALL } from './defaults.ts';
 import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
@@ -63,7 +63,7 @@ export interface RateLimitedLlmOptions extends TelemetryOptions, RetrySettings {
   /**
    * Counted tokens per call before this limiter has measured one: one number, or per agent
    * name (a calibration's). Request admission funds a cold request whole from it. Default:
-   * `estimatedTokens` when that is a number, else none (one request at a time learns the cost).
+   * none (one request at a time learns the cost while the others wait at the door).
    */
   readonly expectedTokensPerCall?: number | Readonly<Record<string, number>>;
   /**
@@ -257,7 +257,7 @@ export class RateLimitedLlm extends BaseLlm {
     this.maxCallMs = options.maxCallMs ?? DEFAULT_MAX_CALL_MS;
     this.callCost = new CallCostModel({
       callMs: options.expectedCallMs,
-      tokensPerCall: options.expectedTokensPerCall ?? (typeof options.estimatedTokens === 'number' ? options.estimatedTokens : undefined),
+      tokensPerCall: options.expectedTokensPerCall,
     });
     this.#admission = new AdmissionControl({
       name: this.name,
@@ -485,7 +485,8 @@ export class RateLimitedLlm extends BaseLlm {
     };
     const callMs = end - timing.admittedAt;
     watch.ended(report, { admitted, callMs, usage, rateLimited, error, inFlight });
-    if (outcome === 'ok' && usage) this.callCost.observe(agent, actual, callMs);
+    // Learned beyond the request's message where it counts: a request funds its own message on top.
+    if (outcome === 'ok' && usage) this.callCost.observe(agent, actual, callMs, countsInput(this.countedTokens) ? inRequest?.messageTokens : 0);
     inRequest?.recordCall(this, this.name, { ok: outcome === 'ok', countedTokens: admitted ? actual : 0 });
     state.ended = true;
     if (outcome === 'ok') channel.end();

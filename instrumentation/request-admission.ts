@@ -34,7 +34,6 @@ import { type Clock, realClock } from './clock.ts';
 import { countsInput } from './counted-tokens.ts';
 import { estimateInputTokens } from './estimator.ts';
 import {
-  COLD_START_TURN_CALLS,
   DEFAULT_REQUEST_DEADLINE_MS,
   DEFAULT_SHED_FIRST_LANES,
   MAX_REQUEST_DEADLINE_MS,
@@ -95,6 +94,8 @@ interface FundingDoor {
   readonly learning: (() => void)[];
   /** Counted tokens of the request's own message: no call is funded at less. */
   readonly messageTokens: number | undefined;
+  /** The request's chain with its margin, ms: the longest it learns a cold limiter's cost for the others. */
+  readonly chainMs: number;
 }
 
 /** What admission needs of a tree, read once per root. */
@@ -274,7 +275,7 @@ export class RequestAdmission {
     const learning: (() => void)[] = [];
     try {
       for (const limiter of plan.limiters) {
-        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning, messageTokens: messageTokensOf(options.message) });
+        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning, messageTokens: messageTokensOf(options.message), chainMs: chainWithMarginMs(plan.depth, callMs) });
         if (!share) continue;
         shares.set(limiter.llm, share);
         taken.push(share);
@@ -289,7 +290,7 @@ export class RequestAdmission {
       throw error;
     }
     this.#count(plan, 'admitted', arrivedAt);
-    const request = new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares);
+    const request = new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares, messageTokensOf(options.message) ?? 0);
     if (learning.length > 0) this.#learners.set(request, learning);
     return request;
   }
@@ -301,9 +302,8 @@ export class RequestAdmission {
   ): Promise<FundedShare | undefined> {
     const budget = llm.budget;
     if (!budget || !calls) return undefined;
-    const costs = costsOf(llm, calls) ?? (await this.#coldStart(llm, calls, door));
-    if (!costs) return undefined;
-    const tokensPerCall = atLeastMessage(llm, costs, door.messageTokens);
+    const tokensPerCall = costsOf(llm, calls, door.messageTokens) ?? (await this.#coldStart(llm, calls, door));
+    if (!tokensPerCall) return undefined;
     let tokens = 0;
     for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
     tokens = Math.ceil(tokens);
@@ -345,24 +345,27 @@ export class RequestAdmission {
 
   /**
    * At a limiter that has learned no cost: learn on this request (undefined: its calls there
-   * are admitted one by one), or wait at the door until a call has taught a cost. A request
-   * already learning on another limiter does not wait, so two learners never wait on each other.
+   * are admitted one by one), or wait at the door until a learner's request taught the costs.
+   * A request already learning on another limiter does not wait (two learners never wait on
+   * each other); it learns here too when nobody does.
    */
   async #coldStart(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, door: FundingDoor): Promise<Map<string, number> | undefined> {
-    if (door.learning.length > 0) return undefined;
     let cold = this.#coldStarts.get(llm);
     if (!cold) {
-      const created = new ColdStart(this.#clock, () => COLD_START_TURN_CALLS * llm.callCost.expectedCallMs);
-      llm.callCost.onObserved(() => created.learned());
-      this.#coldStarts.set(llm, created);
-      cold = created;
+      cold = new ColdStart(this.#clock, () => llm.callCost.known);
+      this.#coldStarts.set(llm, cold);
+    }
+    if (door.learning.length > 0) {
+      const done = cold.tryLearn(door.chainMs);
+      if (done) door.learning.push(done);
+      return undefined;
     }
     // A lane shed first never waits at the door: while another request learns, its calls are admitted one by one too.
     if (door.shedFirst && cold.learning) return undefined;
     let turn: ColdStartTurn;
     this.#waiting++;
     try {
-      turn = await cold.enter({ deadline: door.shedFirst ? undefined : door.doorDeadline, signal: door.signal, priority: door.arrivedAt });
+      turn = await cold.enter({ deadline: door.shedFirst ? undefined : door.doorDeadline, signal: door.signal, priority: door.arrivedAt, turnMs: door.chainMs });
     } catch (error) {
       // Shed while another request learns: it may ask again when that learner's turn ends at the latest.
       if (error instanceof DeadlineExceeded) throw new RequestShed(llm.name, 'deadline', Math.max(1, cold.turnLeftMs()));
@@ -374,7 +377,7 @@ export class RequestAdmission {
       door.learning.push(turn.done);
       return undefined;
     }
-    return costsOf(llm, calls);
+    return costsOf(llm, calls, door.messageTokens);
   }
 
   #doorOf(llm: RateLimitedLlm): PermitDoor {
@@ -419,22 +422,14 @@ function chainWithMarginMs(depth: number, callMs: number): number {
 }
 
 /**
- * Each agent's funded tokens per call, at least the request's own message where the limiter
- * counts input (every call of the tree carries it): a request 10x larger than those before it
- * is funded at its own size, not at the learned mean.
+ * Funded tokens per call of each agent (call-cost.ts: learned beyond the request's message,
+ * plus this request's where the limiter counts input); undefined while the limiter knows none.
  */
-function atLeastMessage(llm: RateLimitedLlm, costs: Map<string, number>, messageTokens: number | undefined): Map<string, number> {
-  if (messageTokens === undefined || !countsInput(llm.countedTokens)) return costs;
-  for (const [agent, tokens] of costs) if (tokens < messageTokens) costs.set(agent, messageTokens);
-  return costs;
-}
-
-/** Learned tokens per call of each agent; an agent not seen yet takes the limiter's mean. Undefined while the limiter knows none. */
-function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): Map<string, number> | undefined {
-  const mean = llm.callCost.meanTokensPerCall();
-  if (mean === undefined) return undefined;
+function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, messageTokens: number | undefined): Map<string, number> | undefined {
+  if (!llm.callCost.known) return undefined;
+  const message = messageTokens !== undefined && countsInput(llm.countedTokens) ? messageTokens : 0;
   const costs = new Map<string, number>();
-  for (const agent of calls.keys()) costs.set(agent, llm.callCost.tokensPerCall(agent) ?? mean);
+  for (const agent of calls.keys()) costs.set(agent, llm.callCost.fundPerCall(agent, message) ?? message);
   return costs;
 }
 

@@ -57,7 +57,8 @@ describe('10 simultaneous review requests, 10 permits, per-call admission', () =
 describe('tight quota and short maxWait', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack(fastMock(250, { requestsPerMinute: 4 }), { permits: 2, maxWaitMs: 200 });
+    // Per-call admission: what this tests is each branch's own fate at maxWait.
+    stack = await startStack(fastMock(250, { requestsPerMinute: 4 }), { permits: 2, maxWaitMs: 200, admission: 'call' });
   });
   afterAll(async () => {
     await stack?.close();

@@ -40,7 +40,8 @@ describe('request admission: a request that cannot be funded in time', () => {
   // ~10,000 input tokens a call: a review request counts ~52,000; the budget holds 80,000 a minute.
   const document = 'x'.repeat(40_000);
   beforeAll(async () => {
-    stack = await startStack(fastMock(50), { permits: 10, tokensPerMinute: 80_000, requestDeadlineMs: 5_000 });
+    // The calls' time is stated: a 5 s deadline fits the tree's chain at 100 ms a call (at the 20 s default it would not, and the start is refused).
+    stack = await startStack(fastMock(50), { permits: 10, tokensPerMinute: 80_000, requestDeadlineMs: 5_000, expectedCallMs: 100 });
   });
   afterAll(async () => {
     await stack?.close();
@@ -81,6 +82,7 @@ describe('request admission on serve: a two-model tree, ADK protocol', () => {
       permits: 3,
       tokensPerMinute: 60_000, // a request counts ~41,000 on flash and ~5,000 on pro
       requestDeadlineMs: 1_000,
+      expectedCallMs: 50,
       httpTimeoutMs: 10_000,
     });
   });
