@@ -274,7 +274,7 @@ export class RequestAdmission {
         starting?.leave();
         if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
         // Nothing can be funded while the shared budget fails closed: turned away whole, like any shed request.
-        if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', UNAVAILABLE_RETRY_MS);
+        if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', error.retryAfterMs ?? UNAVAILABLE_RETRY_MS);
         throw error;
       } finally {
         this.#waiting--;
