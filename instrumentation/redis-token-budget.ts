@@ -334,6 +334,21 @@ export class RedisTokenBudget implements Budget {
     this.#track(block);
   }
 
+  /** Whether every reservation would be refused now: Redis cannot be used (asked once) and this budget fails closed, or the key holds another configuration. */
+  async refusal(): Promise<CentralBudgetUnavailable | undefined> {
+    if (this.#redisUsable()) {
+      try {
+        await this.#run('peek', []);
+        return undefined;
+      } catch (error) {
+        this.#markDown(error);
+      }
+    }
+    if (this.#local && !(this.#lastError instanceof CentralBudgetConflict)) return undefined;
+    this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'refused' });
+    return new CentralBudgetUnavailable(this.key, this.#lastError);
+  }
+
   /** Never decided synchronously (Redis is a round trip away): checks the size, then answers undefined. */
   tryReserve(tokens: number): BudgetTicket | undefined {
     this.#check(tokens);

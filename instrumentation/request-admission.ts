@@ -243,7 +243,12 @@ export class RequestAdmission {
     const budget = llm.budget;
     if (!budget || !calls) return undefined;
     const tokensPerCall = costsOf(llm, calls) ?? (await this.#coldStart(llm, calls, door));
-    if (!tokensPerCall) return undefined;
+    if (!tokensPerCall) {
+      // Calls admitted one by one from a shared budget that refuses them all: shed whole instead.
+      const refused = await budget.refusal?.();
+      if (refused) throw new RequestShed(llm.name, 'budget_unavailable', refused.retryAfterMs ?? UNAVAILABLE_RETRY_MS);
+      return undefined;
+    }
     let tokens = 0;
     for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
     tokens = Math.ceil(tokens);
