@@ -13,7 +13,7 @@ import type { AgentMetrics } from './metrics.ts';
 import { type BranchResult, collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
 import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
 import { type CallReportLike, type RequestUsage, summarizeUsage, withCallReports } from './run-context.ts';
-import { type RunsInFlight, ServiceClosing } from './runs-in-flight.ts';
+import { clientLeft, type RunsInFlight, ServiceClosing } from './runs-in-flight.ts';
 import { answerShedNative } from './shed-response.ts';
 import type { PublishedAgent } from './tree-shapes.ts';
 
@@ -207,6 +207,8 @@ function answerFailed(run: NativeRun, reports: readonly CallReportLike[], thrown
     res.status(503).json({ error: closingMessage(name), modelCalls: reports.length });
     return { status: 503, summary };
   }
+  // The client went away (while waiting at the door, or mid-run): nobody to answer, 499 like any client that left.
+  if (clientLeft(abort.signal)) return { status: 499, summary };
   if (!res.headersSent && !abort.signal.aborted) {
     res.status(500).json({ error: `agent run of tree "${name}" failed: ${kind}: ${describeThrown(thrown)}`, modelCalls: reports.length });
   }

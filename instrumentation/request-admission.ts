@@ -227,6 +227,7 @@ export class RequestAdmission {
       }
       for (const done of learning) done();
       if (error instanceof RequestShed) this.#count(plan, 'shed', arrivedAt);
+      else if (options.signal?.aborted) this.#count(plan, 'abandoned', arrivedAt); // the client left while waiting at the door
       throw error;
     }
     this.#count(plan, 'admitted', arrivedAt);
@@ -330,7 +331,7 @@ export class RequestAdmission {
     return door;
   }
 
-  #count(plan: TreePlan, outcome: 'admitted' | 'shed', arrivedAt: number): void {
+  #count(plan: TreePlan, outcome: 'admitted' | 'shed' | 'abandoned', arrivedAt: number): void {
     const waited = Math.max(0, this.#clock.now() - arrivedAt) / 1000;
     for (const { llm } of plan.limiters) {
       llm.metrics.requests.inc({ limiter: llm.name, outcome });

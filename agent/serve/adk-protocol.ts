@@ -13,7 +13,7 @@ import type { AgentMetrics } from '../metrics.ts';
 import { describeThrown, recordRunOutcome } from '../native-run.ts';
 import { describeIssues, MAX_BODY_BYTES, MAX_DOCUMENT_CHARS } from '../request-schema.ts';
 import { withCallReports } from '../run-context.ts';
-import type { RunsInFlight } from '../runs-in-flight.ts';
+import { clientLeft, type RunsInFlight } from '../runs-in-flight.ts';
 import { answerShedAdk } from '../shed-response.ts';
 import { checkStateDepth, sessionStateSchema, stateAfterDeltaProblem } from './session-state.ts';
 import { BoundedSessionService, SessionLimitError } from './sessions.ts';
@@ -239,7 +239,8 @@ async function execute(host: AdkProtocolHost, run: AdkRunRequest, res: Response,
       recordRunOutcome(metrics, appName, events, host.branches, reports);
       if (abort.signal.aborted) status = 499;
     } catch (thrown) {
-      status = thrown instanceof RequestShed ? 429 : 500;
+      // A client that left (at the door or mid-run) is 499, as in the agent service.
+      status = thrown instanceof RequestShed ? 429 : clientLeft(abort.signal) ? 499 : 500;
       throw thrown;
     } finally {
       host.runs.end(abort);
