@@ -20,6 +20,7 @@ const integration = [
   'test/agent/own-wrappers.test.ts',
   'test/agent/quota-sharing.test.ts',
   'test/agent/request-admission.test.ts',
+  'test/agent/door-abandon.test.ts',
   'test/agent/serve-reliability.test.ts',
   'test/agent/serve.test.ts',
   'test/agent/server-limits.test.ts',

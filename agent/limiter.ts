@@ -41,6 +41,7 @@ import {
   UsageEstimator,
 } from '../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, redactUrl, RedisTokenBudget } from '../instrumentation/redis.ts';
+import { CentralBudgetConflict, centralProblemText } from '../instrumentation/errors.ts';
 import { RequestAdmission } from '../instrumentation/request-admission.ts';
 import { type BudgetWindow, batchLanePermits, type LimiterOptions, type ModelLimiterOptions, type QuotaSharing } from './config.ts';
 
@@ -84,7 +85,7 @@ export async function createBudget(config: ModelLimiterOptions, registry: Regist
     } catch (error) {
       throw new Error(`quotaSharing "central": ${(error as Error).message}`, { cause: error });
     }
-    budget = new RedisTokenBudget({
+    const shared: RedisTokenBudget = new RedisTokenBudget({
       client: redis,
       name: config.limiterName,
       tokensPerMinute: config.tokensPerMinute,
@@ -97,11 +98,16 @@ export async function createBudget(config: ModelLimiterOptions, registry: Regist
         log(
           central
             ? `agent: limiter "${config.limiterName}": central token budget at ${redactUrl(url)} reachable again`
-            : `agent: limiter "${config.limiterName}": central token budget at ${redactUrl(url)} unreachable (${(error as Error)?.message}); ${
-                config.centralOutage === 'fail-open' ? `using the local share of ${staticShare} tokens/min` : 'refusing model calls (fail-closed)'
+            : `agent: limiter "${config.limiterName}": ${centralProblemText(shared.key, error)} at ${redactUrl(url)}; ${
+                error instanceof CentralBudgetConflict
+                  ? 'refusing requests until the key is free'
+                  : config.centralOutage === 'fail-open'
+                    ? `using the local share of ${staticShare} tokens/min`
+                    : 'refusing model calls (fail-closed)'
               }`,
         ),
     });
+    budget = shared;
   } else {
     budget = new TokenBudget(staticShare, {
       rollingWindow: config.budgetWindow === 'rolling',

@@ -6,15 +6,16 @@
 import { type Event, isFinalResponse, type Runner, StreamingMode, stringifyContent } from '@google/adk';
 import type { Content } from '@google/genai';
 import { type Span, SpanStatusCode, trace } from '@opentelemetry/api';
-import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, sinceArrival } from './access-log.ts';
 import { RequestShed } from '../instrumentation/errors.ts';
 import type { RequestAdmission } from '../instrumentation/request-admission.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { type BranchResult, collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
-import { describeIssues, MAX_BODY_BYTES, type RunRequest, runRequestSchema } from './request-schema.ts';
+import { jsonBody } from './json-body.ts';
+import { describeIssues, type RunRequest, runRequestSchema } from './request-schema.ts';
 import { type CallReportLike, type RequestUsage, summarizeUsage, withCallReports } from './run-context.ts';
-import { type RunsInFlight, ServiceClosing } from './runs-in-flight.ts';
+import { clientLeft, type RunsInFlight, ServiceClosing } from './runs-in-flight.ts';
 import { answerShedNative } from './shed-response.ts';
 import type { PublishedAgent } from './tree-shapes.ts';
 
@@ -213,6 +214,8 @@ function answerFailed(run: NativeRun, reports: readonly CallReportLike[], thrown
     res.status(503).json({ error: closingMessage(name), modelCalls: reports.length });
     return { status: 503, summary };
   }
+  // The client went away (while waiting at the door, or mid-run): nobody to answer, 499 like any client that left.
+  if (clientLeft(abort.signal)) return { status: 499, summary };
   if (!res.headersSent && !abort.signal.aborted) {
     res.status(500).json({ error: `agent run of tree "${name}" failed: ${kind}: ${describeThrown(thrown)}`, modelCalls: reports.length });
   }
@@ -284,5 +287,5 @@ export function mountNativeRun(app: Express, list: NativeAgentList, host: Native
   app.get('/v1/agents', (_req, res) => {
     res.json(list);
   });
-  app.post('/v1/agents/:name/run', stampArrival, express.json({ limit: MAX_BODY_BYTES, strict: true }), nativeRunHandler(host));
+  app.post('/v1/agents/:name/run', stampArrival, ...jsonBody(), nativeRunHandler(host));
 }

@@ -7,6 +7,11 @@ export class ServiceClosing extends Error {
   override name = 'ServiceClosing';
 }
 
+/** Whether a run's abort means its client went away (at the door or mid-run), not the app's close. */
+export function clientLeft(signal: AbortSignal): boolean {
+  return signal.aborted && !(signal.reason instanceof ServiceClosing);
+}
+
 /** The answer side of a run: its 'close' event before the answer finished means the client went away. */
 interface Answer {
   readonly writableFinished: boolean;

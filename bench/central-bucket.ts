@@ -24,8 +24,8 @@ const REQUESTS = 30_000;
 /** redis-benchmark's requests/s for EVALSHA of the window script ("take" of 1 token), over `clients` connections. */
 async function redisBenchmark(port: number, sha: string, clients: number): Promise<{ rps: number; p50Ms: number }> {
   const args = ['-h', '127.0.0.1', '-p', String(port), '-n', String(REQUESTS), '-c', String(clients), '--csv'];
-  // ARGV: limit, windowMs, op, carry, recent, amount.
-  const command = ['EVALSHA', sha, '1', 'quotascope:bench:redis-benchmark', String(CAPACITY), '60000', 'take', '0', '0', '1'];
+  // ARGV: limit, windowMs, op, carry, flags, capacity (the key's identity), amount.
+  const command = ['EVALSHA', sha, '1', 'quotascope:bench:redis-benchmark', String(CAPACITY), '60000', 'take', '0', '0', String(CAPACITY), '1'];
   const { stdout } = await run('redis-benchmark', [...args, ...command]);
   // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",...
   const line = stdout.trim().split('\n').at(-1) ?? '';
@@ -71,7 +71,7 @@ const centralBucket: BenchModule = async () => {
   try {
     // One EVAL caches the script in Redis, so redis-benchmark's EVALSHA finds it.
     const loader = await connectBudgetRedis(redis.url);
-    await loader.eval(ROLLING_WINDOW_SCRIPT, { keys: ['quotascope:bench:redis-benchmark'], arguments: [String(CAPACITY), '60000', 'peek', '0', '0'] });
+    await loader.eval(ROLLING_WINDOW_SCRIPT, { keys: ['quotascope:bench:redis-benchmark'], arguments: [String(CAPACITY), '60000', 'peek', '0', '0', String(CAPACITY)] });
     await loader.close();
     const sha = createHash('sha1').update(ROLLING_WINDOW_SCRIPT).digest('hex');
     const one = await redisBenchmark(redis.port, sha, 1);

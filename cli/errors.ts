@@ -41,11 +41,12 @@ function systemErrorLine(e: SystemError): string | undefined {
   }
 }
 
-/** `fetch failed` says nothing; its cause names the host and the reason. */
+/** `fetch failed` says nothing; its cause names the host and the reason (unless the message already says it). */
 function causeLine(error: Error): string | undefined {
   const cause = (error as { cause?: unknown }).cause;
   if (!(cause instanceof Error)) return undefined;
-  return systemErrorLine(cause as SystemError) ?? `${error.message}: ${firstLine(cause.message)}`;
+  const reason = firstLine(cause.message);
+  return systemErrorLine(cause as SystemError) ?? (error.message.includes(reason) ? firstLine(error.message) : `${error.message}: ${reason}`);
 }
 
 const firstLine = (text: string) => text.split('\n').find((line) => line.trim() !== '') ?? text;
@@ -70,9 +71,23 @@ function commanderLine(error: CommanderError): string {
   }
 }
 
+/**
+ * node:util parseArgs' flag errors in one line: its "argument is ambiguous" (a value that
+ * starts with a dash, as `--title -1`) spans three.
+ */
+function parseArgsLine(error: Error): string | undefined {
+  const code = (error as SystemError).code;
+  if (code === undefined || !code.startsWith('ERR_PARSE_ARGS_')) return undefined;
+  const ambiguous = /^Option '(?:-\w, )?(--[\w-]+)[^']*' argument is ambiguous/.exec(error.message);
+  if (ambiguous) return `${ambiguous[1]}: missing value, or a value starting with "-" (give that as ${ambiguous[1]}=VALUE)`;
+  return firstLine(error.message);
+}
+
 /** One line and the exit code for anything a command threw. */
 export function describeFailure(error: unknown): { line: string; exitCode: number } {
   if (error instanceof UsageError) return { line: firstLine(error.message), exitCode: EXIT_USAGE };
+  const parseArgsProblem = error instanceof Error ? parseArgsLine(error) : undefined;
+  if (parseArgsProblem !== undefined) return { line: parseArgsProblem, exitCode: EXIT_USAGE };
   if (error instanceof CommanderError) return { line: commanderLine(error), exitCode: error.exitCode === 0 ? 0 : EXIT_USAGE };
   if (error instanceof Error) {
     const line = systemErrorLine(error as SystemError) ?? causeLine(error) ?? firstLine(error.message);

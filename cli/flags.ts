@@ -5,6 +5,7 @@ import { type Command, CommanderError, Option } from 'commander';
 import type { z } from 'zod';
 import { formatPerModel, type PerModel } from '../agent/per-model.ts';
 import { optionHelp } from '../instrumentation/limiter-options.ts';
+import { decimalNumber } from './decimal-number.ts';
 import { describeFailure, UsageError } from './errors.ts';
 
 export interface FlagSpec {
@@ -65,7 +66,7 @@ export function perModelFlag(flag: string, help: string, schema: z.ZodType): Fla
 export function parsePerModel(text: string): number | Record<string, number> {
   const parts = text.split(',').map((part) => part.trim());
   const toNumber = (value: string, what: string) => {
-    const n = value === '' ? Number.NaN : Number(value);
+    const n = decimalNumber(value);
     if (!Number.isFinite(n)) throw new Error(`${what}: '${value}' is not a number (give N, or MODEL=N,MODEL=N, or N,MODEL=N)`);
     return n;
   };
@@ -115,7 +116,7 @@ function defaultText(spec: FlagSpec, value: unknown): string | undefined {
 function readings(text: string): unknown[] {
   const out: unknown[] = [];
   const trimmed = text.trim();
-  if (trimmed !== '' && Number.isFinite(Number(trimmed))) out.push(Number(trimmed));
+  if (Number.isFinite(decimalNumber(trimmed))) out.push(decimalNumber(trimmed));
   if (/^(true|yes|1)$/i.test(trimmed)) out.push(true);
   if (/^(false|no|0)$/i.test(trimmed)) out.push(false);
   out.push(text);

@@ -7,6 +7,7 @@ import { ConfigError, type Distribution, faultsSchema, type MockConfig, mockConf
 import { ConfigFileError, type ConfigLayer, layerConfig, readConfigFile, settingsLayer } from '../mock-provider/config-layers.ts';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
 import type { MockProvider } from '../mock-provider/server.ts';
+import { decimalNumber } from './decimal-number.ts';
 import { UsageError } from './errors.ts';
 import { stopOnSignal } from './stop-signals.ts';
 import { formatPerModel } from '../agent/per-model.ts';
@@ -75,11 +76,11 @@ const distribution = (flag: string, help: string, schema: z.ZodType): FlagSpec =
   parse: parseDistribution,
   defaultText: (d) => formatDistribution(d as Distribution),
 });
-const offOrNumber = (text: string): unknown => (text === 'off' ? null : text.trim() === '' ? text : Number.isFinite(Number(text)) ? Number(text) : text);
+const offOrNumber = (text: string): unknown => (text === 'off' ? null : Number.isFinite(decimalNumber(text)) ? decimalNumber(text) : text);
 
 /** Config fields by flag; `path` is where the value goes in the config (listen options have none). */
 const SPECS = {
-  port: { flag: 'port', help: 'listen port (0 = any free port)', schema: z.int().default(DEFAULT_PORT), value: 'port' },
+  port: { flag: 'port', help: 'listen port (0 = any free port)', schema: z.int().min(0).max(65_535).default(DEFAULT_PORT), value: 'port' },
   host: { flag: 'host', help: 'listen address (0.0.0.0 in a container)', schema: z.string().min(1).default(DEFAULT_HOST), value: 'address' },
   config: { flag: 'config', help: 'configuration file, YAML or JSON (fields as in GET /admin/config)', schema: z.string().min(1).optional(), value: 'file' },
   adminToken: {

@@ -9,13 +9,14 @@ import { agentPlanOptionsSchema } from '../loadtest/planner/agent-options.ts';
 import type { AgentPlanResult } from '../loadtest/planner/agent-plan.ts';
 import { type PlanInputField, parsePlanInput, planInputIssues, planInputSchema, type ValidPlanInput } from '../loadtest/planner/input.ts';
 import { plan } from '../loadtest/planner/plan.ts';
+import { decimalNumber } from './decimal-number.ts';
 import { UsageError, withStdoutOnStderr } from './errors.ts';
 import { FlagSet, type FlagSpec, parsePerModel } from './flags.ts';
 
 const field = planInputSchema.shape;
 
 function number(text: string): number {
-  const value = text.trim() === '' ? Number.NaN : Number(text);
+  const value = decimalNumber(text);
   if (!Number.isFinite(value)) throw new Error(`'${text}' is not a number`);
   return value;
 }

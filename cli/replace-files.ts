@@ -1,8 +1,9 @@
 // How quotascope's commands write into a folder a user already has (a run folder, the
 // dashboards' --out): every new file is written in full beside its target first and renamed
 // over it only once all of them are written, so a command that fails leaves what was there.
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { makeDirectory } from './make-directory.ts';
 
 /** The temporary name a file is written under before it replaces `path`. */
 const stagingPath = (path: string) => `${path}.${process.pid}.partial`;
@@ -17,9 +18,10 @@ export function replaceFiles(dir: string, files: ReadonlyMap<string, string | Ui
   try {
     for (const [path, content] of files) {
       const target = join(dir, path);
-      mkdirSync(dirname(target), { recursive: true });
-      writeFileSync(stagingPath(target), content);
+      makeDirectory(dirname(target));
+      // Staged before it is written: a write that fails half-way (a full disk) leaves a file to remove.
       staged.push([stagingPath(target), target]);
+      writeFileSync(stagingPath(target), content);
     }
   } catch (error) {
     for (const [temporary] of staged) rmSync(temporary, { force: true });
@@ -42,7 +44,7 @@ export async function replaceFolder<T>(dir: string, fill: (staging: string) => P
   const staging = `${dir}.${process.pid}.partial`;
   const previous = `${dir}.${process.pid}.previous`;
   rmSync(staging, { recursive: true, force: true });
-  mkdirSync(staging, { recursive: true });
+  makeDirectory(staging);
   let result: T;
   try {
     result = await fill(staging);

@@ -69,6 +69,12 @@ export interface Budget {
   /** Tokens admitted per window now: the capacity unless an adaptive limit lowered it. */
   readonly windowLimit?: number;
   /**
+   * A shared budget that would refuse every reservation now (its store cannot be used and it
+   * fails closed, or its key holds another configuration): why, with when to retry when known;
+   * undefined when it may admit. Asks the store once.
+   */
+  refusal?(): Promise<(Error & { readonly retryAfterMs?: number }) | undefined>;
+  /**
    * Admit this many tokens per window from now on, at most the capacity (an adaptive limit
    * moves it; the capacity stays the largest reservation accepted).
    */

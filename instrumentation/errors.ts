@@ -124,20 +124,59 @@ export class BudgetRequestTooLarge extends Error {
   }
 }
 
+/** A central budget's identity: the quota window and the configured limit it counts against. */
+export interface BudgetIdentity {
+  readonly windowMs: number;
+  readonly tokensPerWindow: number;
+}
+
+const identityText = ({ windowMs, tokensPerWindow }: BudgetIdentity) => `window ${windowMs} ms, limit ${tokensPerWindow} tokens`;
+
 /**
- * The central (Redis) token budget could not be reached and its outage policy is
- * fail-closed (RedisTokenBudget's centralOutage). `cause` is the Redis error.
+ * The central budget's Redis key belongs to another deployment: a window or a limit other
+ * than this budget's. Nothing is counted in it; `retryAfterMs` is when the key expires if
+ * the other deployment stops writing it.
+ */
+export class CentralBudgetConflict extends Error {
+  readonly key: string;
+  readonly retryAfterMs: number;
+
+  constructor(key: string, held: BudgetIdentity, own: BudgetIdentity, retryAfterMs: number) {
+    super(
+      `key "${key}" holds another configuration (${identityText(held)}) than this deployment (${identityText(own)}): deployments sharing one quota use the same window and limit; give this one its own key`,
+    );
+    this.name = 'CentralBudgetConflict';
+    this.key = key;
+    this.retryAfterMs = Math.max(0, Math.ceil(retryAfterMs));
+  }
+}
+
+/** Why a central budget cannot be used, in words: a key of another configuration, a Redis key of the wrong type, or Redis unreachable. */
+export function centralProblemText(key: string, cause: unknown): string {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  if (cause instanceof CentralBudgetConflict) return `central token budget ${detail}`;
+  if (detail.startsWith('WRONGTYPE')) return `central token budget "${key}" is a Redis key of the wrong type, not the budget's hash (${detail})`;
+  return `central token budget "${key}" is unreachable (${detail})`;
+}
+
+/**
+ * The central (Redis) token budget cannot be used (unreachable, a key of the wrong type, or a
+ * key of another configuration) and its outage policy is fail-closed (RedisTokenBudget's
+ * centralOutage), or the key conflicts. `cause` is the Redis error; `retryAfterMs`, when
+ * known, is when the budget may be usable again.
  */
 export class CentralBudgetUnavailable extends Error {
   readonly code = ERROR_CODES.budgetUnavailable;
   readonly key: string;
+  readonly retryAfterMs: number | undefined;
 
   constructor(key: string, cause: unknown) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    const text = `central token budget "${key}" is unreachable (${detail}); the outage policy is fail-closed: reservation refused`;
+    const policy = cause instanceof CentralBudgetConflict ? 'reservation refused' : 'the outage policy is fail-closed: reservation refused';
+    const text = `${centralProblemText(key, cause)}; ${policy}`;
     super(jsonMessage(ERROR_CODES.budgetUnavailable, { key }, text), { cause });
     this.name = 'CentralBudgetUnavailable';
     this.key = key;
+    this.retryAfterMs = cause instanceof CentralBudgetConflict ? cause.retryAfterMs : undefined;
   }
 }
 

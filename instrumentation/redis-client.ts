@@ -35,10 +35,10 @@ function createNodeRedisClient(url: string, connectTimeoutMs: number, onError: (
 }
 
 /** Connect within timeoutMs or reject (the client is then destroyed). */
-async function connectWithin(client: NodeRedisClient, url: string, timeoutMs: number): Promise<void> {
+async function connectWithin(client: NodeRedisClient, timeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis at ${redactUrl(url)} did not answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     timer.unref();
   });
   try {
@@ -98,7 +98,7 @@ export class BudgetRedisClient implements RedisScriptClient {
       this.#client.destroy();
       this.#client = createNodeRedisClient(this.#url, this.#connectTimeoutMs, this.#onError);
       try {
-        await connectWithin(this.#client, this.#url, this.#connectTimeoutMs);
+        await connectWithin(this.#client, this.#connectTimeoutMs);
         if (this.#closed) this.#client.destroy();
         return;
       } catch (error) {
@@ -139,7 +139,7 @@ export async function connectBudgetRedis(url: string, options: BudgetRedisOption
   const connectTimeoutMs = options.connectTimeoutMs ?? 2_000;
   const client = createNodeRedisClient(url, connectTimeoutMs, options.onError ?? (() => {}));
   try {
-    await connectWithin(client, url, connectTimeoutMs);
+    await connectWithin(client, connectTimeoutMs);
   } catch (error) {
     throw new Error(`cannot connect to Redis at ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
   }

@@ -48,9 +48,9 @@ import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOu
 import { type Clock, realClock, type TimerHandle, unrefTimer, withDeadline } from './clock.ts';
 import type { CountedTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS } from './defaults.ts';
-import { BudgetRequestTooLarge, CentralBudgetUnavailable } from './errors.ts';
+import { BudgetRequestTooLarge, CentralBudgetConflict, CentralBudgetUnavailable } from './errors.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
-import { REDIS_SLOTS_PER_WINDOW, ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
+import { BUDGET_CONFLICT_REPLY, maxBudgetTtlMs, REDIS_SLOTS_PER_WINDOW, ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { checkBudgetOptions, TokenBudget } from './token-budget.ts';
 import { type Waiter, WaiterQueue } from './waiter-queue.ts';
@@ -334,6 +334,21 @@ export class RedisTokenBudget implements Budget {
     this.#track(block);
   }
 
+  /** Whether every reservation would be refused now: Redis cannot be used (asked once) and this budget fails closed, or the key holds another configuration. */
+  async refusal(): Promise<CentralBudgetUnavailable | undefined> {
+    if (this.#redisUsable()) {
+      try {
+        await this.#run('peek', []);
+        return undefined;
+      } catch (error) {
+        this.#markDown(error);
+      }
+    }
+    if (this.#local && !(this.#lastError instanceof CentralBudgetConflict)) return undefined;
+    this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'refused' });
+    return new CentralBudgetUnavailable(this.key, this.#lastError);
+  }
+
   /** Never decided synchronously (Redis is a round trip away): checks the size, then answers undefined. */
   tryReserve(tokens: number): BudgetTicket | undefined {
     this.#check(tokens);
@@ -454,7 +469,7 @@ export class RedisTokenBudget implements Budget {
       ahead += waiter.data.tokens;
       parts.push(...waiter.data.parts);
     }
-    const pausedMs = Math.max(0, Math.ceil(this.#pausedUntil - now));
+    const pausedMs = Math.min(maxBudgetTtlMs(this.windowMs), Math.max(0, Math.ceil(this.#pausedUntil - now)));
     // As the script decides: all of it counted now fits; more than the limit fits an empty window only.
     let excess = this.#lastSum + this.#lastHeld + ahead;
     if (tokens <= this.#limit) excess += tokens - this.#limit;
@@ -464,8 +479,8 @@ export class RedisTokenBudget implements Budget {
     // unknown too. The caller then waits and sees.
     const waitMs = this.#viewWaitMs(now, parts);
     if (waitMs === null) return undefined;
-    // More than leaves within the window: whole windows.
-    return Math.max(pausedMs, waitMs ?? Math.ceil((ahead + tokens) / this.#limit) * this.windowMs);
+    // More than leaves within the window: whole windows (never beyond the longest a key lives).
+    return Math.min(maxBudgetTtlMs(this.windowMs), Math.max(pausedMs, waitMs ?? Math.ceil((ahead + tokens) / this.#limit) * this.windowMs));
   }
 
   /**
@@ -578,7 +593,8 @@ export class RedisTokenBudget implements Budget {
   async #serveWithoutRedis(head: ReservationWaiter, error: unknown): Promise<void> {
     const { tokens, atUse, left } = head.data;
     if (left.signal.aborted) return;
-    if (!this.#local) {
+    // A key of another configuration is a misconfiguration, not an outage: refused, never served locally.
+    if (!this.#local || error instanceof CentralBudgetConflict) {
       this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'refused' });
       head.fail(new CentralBudgetUnavailable(this.key, error));
       return;
@@ -689,7 +705,7 @@ export class RedisTokenBudget implements Budget {
     const flags = String((now - this.#activeAt < this.windowMs ? 1 : 0) + (queued ? 2 : 0));
     let reply: unknown;
     try {
-      reply = await withDeadline(this.#script([String(this.#limit), String(this.windowMs), op, String(carried), flags, ...args]), this.#commandDeadlineMs, this.#clock, () => {
+      reply = await withDeadline(this.#script([String(this.#limit), String(this.windowMs), op, String(carried), flags, String(this.capacity), ...args]), this.#commandDeadlineMs, this.#clock, () => {
         this.#client.reconnect?.();
         return new Error(`Redis did not answer within ${this.#commandDeadlineMs} ms (commandDeadlineMs)`);
       });
@@ -718,11 +734,24 @@ export class RedisTokenBudget implements Budget {
   async #script(args: string[]): Promise<unknown> {
     const options = { keys: [this.key], arguments: args };
     try {
-      return await this.#client.evalSha(SCRIPT_SHA1, options);
+      try {
+        return await this.#client.evalSha(SCRIPT_SHA1, options);
+      } catch (error) {
+        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+        return await this.#client.eval(ROLLING_WINDOW_SCRIPT, options);
+      }
     } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return await this.#client.eval(ROLLING_WINDOW_SCRIPT, options);
+      throw this.#conflictOf(error) ?? error;
     }
+  }
+
+  /** The script's refusal of a key holding another window or limit, as a CentralBudgetConflict. */
+  #conflictOf(error: unknown): CentralBudgetConflict | undefined {
+    const words = error instanceof Error ? error.message.split(' ') : [];
+    if (words[0] !== BUDGET_CONFLICT_REPLY || words.length < 4) return undefined;
+    const [windowMs, tokensPerWindow, ttlMs] = words.slice(1, 4).map(Number);
+    const own = { windowMs: this.windowMs, tokensPerWindow: this.capacity };
+    return new CentralBudgetConflict(this.key, { windowMs, tokensPerWindow }, own, Math.min(ttlMs, maxBudgetTtlMs(this.windowMs)));
   }
 
   /** Sleep until the next try, woken early when tokens come back or the head leaves. */

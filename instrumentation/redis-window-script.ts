@@ -24,7 +24,16 @@
 // by then never exceed the limit at any later time (holds are taken to stay until charged;
 // what is charged leaves a window after).
 //
-// KEYS[1] = the window. ARGV = limit (tokens per window), windowMs, op, carry, flags, op args:
+// The budget's identity: the first run on a key stores its window (`win`) and configured
+// limit (`cap`); a run with another window or limit is refused (an error reply starting
+// BUDGET_CONFLICT, naming what the key holds and when it expires) and changes nothing, so two
+// deployments with different quotas never count in one window by accident. No key TTL and no
+// wait exceeds the window plus the longest request deadline (a `blocked` time, a hold's due
+// slot or a stored state beyond it is clamped). A state whose slots are numbered beyond now
+// (Redis time went back, or a key written before identities by another window) counts as lost.
+//
+// KEYS[1] = the window. ARGV = limit (tokens per window), windowMs, op, carry, flags, capacity
+// (the configured limit: the identity), op args:
 // - flags: 1 = recent (see above), + 2 = send what leaves the window when (reservations stay
 //   queued at the caller beyond this run: it answers fundableInMs from that);
 // - carry: tokens a replica admitted from its local fallback while Redis was unreachable,
@@ -46,8 +55,16 @@
 // the op is peek or a take that did not fit, or flags ask): H pairs (ms from now until due,
 // tokens) of the holds, and pairs (ms from now, tokens) of what leaves the window when, in
 // order; else H = 0 and nothing more }.
+import { MAX_REQUEST_DEADLINE_MS } from './defaults.ts';
+
 /** Slots per window in Redis' hash: a slot is counted until its end is a window old. */
 export const REDIS_SLOTS_PER_WINDOW = 100;
+
+/** The start of the script's error reply when a key belongs to another window or limit. */
+export const BUDGET_CONFLICT_REPLY = 'BUDGET_CONFLICT';
+
+/** The longest key TTL or wait the script answers, ms: the window plus the longest request deadline. */
+export const maxBudgetTtlMs = (windowMs: number): number => windowMs + MAX_REQUEST_DEADLINE_MS;
 
 export const ROLLING_WINDOW_SCRIPT = `
 local t = redis.call('TIME')
@@ -59,6 +76,9 @@ local carry = tonumber(ARGV[4])
 local flags = tonumber(ARGV[5])
 local recent = flags % 2 == 1
 local send_leaving = flags >= 2
+local capacity = tonumber(ARGV[6])
+local first_arg = 7
+local max_ttl = window_ms + ${MAX_REQUEST_DEADLINE_MS}
 local per_window = ${REDIS_SLOTS_PER_WINDOW}
 local live = per_window + 1
 local slot_ms = window_ms / per_window
@@ -66,12 +86,25 @@ local key = KEYS[1]
 local function field(s) return string.format('%.0f', s) end
 local function hold_field(s) return 'p' .. field(s) end
 local slot = math.floor(now / slot_ms)
-local state = redis.call('HMGET', key, 'sum', 'cur', 'blocked', 'psum', 'pmax')
+local state = redis.call('HMGET', key, 'sum', 'cur', 'blocked', 'psum', 'pmax', 'win', 'cap')
+local win = tonumber(state[6])
+local cap = tonumber(state[7])
+if (win and win ~= window_ms) or (cap and cap ~= capacity) then
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 or ttl > max_ttl then ttl = max_ttl end
+  return redis.error_reply('${BUDGET_CONFLICT_REPLY} ' .. string.format('%.17g', win or 0) .. ' ' .. string.format('%.17g', cap or 0) .. ' ' .. ttl)
+end
 local sum = tonumber(state[1])
 local cur = tonumber(state[2])
-local blocked = tonumber(state[3]) or 0
+local blocked = math.min(tonumber(state[3]) or 0, now + max_ttl)
 local psum = tonumber(state[4]) or 0
 local pmax = tonumber(state[5]) or slot
+-- Slots numbered beyond now (Redis time went back, or a state from before identities with another
+-- window): the state is unusable, so it counts as lost (see the restart guard below).
+if cur ~= nil and cur > slot + live then
+  redis.call('DEL', key)
+  sum = nil
+end
 local fresh = 0
 local changed = op ~= 'peek'
 if sum == nil or cur == nil then
@@ -163,7 +196,7 @@ if op == 'take' then
   if now < blocked then
     wait_ms = blocked - now
   else
-    for i = 6, #ARGV do
+    for i = first_arg, #ARGV do
       local hold = string.sub(ARGV[i], 1, 1) == 'p'
       local amount = 0
       local parts = {}
@@ -206,7 +239,7 @@ if op == 'take' then
     end
   end
 elseif op == 'settle' then
-  for i = 6, #ARGV - 3, 4 do
+  for i = first_arg, #ARGV - 3, 4 do
     local s = tonumber(ARGV[i])
     local delta = tonumber(ARGV[i + 1])
     local h = tonumber(ARGV[i + 2])
@@ -231,15 +264,15 @@ elseif op == 'settle' then
   end
   view = nil
 elseif op == 'block' then
-  blocked = math.max(blocked, now + tonumber(ARGV[6]))
+  blocked = math.max(blocked, now + math.min(tonumber(ARGV[first_arg]), max_ttl))
 end
 if math.abs(sum) < 1e-6 then sum = 0 end
 if math.abs(psum) < 1e-6 then psum = 0 end
 if changed then
-  redis.call('HSET', key, 'sum', string.format('%.17g', sum), 'cur', field(cur), 'blocked', field(blocked), 'psum', string.format('%.17g', psum), 'pmax', field(pmax))
-  redis.call('PEXPIRE', key, math.ceil(math.max(3 * window_ms, blocked - now + window_ms, (pmax + live) * slot_ms - now)))
+  redis.call('HSET', key, 'sum', string.format('%.17g', sum), 'cur', field(cur), 'blocked', field(blocked), 'psum', string.format('%.17g', psum), 'pmax', field(pmax), 'win', string.format('%.17g', window_ms), 'cap', string.format('%.17g', capacity))
+  redis.call('PEXPIRE', key, math.ceil(math.min(max_ttl, math.max(3 * window_ms, blocked - now + window_ms, (pmax + live) * slot_ms - now))))
 end
-local reply = { granted, string.format('%.17g', sum), math.max(0, math.ceil(wait_ms)), field(cur), fresh, string.format('%.17g', psum), 0, string.format('%.17g', now - cur * slot_ms) }
+local reply = { granted, string.format('%.17g', sum), math.max(0, math.ceil(math.min(wait_ms, max_ttl))), field(cur), fresh, string.format('%.17g', psum), 0, string.format('%.17g', now - cur * slot_ms) }
 if leaves ~= nil or op == 'peek' or send_leaving or sum + psum >= limit / 2 then
   leaves = leaving()
   local holds = {}

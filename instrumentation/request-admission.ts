@@ -287,6 +287,7 @@ export class RequestAdmission {
       }
       for (const done of learning) done();
       if (error instanceof RequestShed) this.#count(plan, 'shed', arrivedAt);
+      else if (options.signal?.aborted) this.#count(plan, 'abandoned', arrivedAt); // the client left while waiting at the door
       throw error;
     }
     this.#count(plan, 'admitted', arrivedAt);
@@ -303,7 +304,12 @@ export class RequestAdmission {
     const budget = llm.budget;
     if (!budget || !calls) return undefined;
     const tokensPerCall = costsOf(llm, calls, door.messageTokens) ?? (await this.#coldStart(llm, calls, door));
-    if (!tokensPerCall) return undefined;
+    if (!tokensPerCall) {
+      // Calls admitted one by one from a shared budget that refuses them all: shed whole instead.
+      const refused = await budget.refusal?.();
+      if (refused) throw new RequestShed(llm.name, 'budget_unavailable', refused.retryAfterMs ?? UNAVAILABLE_RETRY_MS);
+      return undefined;
+    }
     let tokens = 0;
     for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
     tokens = Math.ceil(tokens);
@@ -334,7 +340,7 @@ export class RequestAdmission {
         starting?.leave();
         if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
         // Nothing can be funded while the shared budget fails closed: turned away whole, like any shed request.
-        if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', UNAVAILABLE_RETRY_MS);
+        if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', error.retryAfterMs ?? UNAVAILABLE_RETRY_MS);
         throw error;
       } finally {
         this.#waiting--;
@@ -389,7 +395,7 @@ export class RequestAdmission {
     return door;
   }
 
-  #count(plan: TreePlan, outcome: 'admitted' | 'shed', arrivedAt: number): void {
+  #count(plan: TreePlan, outcome: 'admitted' | 'shed' | 'abandoned', arrivedAt: number): void {
     const waited = Math.max(0, this.#clock.now() - arrivedAt) / 1000;
     for (const { llm } of plan.limiters) {
       llm.metrics.requests.inc({ limiter: llm.name, outcome });

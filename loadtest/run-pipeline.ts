@@ -4,7 +4,7 @@
 // It prints nothing: what it has to say goes to the caller's RunReporter, and what it found
 // comes back as a RunResult the caller prints. Signals and the stop of what it started are
 // run-shutdown.ts's; the run id is run-id.ts's.
-import { mkdirSync } from 'node:fs';
+import { makeDirectory } from '../cli/make-directory.ts';
 import { join, resolve } from 'node:path';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
 import { runNodeDriver } from './k6/node-driver.ts';
@@ -130,7 +130,7 @@ async function drive(input: RunInput, t: Targets, run: { runId: string; reportDi
 export async function runPipeline(input: RunInput, reporter: RunReporter): Promise<RunResult> {
   const runId = runIdFor(input.scenario.name);
   const reportDir = resolve(input.reportRoot, runId);
-  mkdirSync(reportDir, { recursive: true });
+  makeDirectory(reportDir);
   const group = new ProcessGroup(reportDir);
   // The signal line first ends the progress line it may interrupt.
   const shutdown = runShutdown(group, (line) => {

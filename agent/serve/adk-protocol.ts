@@ -5,15 +5,16 @@
 // camelCase. Every body is validated (state bounded in depth and size before anything stores
 // it); a missing app or session answers 404 before any run. Errors are ADK's `{ error }`.
 import { type Event, type Runner, StreamingMode } from '@google/adk';
-import express, { type Request, type RequestHandler, type Response, Router } from 'express';
+import { type Request, type RequestHandler, type Response, Router } from 'express';
 import { z } from 'zod';
 import { RequestShed } from '../../instrumentation/errors.ts';
 import type { RequestAdmission } from '../../instrumentation/request-admission.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import { describeThrown, recordRunOutcome } from '../native-run.ts';
-import { describeIssues, MAX_BODY_BYTES, MAX_DOCUMENT_CHARS } from '../request-schema.ts';
+import { jsonBody } from '../json-body.ts';
+import { describeIssues, MAX_DOCUMENT_CHARS } from '../request-schema.ts';
 import { withCallReports } from '../run-context.ts';
-import type { RunsInFlight } from '../runs-in-flight.ts';
+import { clientLeft, type RunsInFlight } from '../runs-in-flight.ts';
 import { answerShedAdk } from '../shed-response.ts';
 import { checkStateDepth, sessionStateSchema, stateAfterDeltaProblem } from './session-state.ts';
 import { BoundedSessionService, SessionLimitError } from './sessions.ts';
@@ -95,7 +96,7 @@ function unansweredFunctionResponse(run: AdkRunRequest, events: readonly Event[]
 interface Protocol {
   readonly host: AdkProtocolHost;
   readonly sessions: Runner['sessionService'];
-  readonly json: RequestHandler;
+  readonly json: RequestHandler[];
 }
 
 /** Answers 404 for an app this server does not serve (true then). */
@@ -122,7 +123,7 @@ function parsePath(protocol: Protocol, req: Request, res: Response) {
 function mountSessionCreation(router: Router, protocol: Protocol): void {
   const { sessions, json } = protocol;
   const { appName } = protocol.host;
-  router.post('/apps/:app/users/:user/sessions', json, async (req, res) => {
+  router.post('/apps/:app/users/:user/sessions', ...json, async (req, res) => {
     const path = parsePath(protocol, req, res);
     if (!path) return;
     const body = createSessionSchema.safeParse(req.body ?? {});
@@ -131,7 +132,7 @@ function mountSessionCreation(router: Router, protocol: Protocol): void {
     if (session) res.json(session);
   });
 
-  router.post('/apps/:app/users/:user/sessions/:session', json, async (req, res) => {
+  router.post('/apps/:app/users/:user/sessions/:session', ...json, async (req, res) => {
     const path = parsePath(protocol, req, res);
     if (!path) return;
     const body = createSessionSchema.safeParse(req.body ?? {});
@@ -239,7 +240,8 @@ async function execute(host: AdkProtocolHost, run: AdkRunRequest, res: Response,
       recordRunOutcome(metrics, appName, events, host.branches, reports);
       if (abort.signal.aborted) status = 499;
     } catch (thrown) {
-      status = thrown instanceof RequestShed ? 429 : 500;
+      // A client that left (at the door or mid-run) is 499, as in the agent service.
+      status = thrown instanceof RequestShed ? 429 : clientLeft(abort.signal) ? 499 : 500;
       throw thrown;
     } finally {
       host.runs.end(abort);
@@ -253,7 +255,7 @@ async function execute(host: AdkProtocolHost, run: AdkRunRequest, res: Response,
 
 /** POST /run: the run's events as one JSON array. */
 function mountRun(router: Router, protocol: Protocol): void {
-  router.post('/run', protocol.json, async (req, res) => {
+  router.post('/run', ...protocol.json, async (req, res) => {
     const run = await prepareRun(protocol, req, res);
     if (!run) return;
     const events: Event[] = [];
@@ -270,7 +272,7 @@ function mountRun(router: Router, protocol: Protocol): void {
 
 /** POST /run_sse: one `data: <event>` frame per event; an error after the 200 travels as a frame. */
 function mountRunSse(router: Router, protocol: Protocol): void {
-  router.post('/run_sse', protocol.json, async (req, res) => {
+  router.post('/run_sse', ...protocol.json, async (req, res) => {
     const run = await prepareRun(protocol, req, res);
     if (!run) return;
     // The stream opens with the run's first event, so a request shed at the door still gets its 429.
@@ -300,7 +302,7 @@ function mountRunSse(router: Router, protocol: Protocol): void {
 }
 
 export function adkProtocolRouter(host: AdkProtocolHost): Router {
-  const protocol: Protocol = { host, sessions: host.runner.sessionService, json: express.json({ limit: MAX_BODY_BYTES, strict: true }) };
+  const protocol: Protocol = { host, sessions: host.runner.sessionService, json: jsonBody() };
   const router = Router();
   router.get('/list-apps', (_req, res) => {
     res.json([host.appName]);

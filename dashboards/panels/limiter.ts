@@ -39,7 +39,7 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
             key: 'request-outcomes',
             title: 'Requests by outcome',
             description:
-              'User requests per second by outcome under request admission: admitted (funded whole at the door), shed (refused whole with a 429 before any model call), completed (ended with every call ok) and partial (ended with some call not ok). Shed is what the budget cannot fund in time; partial should stay near zero.',
+              'User requests per second by outcome under request admission: admitted (funded whole at the door), shed (refused whole with a 429 before any model call), abandoned (the client left while waiting at the door: 499), completed (ended with every call ok) and partial (ended with some call not ok). Shed is what the budget cannot fund in time; partial should stay near zero.',
             unit: 'ops',
             kind: 'timeseries',
             min: 0,

@@ -160,13 +160,13 @@ export const limiterMetrics = {
   },
   requests: {
     name: 'llm_limiter_requests_total',
-    help: 'User requests by outcome: admitted (funded whole at the door), shed (turned away whole before any model call), completed (ended with every call ok), partial (ended with some call not ok).',
+    help: 'User requests by outcome: admitted (funded whole at the door), shed (turned away whole before any model call), abandoned (the client left while waiting at the door), completed (ended with every call ok), partial (ended with some call not ok).',
     type: 'counter',
     labelNames: ['limiter', 'outcome'],
   },
   requestAdmission: {
     name: 'llm_limiter_request_admission_duration_seconds',
-    help: 'Time from a request\'s arrival to its admission decision, by outcome: admitted, shed.',
+    help: 'Time from a request\'s arrival to its admission decision, by outcome: admitted, shed, abandoned (the client left first).',
     type: 'histogram',
     labelNames: ['limiter', 'outcome'],
     buckets: ADMISSION_SECONDS_BUCKETS,
@@ -193,7 +193,7 @@ export const CALL_OUTCOMES = ['ok', 'error', 'rate_limited', 'cancelled', 'timeo
  * wait queue was full (maxWaiting), or its request's deadline leaves no time for the call.
  */
 export const TIMEOUT_REASONS = ['permit', 'budget', 'queue_full', 'request_deadline'] as const;
-/** Request outcomes: at the door (admitted, shed), then at the end (completed, partial). */
-export const REQUEST_OUTCOMES = ['admitted', 'shed', 'completed', 'partial'] as const;
+/** Request outcomes: at the door (admitted, shed, abandoned: the client left while waiting), then at the end (completed, partial). */
+export const REQUEST_OUTCOMES = ['admitted', 'shed', 'abandoned', 'completed', 'partial'] as const;
 export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
 export type TimeoutReason = (typeof TIMEOUT_REASONS)[number];

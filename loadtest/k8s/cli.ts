@@ -4,6 +4,7 @@
 // (k6's own code), 2 bad usage, 1 Prometheus could not be asked.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { decimalFlag } from '../../cli/decimal-number.ts';
 import { replaceFile } from '../../cli/replace-files.ts';
 import { buildThresholds } from '../k6/build-options.ts';
 import { THRESHOLDS_FAILED } from '../k6/runner.ts';
@@ -31,7 +32,7 @@ export const K8S_USAGE = `usage: quotascope loadtest <scenario> --k8s [flags]   
   --lookback H           hours before now to look for the run when no window is given (default 24)`;
 
 const renderFlags = z.object({
-  parallelism: z.coerce.number().int().min(1).max(100).default(1),
+  parallelism: decimalFlag(z.number().int().min(1).max(100)).default(1),
   target: z.string().min(1, 'required'),
   'remote-write': z.url({ protocol: /^https?$/ }),
   'remote-write-secret': z.string().optional(),
@@ -39,19 +40,19 @@ const renderFlags = z.object({
   name: z.string().optional(),
   namespace: z.string().optional(),
   image: z.string().optional(),
-  'push-interval': z.coerce.number().int().min(1).max(300).default(5),
-  scale: z.coerce.number().positive().max(1000).default(1),
-  load: z.coerce.number().positive().max(1000).default(1),
+  'push-interval': decimalFlag(z.number().int().min(1).max(300)).default(5),
+  scale: decimalFlag(z.number().positive().max(1000)).default(1),
+  load: decimalFlag(z.number().positive().max(1000)).default(1),
   out: z.string().optional(),
 });
 
-const time = z.union([z.coerce.number().int().nonnegative(), z.iso.datetime({ offset: true }).transform((s) => Date.parse(s))]);
+const time = z.union([decimalFlag(z.number().int().nonnegative()), z.iso.datetime({ offset: true }).transform((s) => Date.parse(s))]);
 const evaluateFlags = z.object({
   prometheus: z.url({ protocol: /^https?$/ }),
   'run-id': z.string().min(1, 'required'),
   start: time.optional(),
   end: time.optional(),
-  lookback: z.coerce.number().positive().max(24 * 90).default(24),
+  lookback: decimalFlag(z.number().positive().max(24 * 90)).default(24),
 });
 
 const FLAG_NAMES = [...new Set([...Object.keys(renderFlags.shape), ...Object.keys(evaluateFlags.shape)])];

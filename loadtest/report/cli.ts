@@ -4,6 +4,8 @@
 import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { decimalFlag } from '../../cli/decimal-number.ts';
+import { describeFailure } from '../../cli/errors.ts';
 import { durationSeconds } from '../../dashboards/config.ts';
 import { readRunRecord, type RunRecord } from './run-record.ts';
 import { SCREENSHOTS_DIR, takeScreenshots } from './screenshots.ts';
@@ -59,7 +61,7 @@ export const reportOptionsSchema = z
       .string()
       .refine((d) => (durationSeconds(d) ?? 0) >= 1, 'must be a duration like 20s or 1m')
       .optional(),
-    'scrape-interval': z.coerce.number().positive().max(3600).default(5),
+    'scrape-interval': decimalFlag(z.number().positive().max(3600)).default(5),
     title: z.string().min(1).max(200).optional(),
     screenshots: z.boolean().default(false),
   })
@@ -119,7 +121,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     options = parseReportArgs(argv);
   } catch (error) {
-    console.error(`report: ${(error as Error).message}`);
+    console.error(`report: ${describeFailure(error).line}`);
     return 2;
   }
   if (options === 'help') {

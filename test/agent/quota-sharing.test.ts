@@ -2,6 +2,7 @@
 // `central`, a real redis-server): two replicas sharing one Redis bucket never admit more
 // tokens together than the one shared budget allows, where the same two replicas with static
 // budgets do; `adaptive` moves the permit limit on 429s; the switch is validated.
+import { describeFailure } from '../../cli/errors.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentConfigError } from '../../agent/config.ts';
 import { parseCliConfig } from '../../cli/agent.ts';
@@ -113,6 +114,11 @@ describe('quotaSharing central: two replicas, one Redis bucket', () => {
     await expect(
       startAgentService({ port: 0, quotaSharing: 'central', redisUrl: 'redis://127.0.0.1:1', providerUrl: 'http://127.0.0.1:1' }),
     ).rejects.toThrow(/quotaSharing "central": cannot connect to Redis at redis:\/\/127\.0\.0\.1:1/);
+    // The bin prints it in one line that says it once.
+    const error = await startAgentService({ port: 0, quotaSharing: 'central', redisUrl: 'redis://127.0.0.1:1', providerUrl: 'http://127.0.0.1:1' }).catch((e: unknown) => e);
+    const { line } = describeFailure(error);
+    expect(line.match(/cannot connect to Redis/g)).toHaveLength(1);
+    expect(line.match(/redis:\/\/127\.0\.0\.1:1/g)).toHaveLength(1);
   });
 });
 

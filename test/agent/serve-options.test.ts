@@ -23,6 +23,8 @@ describe('parseServeArgs', () => {
       providerUrl: 'http://127.0.0.1:8090',
       port: 8080,
     });
+    // serve has no authentication and shares `app:` state across users: loopback unless a host is given.
+    expect(parseServeArgs(['--agent', 'a.ts'], {})).toMatchObject({ host: '127.0.0.1' });
     expect(parseServeArgs(['--agent', 'a.ts', '--no-wrap'], {})).toMatchObject({ wrap: false });
     expect(parseServeArgs(['--help'], {})).toBe('help');
   });

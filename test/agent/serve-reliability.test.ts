@@ -58,6 +58,15 @@ describe('serve: sessions are bounded and bad state is refused before it is stor
     await mock?.close();
   });
 
+  it('a body that is not JSON is refused with 415, on every POST route', async () => {
+    const plain = (url: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'document=x' });
+    for (const path of [`/v1/agents/${app}/run`, '/run', '/run_sse', `/apps/${app}/users/u/sessions`]) {
+      const res = await plain(`${served.url}${path}`);
+      expect(res.status, path).toBe(415);
+      expect(((await res.json()) as { error: string }).error).toBe('content-type must be application/json (got "text/plain")');
+    }
+  });
+
   const sessions = (user: string) => `${served.url}/apps/${app}/users/${user}/sessions`;
 
   it('row 2: sessions never deleted are capped at --max-sessions; the oldest idle goes first, counted', async () => {

@@ -52,7 +52,9 @@ describe('bad requests', () => {
       expect(r.status, `${tree} ${body.slice(0, 40)}`).toBe(status);
       expect(r.body.error).toMatch(message);
     }
-    expect((await post(run('review'), 'document=x', 'text/plain')).status).toBe(400);
+    const plain = await post(run('review'), 'document=x', 'text/plain');
+    expect(plain.status).toBe(415); // as the mock provider answers
+    expect(plain.body.error).toBe('content-type must be application/json (got "text/plain")');
     expect(stack.probe.calls).toHaveLength(0); // nothing reached the provider
 
     const good = await stack.run('review', { document: 'still serving?' });

@@ -11,6 +11,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ERROR_CODES, limiterMetrics } from '../../instrumentation/index.ts';
 import { type MockProvider, startMockProvider } from '../../mock-provider/index.ts';
@@ -231,5 +232,68 @@ describe('Redis outages under both outage policies (spawned agent, two replicas)
     observed.push(
       `${faultName} | ${policy} | ${Math.round(idleDetectMs)} ms, ${Math.round(busyDetectMs)} ms | ${responses.length}/${responses.length} (${answeredAs}) | exit 0 after ${Math.round(termMs)} ms`,
     );
+  }, 60_000);
+});
+
+describe('two deployments on one Redis key (the default limiter name) with different quotas', () => {
+  it.each([
+    { name: 'another window', args: ['--quota-window-ms', '10000'], named: 'window 10000 ms' },
+    { name: 'another limit', args: ['--tokens-per-minute', '300000'], named: 'limit 300000 tokens' },
+  ])('$name: the second is refused whole (429, Retry-After within the bound) with one log line naming both; the first serves whole', async ({ args, named }) => {
+    const limiter = `collision_${named.replace(/\D/g, '')}`;
+    const first = await startAgent(redis.url, limiter, ['--tokens-per-minute', '600000', '--quota-window-ms', '60000']);
+    const second = await startAgent(redis.url, limiter, ['--tokens-per-minute', '600000', '--quota-window-ms', '60000', ...args]);
+    const before = await run(first.urls[0] as string, 'first deployment: let x = eval(input)');
+    expect(before.status).toBe(200);
+    const res = await fetch(`${second.urls[0]}/v1/agents/review/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ document: 'second deployment: let x = eval(input)' }),
+    });
+    expect(res.status).toBe(429);
+    expect(await res.json()).toMatchObject({ error: { code: ERROR_CODES.requestShed, reason: 'budget_unavailable' } });
+    const retryAfter = Number(res.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual((60_000 + 600_000) / 1000);
+    await vi.waitFor(() => expect(second.output()).toContain('holds another configuration'), { timeout: 5_000, interval: 25 });
+    const line = second.output().split('\n').find((l) => l.includes('holds another configuration')) as string;
+    expect(line).toContain('(window 60000 ms, limit 600000 tokens)');
+    expect(line).toContain(named);
+    expect(line).not.toContain('unreachable');
+    // The first keeps its window: its requests stay whole, with no provider 429.
+    for (const i of [1, 2]) {
+      const after = await run(first.urls[1] as string, `first deployment again ${i}: let x = eval(input)`);
+      expect(after.status).toBe(200);
+      expect(after.body.branches.every((b) => b.outcome === 'ok')).toBe(true);
+    }
+    expect(first.output()).not.toContain('holds another configuration');
+  }, 60_000);
+});
+
+describe('fail-closed means shed: a cold replica whose budget cannot be used', () => {
+  it.each(['wrong key type', 'Redis killed'] as const)('%s: the cold replica sheds whole requests (429 + Retry-After), never 200 with every branch refused', async (fault) => {
+    const limiter = `cold_${fault.replace(/\W/g, "_").toLowerCase()}`;
+    const raw = await createClient({ url: redis.url }).connect();
+    try {
+      if (fault === 'wrong key type') await raw.set(`quotascope:budget:${limiter}`, 'not a budget');
+    } finally {
+      raw.destroy();
+    }
+    const agent = await startAgent(redis.url, limiter, ['--central-outage', 'fail-closed']);
+    if (fault === 'Redis killed') await redis.stop();
+    try {
+      for (const url of agent.urls) {
+        const res = await fetch(`${url}/v1/agents/review/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ document: 'cold: let x = eval(input)' }) });
+        expect(res.status).toBe(429);
+        expect(await res.json()).toMatchObject({ error: { code: ERROR_CODES.requestShed, reason: 'budget_unavailable' } });
+        expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+      if (fault === 'wrong key type') {
+        await vi.waitFor(() => expect(agent.output()).toContain('is a Redis key of the wrong type'), { timeout: 5_000, interval: 25 });
+        expect(agent.output()).not.toMatch(/unreachable \(WRONGTYPE/);
+      }
+    } finally {
+      if (fault === 'Redis killed') await redis.restart();
+    }
   }, 60_000);
 });

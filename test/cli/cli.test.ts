@@ -1,6 +1,6 @@
 // The `quotascope` bin as a user runs it: --help for the program and every command (each
 // flag with its default and env variable), a bad flag (one line, exit 2) and runtime
-// failures (one line, exit 1, no stack): a port in use, an invalid port, a missing tool,
+// failures (one line, exit 1, no stack): a port in use, a missing tool,
 // an unreachable provider.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -127,11 +127,11 @@ describe('runtime failures: one line, exit 1', () => {
     }
   });
 
-  it('an invalid port', () => {
+  it('an invalid port is a usage error (exit 2), checked before listening', () => {
     const { code, stderr } = quotascope(['mock-provider', '--port', '99999']);
-    expect(code).toBe(1);
+    expect(code).toBe(2);
     expectOneLine(stderr);
-    expect(stderr).toMatch(/^mock-provider: invalid port: .*99999/);
+    expect(stderr).toMatch(/^mock-provider: --port: .*99999/);
   });
 
   it('a missing tool', () => {
@@ -193,5 +193,45 @@ describe('commands implemented as main(argv)', () => {
     expect(code).toBe(3);
     expect(seen).toEqual([['--agent', 'x.ts', '--help', '-v']]);
     process.exitCode = 0;
+  });
+});
+
+describe('issue 29 low rows: one line, the right exit code, nothing left behind', () => {
+  it('mock-provider --port -1 is a usage error (exit 2, one line)', () => {
+    const { code, stderr } = quotascope(['mock-provider', '--port', '-1']);
+    expect(code).toBe(2);
+    expectOneLine(stderr);
+    expect(stderr).toMatch(/--port/);
+  });
+
+  it('report --title -1 names the flag in one line (exit 2)', () => {
+    const { code, stderr } = quotascope(['report', '--title', '-1']);
+    expect(code).toBe(2);
+    expectOneLine(stderr);
+    expect(stderr).toMatch(/^report: --title: .*--title=VALUE/);
+  });
+
+  it.each([
+    [['mock-provider', '--port', '0x10'], /--port/],
+    [['mock-provider', '--seed', '0x10'], /--seed/],
+    [['plan', '--quota-tpm', '0x10'], /--quota-tpm/],
+    [['report', '--scrape-interval', '0x10'], /--scrape-interval/],
+    [['start', '--duration', '1.5'], /--duration/],
+    [['start', '--burst-users', '1.5'], /--burst-users/],
+  ])('%j: a number in hex, or a fraction for a whole number, is refused (exit 2)', (args, flag) => {
+    const { code, stderr } = quotascope(args as string[]);
+    expect(code).toBe(2);
+    expectOneLine(stderr);
+    expect(stderr).toMatch(flag);
+  });
+
+  it('dashboards --out on a full disk fails in one line and leaves no *.partial file', () => {
+    const out = join(scratch, 'full-disk');
+    // A file size limit (ulimit -f, in KB) makes the writes fail half-way, as a full disk does.
+    const result = spawnSync('bash', ['-c', `ulimit -f 16; exec "${process.execPath}" "${bin}" dashboards --out "${out}"`], { encoding: 'utf8', timeout: 60_000 });
+    expect(result.status).toBe(1);
+    expectOneLine(result.stderr);
+    const left = spawnSync('find', [out, '-name', '*.partial'], { encoding: 'utf8' }).stdout.trim();
+    expect(left).toBe('');
   });
 });

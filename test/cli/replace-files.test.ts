@@ -1,6 +1,7 @@
 // replaceFiles / replaceFile / replaceFolder: what a command writes replaces what was there
 // only when all of it is written; a failure leaves every file as it was and nothing staged.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import fc from 'fast-check';
@@ -86,5 +87,30 @@ describe('replaceFolder', () => {
     expect(await replaceFolder(dir, async (staging) => writeFileSync(join(staging, 'new.png'), 'new'))).toBeUndefined();
     expect(contents(dir)).toEqual({ 'new.png': 'new' });
     expect(existsSync(join(dir, 'old.png'))).toBe(false);
+  });
+});
+
+describe('a folder that cannot be written', () => {
+  /** A read-only folder: a read-only tmpfs when running as root (root writes through modes), else mode 0555. */
+  function readOnlyFolder(): { dir: string; release(): void } | undefined {
+    const dir = fresh();
+    if (process.getuid?.() !== 0) {
+      chmodSync(dir, 0o555);
+      return { dir, release: () => chmodSync(dir, 0o755) };
+    }
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', dir]).status !== 0) return undefined;
+    return { dir, release: () => spawnSync('umount', [dir]) };
+  }
+
+  it('is named, with its cause (EROFS or EACCES), instead of ENOENT on a folder below it', (context) => {
+    const folder = readOnlyFolder();
+    if (!folder) return context.skip('root without mount: no read-only folder to test');
+    try {
+      expect(() => replaceFiles(join(folder.dir, 'dashboards'), new Map([['grafana/a.json', '{}']]))).toThrow(
+        new RegExp(`^cannot create .*: ${folder.dir} (is on a read-only file system \\(EROFS\\)|is not writable \\(EACCES\\))$`),
+      );
+    } finally {
+      folder.release();
+    }
   });
 });

@@ -517,3 +517,76 @@ describe('RedisTokenBudget: Redis stopped mid-run', () => {
     expect(await metricValue(registry, limiterMetrics.budgetCentralUnavailable.name, { handling: 'refused' })).toBe(2);
   }, 20_000);
 });
+
+describe('RedisTokenBudget: a key belongs to one window and limit', () => {
+  /** The same key with another window or limit: refused whole, fail-open or not, with one line naming both. */
+  it.each([
+    { other: { windowMs: 10_000, tokensPerMinute: 6_000 }, named: 'window 10000 ms, limit 6000 tokens' },
+    { other: { windowMs: 60_000, tokensPerMinute: 3_000 }, named: 'window 60000 ms, limit 3000 tokens' },
+  ])('another deployment on the same key ($named) is refused and changes nothing; the first keeps its window', async ({ other, named }) => {
+    const key = `test:budget:${++keyCounter}`;
+    const first = new RedisTokenBudget({ client: await client(), name: 'test', key, tokensPerMinute: 6_000, windowMs: 60_000, registry: new Registry() });
+    await first.reserve(1_000);
+    const changes: unknown[] = [];
+    const second = new RedisTokenBudget({
+      client: await client(),
+      name: 'test',
+      key,
+      ...other,
+      localShareTokensPerMinute: 1_000, // fail-open: a conflict is still refused, never served locally
+      registry: new Registry(),
+      onCentralChange: (central, error) => changes.push(central ? 'central' : error),
+    });
+    const error = await second.reserve(100, { deadline: performance.now() + 2_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CentralBudgetUnavailable);
+    const text = JSON.parse((error as Error).message).error.message as string;
+    expect(text).toContain(`key "${key}" holds another configuration (window 60000 ms, limit 6000 tokens) than this deployment (${named})`);
+    expect(text).not.toContain('unreachable');
+    // Truthful and bounded: when the key expires if the first stops writing it.
+    const retryAfterMs = (error as CentralBudgetUnavailable).retryAfterMs as number;
+    expect(retryAfterMs).toBeGreaterThan(0);
+    expect(retryAfterMs).toBeLessThanOrEqual(60_000 + 600_000);
+    expect(changes).toHaveLength(1);
+    expect(String(changes[0])).toContain('holds another configuration');
+    // Nothing was counted by the second: the first's window holds its 1,000 alone.
+    expect(await first.peek()).toBe(5_000);
+    await Promise.all([first.close(), second.close()]);
+  });
+
+  it('the refused deployment is admitted once the key is free (never forever)', async () => {
+    const key = `test:budget:${++keyCounter}`;
+    const first = new RedisTokenBudget({ client: await client(), name: 'test', key, tokensPerMinute: 6_000, windowMs: 1_000, registry: new Registry() });
+    await first.reserve(1_000);
+    await first.close();
+    const second = new RedisTokenBudget({ client: await client(), name: 'test', key, tokensPerMinute: 6_000, windowMs: 2_000, retryRedisAfterMs: 50, registry: new Registry() });
+    await expect(second.reserve(100)).rejects.toBeInstanceOf(CentralBudgetUnavailable);
+    // The first's key lives 3 of its windows after its last change, then the second owns it.
+    await vi.waitFor(() => expect(second.peek()).resolves.toBe(6_000), { timeout: 10_000, interval: 200 });
+    await second.reserve(100);
+    await second.close();
+  }, 20_000);
+
+  it('no key TTL and no wait exceeds the window plus the longest request deadline', async () => {
+    const raw = await createClient({ url: redis.url }).connect();
+    try {
+      const { key, budgets } = await replicas(1, { tokensPerMinute: 6_000, windowMs: 1_000 });
+      const [budget] = budgets;
+      await budget.reserve(6_000);
+      budget.pauseFor(10 * 3_600_000); // a provider naming a 10 h retry delay
+      await budget.settled();
+      const bound = 1_000 + 600_000;
+      expect(await raw.pTTL(key)).toBeLessThanOrEqual(bound);
+      expect(budget.fundableInMs(1_000)).toBeLessThanOrEqual(bound);
+      // A state whose slots are numbered far beyond now (written by another window's scale): counted as lost, not waited on for years.
+      const legacy = `${key}:legacy`;
+      await raw.hSet(legacy, { sum: '6000', cur: String(Date.now() * 1_000), blocked: '0', psum: '0', pmax: String(Date.now() * 1_000), [String(Date.now() * 1_000)]: '6000' });
+      await raw.pExpire(legacy, 9e12);
+      const fresh = new RedisTokenBudget({ client: await client(), name: 'test', key: legacy, tokensPerMinute: 6_000, windowMs: 1_000, maxPollMs: 50, registry: new Registry() });
+      await fresh.reserve(100, { deadline: performance.now() + 5_000 });
+      expect(await raw.pTTL(legacy)).toBeLessThanOrEqual(bound);
+      await Promise.all([budget.close(), fresh.close()]);
+    } finally {
+      raw.destroy();
+    }
+  }, 20_000);
+});
