@@ -4,8 +4,11 @@
 //
 // - A 429 of the caller's own usage (it names a per-minute token or request quota, or it
 //   names none while the window held nearly the whole limit) cuts the tokens per window to
-//   just below what the window counted when it came: what the provider counted, as far as
-//   this budget can tell (a static share: what it admitted; central: the fleet's window).
+//   just below what the provider counted in its window when the 429 came, as far as this
+//   budget can tell: its rolling window (a static share: what it admitted; central: the
+//   fleet's), scaled to the part of the provider's window that had passed, which the retry
+//   delay tells (a fixed window is full until its end). A quota cut mid-window shows as a
+//   429 well before the window ends: the rate that filled it is what the new quota holds.
 //   Each cut keeps at least maxCut of the limit before it, and the limit never goes below
 //   minFraction of the ceiling. A second cut comes no sooner than the first 429's retry delay
 //   and spacingMs: calls already in flight hear the same wall and only hold the limit.
@@ -75,6 +78,8 @@ export class QuotaStepDown {
   readonly step: number;
   readonly stepMs: number;
   readonly spacingMs: number;
+  /** The quota window, ms (the budget's). */
+  readonly windowMs: number;
   readonly #budget: SteppableBudget;
   readonly #clock: Clock;
   /** The limit the last cut set; undefined before any (or once climbed back). */
@@ -92,6 +97,7 @@ export class QuotaStepDown {
     this.#budget = budget as SteppableBudget;
     this.#clock = options.clock ?? realClock;
     const windowMs = budget.windowMs ?? DEFAULT_WINDOW_MS;
+    this.windowMs = windowMs;
     this.ceiling = budget.windowLimit;
     this.maxCut = part('maxCut', options.maxCut ?? STEP_DOWN_MAX_CUT);
     const minFraction = part('minFraction', options.minFraction ?? STEP_DOWN_MIN_FRACTION);
@@ -129,7 +135,7 @@ export class QuotaStepDown {
     let verdict: StepDownVerdict = 'held';
     let next = limit;
     if (now >= this.#noCutBefore) {
-      const measured = (counted ?? limit) * (1 - this.margin);
+      const measured = (counted ?? limit) * this.#passedOfProviderWindow(signal.retryAfterMs) * (1 - this.margin);
       next = Math.min(limit, Math.max(measured, limit * this.maxCut, this.floor));
       const delay = signal.retryAfterMs !== undefined && Number.isFinite(signal.retryAfterMs) ? Math.max(0, signal.retryAfterMs) : 0;
       this.#noCutBefore = now + Math.max(delay, this.spacingMs);
@@ -139,6 +145,16 @@ export class QuotaStepDown {
     this.#climbFrom = now + this.holdMs;
     this.#apply();
     return verdict;
+  }
+
+  /**
+   * The part of the provider's window that had passed when it answered 429, from its retry
+   * delay (the window is full until its end); 1 when it named none, or a wait of a window or
+   * more (another quota than this one).
+   */
+  #passedOfProviderWindow(retryAfterMs: number | undefined): number {
+    if (retryAfterMs === undefined || !Number.isFinite(retryAfterMs) || retryAfterMs >= this.windowMs) return 1;
+    return 1 - Math.max(0, retryAfterMs) / this.windowMs;
   }
 
   /** Stop moving the budget's limit (the limit stays where it is). */

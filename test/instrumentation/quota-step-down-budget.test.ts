@@ -39,25 +39,32 @@ describe('quotaNamedBy: whose 429 it is', () => {
 });
 
 describe('QuotaStepDown on a static TokenBudget (fake time)', () => {
-  it('a 429 of its own cuts to just below the counted window, at most to half; holds; climbs back to the ceiling', async () => {
+  it('a 429 of its own cuts to just below what the provider counted (the window scaled to the part its retry delay says had passed), at most to half; holds; climbs back to the ceiling', async () => {
     const { clock, budget, step, fill } = setup();
     fill(80_000);
-    expect(step.onRateLimited({ quota: 'minute', retryAfterMs: 20_000 })).toBe('cut');
-    expect(budget.windowLimit).toBe(76_000); // 95 % of what the window counted
+    expect(step.onRateLimited({ quota: 'minute', retryAfterMs: 15_000 })).toBe('cut');
+    expect(budget.windowLimit).toBe(57_000); // 95 % of 80,000 × (1 - 15/60)
     // In flight when the wall came: same 429, no second cut before the retry delay.
-    expect(step.onRateLimited({ quota: 'minute', retryAfterMs: 19_000 })).toBe('held');
-    expect(budget.windowLimit).toBe(76_000);
+    expect(step.onRateLimited({ quota: 'minute', retryAfterMs: 14_000 })).toBe('held');
+    expect(budget.windowLimit).toBe(57_000);
     await clock.advance(WINDOW + 1_000);
     fill(20_000); // a window far under the limit: the quota itself moved, a cut halves at most
     expect(step.onRateLimited({ quota: 'minute', retryAfterMs: 5_000 })).toBe('cut');
-    expect(budget.windowLimit).toBe(38_000);
+    expect(budget.windowLimit).toBe(28_500);
     await clock.advance(2 * WINDOW - 1);
-    expect(budget.windowLimit).toBe(38_000); // held two windows after the last 429
+    expect(budget.windowLimit).toBe(28_500); // held two windows after the last 429
     await clock.advance(1);
-    expect(budget.windowLimit).toBe(43_000); // then 5 % of the ceiling per tenth of a window
+    expect(budget.windowLimit).toBe(33_500); // then 5 % of the ceiling per tenth of a window
     await clock.advance(WINDOW * 2);
     expect(budget.windowLimit).toBe(CEILING);
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('a 429 naming no retry delay, or one of a window or more, cuts to the whole window counted', () => {
+    const { budget, step, fill } = setup();
+    fill(80_000);
+    expect(step.onRateLimited({ quota: 'minute', retryAfterMs: 90_000 })).toBe('cut');
+    expect(budget.windowLimit).toBe(76_000);
   });
 
   it('shared capacity: a 429 naming no quota with the window well under the limit, or another kind of quota, leaves the limit alone', () => {
