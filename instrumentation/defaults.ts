@@ -63,8 +63,8 @@ export const DEFAULT_SHED_FIRST_LANES: readonly string[] = ['batch'];
  * The step down of a static or central budget on a provider 429 (limits/quota-step-down.ts).
  * A cut keeps at least STEP_DOWN_MAX_CUT of the limit before it and never goes below
  * STEP_DOWN_MIN_FRACTION of the ceiling (the configured tokens per window); it lands
- * STEP_DOWN_MARGIN below what the provider counted in its window when the 429 came. A 429 that names no
- * per-minute quota is the caller's own only when the window held at least
+ * STEP_DOWN_MARGIN below what the provider counted in its window when the 429 came. A 429
+ * that names no per-minute quota is the caller's own only when the window held at least
  * STEP_DOWN_NEAR_FRACTION of the limit (else shared capacity: no cut). The cut limit holds
  * STEP_DOWN_HOLD_WINDOWS windows after the last 429 of the caller's own, then climbs
  * STEP_DOWN_STEP of the ceiling every STEP_DOWN_STEP_WINDOWS of a window. A second cut comes
