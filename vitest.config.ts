@@ -30,6 +30,7 @@ const integration = [
   'test/agent/two-model-quota.test.ts',
   'test/bench/**/*.test.ts',
   'test/chaos/**/*.test.ts',
+  'test/instrumentation/quota-step-down-live-budget.test.ts',
   'test/cli/cli.test.ts',
   'test/cli/node-version.test.ts',
   'test/cli/replace-files.test.ts',

@@ -16,6 +16,11 @@
 // - adaptive: the static token share, and an AIMD limit moving the permit limit: down on
 //             429s (and calls slower than adaptiveLatencyMs), up by one on busy successes.
 //
+// Static and central budgets step down on a provider 429 of this replica's own usage
+// (QuotaStepDown, one per budget, shared by the limiters of a shared budget): the tokens per
+// window go to just below what the window counted, bounded, and climb back to the configured
+// ceiling; a 429 from shared capacity leaves them alone. Adaptive mode's AIMD does its own.
+//
 // The local TokenBudget (static and adaptive, and central's fallback share) has the
 // rolling-minute guard unless budgetWindow is 'bucket': provider quotas count per minute
 // window, and a full bucket draining admits up to 2× its rate in one. The Redis bucket of
@@ -40,6 +45,7 @@ import {
   TokenBudget,
   UsageEstimator,
 } from '../instrumentation/index.ts';
+import { QuotaStepDown } from '../instrumentation/limits/quota-step-down.ts';
 import { type BudgetRedisClient, connectBudgetRedis, redactUrl, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { CentralBudgetConflict, centralProblemText } from '../instrumentation/errors.ts';
 import { RequestAdmission } from '../instrumentation/request-admission.ts';
@@ -70,6 +76,8 @@ export interface OwnedBudget {
   readonly budget: Budget;
   /** The static share (tokensPerMinute × replicaShare): the local bucket's size, central's fallback. */
   readonly staticShare: number;
+  /** Steps the budget down on a provider 429 (static and central); undefined in adaptive mode. */
+  readonly stepDown: QuotaStepDown | undefined;
   close(): Promise<void>;
 }
 
@@ -115,10 +123,13 @@ export async function createBudget(config: ModelLimiterOptions, registry: Regist
       windowMs: config.quotaWindowMs,
     });
   }
+  const stepDown = config.quotaSharing === 'adaptive' ? undefined : new QuotaStepDown({ budget });
   return {
     budget,
     staticShare,
+    stepDown,
     async close() {
+      stepDown?.close();
       await budget.close(); // a shared budget's pending settlements are bounded by its command deadline
       await redis?.close(); // bounded too: a hung Redis gets its socket destroyed
     },
@@ -139,7 +150,7 @@ export async function createLimiter(
   shared?: OwnedBudget,
 ): Promise<Limiter> {
   const owned = shared ?? (await createBudget(config, registry, log));
-  const { budget, staticShare } = owned;
+  const { budget, staticShare, stepDown } = owned;
   const adaptiveLimit =
     config.quotaSharing === 'adaptive'
       ? new AimdLimit({
@@ -175,6 +186,7 @@ export async function createLimiter(
     registry,
     onCallEnd,
     adaptiveLimit,
+    stepDown,
   });
   return {
     model,

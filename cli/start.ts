@@ -38,6 +38,12 @@ const FLAGS: FlagSpecs<keyof StartOptions> = {
     schema: field.quotaScope,
     value: 'scope',
   },
+  quotaSharing: {
+    flag: 'quota-sharing',
+    help: 'how the replicas share the quota: static (each its share), central (one window in a redis-server that start runs on loopback and stops), adaptive (each learns its share from 429s)',
+    schema: field.quotaSharing,
+    value: 'mode',
+  },
   callSeconds: { flag: 'call-seconds', help: 'model call latency at the mock, seconds', schema: field.callSeconds, value: 's' },
   tokens: { flag: 'tokens', help: 'input tokens per model call', schema: field.tokens, value: 'n' },
   permits: optionFlag('permits', field.permits),

@@ -70,3 +70,24 @@ export const DEFAULT_ADMISSION_MODE: AdmissionMode = 'request';
 
 /** Lanes whose requests never wait at the door and are shed while other requests wait. */
 export const DEFAULT_SHED_FIRST_LANES: readonly string[] = ['batch'];
+
+/**
+ * The step down of a static or central budget on a provider 429 (limits/quota-step-down.ts).
+ * A cut keeps at least STEP_DOWN_MAX_CUT of the limit before it and never goes below
+ * STEP_DOWN_MIN_FRACTION of the ceiling (the configured tokens per window); it lands
+ * STEP_DOWN_MARGIN below what the provider counted in its window when the 429 came. A 429
+ * that names no per-minute quota is the caller's own only when the window held at least
+ * STEP_DOWN_NEAR_FRACTION of the limit (else shared capacity: no cut). The cut limit holds
+ * STEP_DOWN_HOLD_WINDOWS windows after the last 429 of the caller's own, then climbs
+ * STEP_DOWN_STEP of the ceiling every STEP_DOWN_STEP_WINDOWS of a window. A second cut comes
+ * no sooner than the 429's retry delay and STEP_DOWN_SPACING_WINDOWS of a window after the
+ * first: calls already in flight hear the same wall.
+ */
+export const STEP_DOWN_MAX_CUT = 0.5;
+export const STEP_DOWN_MIN_FRACTION = 0.25;
+export const STEP_DOWN_MARGIN = 0.05;
+export const STEP_DOWN_NEAR_FRACTION = 0.9;
+export const STEP_DOWN_HOLD_WINDOWS = 2;
+export const STEP_DOWN_STEP = 0.05;
+export const STEP_DOWN_STEP_WINDOWS = 0.1;
+export const STEP_DOWN_SPACING_WINDOWS = 0.25;

@@ -30,6 +30,7 @@ export { redactUrl } from './redact-url.ts';
 export { type TokenEstimator, UsageEstimator } from './estimator.ts';
 export type { AdaptiveLimit } from './limits/adaptive-limit.ts';
 export { AimdLimit, type AimdOptions } from './limits/aimd.ts';
+export { QuotaStepDown, type QuotaStepDownOptions, type RateLimitSignal, type StepDownVerdict } from './limits/quota-step-down.ts';
 export { type QuotaShare, replicaShare } from './limits/replica-share.ts';
 export { CALL_OUTCOMES, limiterMetrics, type MetricDefinition, REQUEST_OUTCOMES, type RequestOutcome } from './metrics/definitions.ts';
 export { createLimiterMetrics } from './metrics/limiter-metrics.ts';

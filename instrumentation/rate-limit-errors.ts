@@ -108,3 +108,30 @@ export function isDailyQuotaError(err: unknown): boolean {
   if (field(openAiError, 'code') === 'insufficient_quota') return true;
   return field(err, 'status') === 429 && typeof field(err, 'headers') === 'object' && DAILY.test(messageOf(err));
 }
+
+/**
+ * Which quota a 429 names: `minute` (a per-minute token or request quota: Gemini's QuotaFailure
+ * quotaId/quotaMetric, OpenAI's "tokens per min (TPM)"), `other` (a quota of another kind: per
+ * day, concurrent requests), or `unnamed` (none: shared capacity, e.g. Vertex's "Resource
+ * exhausted" or Gemini's "check quota" without QuotaFailure).
+ */
+export type NamedQuota = 'minute' | 'other' | 'unnamed';
+
+const PER_MINUTE = /per[\s_-]?min(?:ute)?\b|PerMinute|\b[TR]PM\b/i;
+
+export function quotaNamedBy(err: unknown): NamedQuota {
+  let named = false;
+  for (const detail of googleErrorBody(err)?.error?.details ?? []) {
+    for (const v of detail.violations ?? []) {
+      const names = [v.quotaId, v.quotaMetric, v.description, v.subject].filter((s): s is string => typeof s === 'string');
+      if (names.some((s) => PER_MINUTE.test(s))) return 'minute';
+      if (names.length > 0) named = true;
+    }
+  }
+  if (named) return 'other';
+  if (field(err, 'status') === 429 && typeof field(err, 'headers') === 'object') {
+    if (PER_MINUTE.test(messageOf(err))) return 'minute';
+    if (DAILY.test(messageOf(err))) return 'other';
+  }
+  return 'unnamed';
+}

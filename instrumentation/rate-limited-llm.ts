@@ -29,8 +29,10 @@ import { MaxCallTimeExceeded, RateLimitExhausted } from './errors.ts';
 import { type TokenEstimator, UsageEstimator } from './estimator.ts';
 import { limiterOptionFields, optionProblems } from './limiter-options.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
+import type { QuotaStepDown } from './limits/quota-step-down.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { type HeldCall, PermitSweeper } from './permit-sweeper.ts';
+import { quotaNamedBy } from './rate-limit-errors.ts';
 import { ResponseChannel } from './response-channel.ts';
 import { RetryPolicy, type RetrySettings } from './retry-policy.ts';
 import { FairSemaphore, type Permit } from './semaphore.ts';
@@ -85,6 +87,12 @@ export interface RateLimitedLlmOptions extends TelemetryOptions, RetrySettings {
   readonly laneOf?: (request: LlmRequest) => string | undefined;
   /** Adjusts the semaphore's limit from call samples (e.g. AimdLimit). */
   readonly adaptiveLimit?: AdaptiveLimit;
+  /**
+   * Steps the budget's window limit down on a provider 429 of this caller's own usage and back
+   * up to the ceiling (static and central budgets; adaptive mode's AimdLimit does its own).
+   * Shared by the limiters of one budget; its owner closes it.
+   */
+  readonly stepDown?: QuotaStepDown;
   readonly clock?: Clock;
 }
 
@@ -238,6 +246,7 @@ export class RateLimitedLlm extends BaseLlm {
   readonly #observers: CallObservers;
   readonly #removeGaugeSource: () => void;
   readonly #sweeper: PermitSweeper;
+  readonly #stepDown: QuotaStepDown | undefined;
 
   constructor(options: RateLimitedLlmOptions) {
     super({ model: options.delegate.model });
@@ -268,6 +277,7 @@ export class RateLimitedLlm extends BaseLlm {
       maxWaiting: options.maxWaiting,
     });
     this.#sweeper = new PermitSweeper(this.#clock);
+    this.#stepDown = options.stepDown;
     this.metrics = createLimiterMetrics(options.registry);
     this.metrics.useMaxWait(this.name, this.maxWaitMs / 1000);
     this.#observers = new CallObservers({
@@ -293,6 +303,7 @@ export class RateLimitedLlm extends BaseLlm {
         budgetAvailable: this.budget?.available,
         budgetCapacity: this.budget?.capacity,
         budgetWindowTokens: this.budget?.windowTokens,
+        budgetWindowLimit: this.budget?.windowLimit,
         maxWaitSeconds: this.maxWaitMs / 1000,
       }),
     });
@@ -434,6 +445,7 @@ export class RateLimitedLlm extends BaseLlm {
         const providerDelayMs = this.#retry.providerDelayMs(err);
         watch.rateLimited(providerDelayMs);
         if (providerDelayMs !== undefined) this.budget?.pauseFor?.(providerDelayMs);
+        this.#stepDown?.onRateLimited({ quota: quotaNamedBy(err), retryAfterMs: providerDelayMs });
         // Partial output already reached the consumer: a retry would show it twice.
         if (state.yielded) return { outcome: 'rate_limited', error: err, attempts, rateLimited };
         const decision = this.#retry.decide(err, attempts, waitMs + backoffWaited);

@@ -117,6 +117,7 @@ function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): 
     // Each model's limiter gets its own model's share of its own quota.
     tokensPerMinute: mapPerModel(flags.quotaTpm, (quota) => Math.round(quota * BUDGET_FRACTION)),
     quotaScope: flags.quotaScope,
+    quotaSharing: flags.quotaSharing,
     maxWaitMs: flags.maxWaitMs,
     admission: flags.admission,
     requestDeadlineMs: flags.requestDeadlineMs,
@@ -150,7 +151,7 @@ function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): 
 }
 
 /** The summary `start` prints at the end of a finished run: the verdict first, then the figures behind it. */
-function startSummary(r: RunResult, scenario: ScenarioFile): string {
+function startSummary(r: RunResult, scenario: ScenarioFile, quotaSharing: StartOptions['quotaSharing']): string {
   const totals = r.totals as StackTotals;
   const summary = r.summary;
   const comparison = r.comparison ?? { skipped: 'no plan' };
@@ -164,6 +165,7 @@ function startSummary(r: RunResult, scenario: ScenarioFile): string {
     '',
     r.verdict?.line,
     `quotascope run ${r.runId} (${scenario.name})`,
+    `  quota sharing:     ${quotaSharing}${quotaSharing === 'central' ? ' (one window in Redis for every replica)' : quotaSharing === 'adaptive' ? ' (each replica learns its share from 429s)' : ' (each replica its share)'}`,
     o
       ? `  user requests:     ${started} started: served ${o.served} (${share(o.served)}), partial ${o.partial} (${share(o.partial)}), shed ${o.shed} (${share(o.shed)}), failed ${o.failed}, unfinished ${o.unfinished}`
       : '  user requests:     no client summary',
@@ -215,7 +217,7 @@ export async function runStart(flags: StartOptions): Promise<number> {
     return 1;
   }
   if (result.aborted) return result.exitCode;
-  console.log(startSummary(result, scenario));
+  console.log(startSummary(result, scenario, flags.quotaSharing));
   if (result.problem) console.error(`start: ${result.problem.message}`);
   // A failed threshold is the run's verdict (exit 99); anything else but 0 is an error.
   return result.exitCode;

@@ -1,7 +1,7 @@
 // What `npm start` (`quotascope start`) takes: the worked example's run, each figure
 // overridable. Kept apart from the run so --help shows the defaults without loading it.
 import { z } from 'zod';
-import { QUOTA_SCOPES } from '../agent/config.ts';
+import { QUOTA_SCOPES, QUOTA_SHARING_MODES } from '../agent/config.ts';
 import { perModelSchema } from '../agent/per-model.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { limiterOptionFields } from '../instrumentation/limiter-options.ts';
@@ -29,6 +29,8 @@ export const startOptionsSchema = limiterOptionFields.pick({ permits: true, maxW
   quotaRpm: perModelSchema(z.int().positive().max(1e9), EX.quotaRequestsPerMinute),
   /** The quota's scope at the mock and in the limiters: each model its own (Gemini's), or every model of the key one. */
   quotaScope: z.enum(QUOTA_SCOPES).default('model'),
+  /** How the replicas share the quota: static shares, one window in a redis-server `start` runs (central), or each learning its share from 429s (adaptive). */
+  quotaSharing: z.enum(QUOTA_SHARING_MODES).default('static'),
   /** Model call latency at the mock, seconds. */
   callSeconds: z.number().positive().max(600).default(EX.callSeconds),
   /** Input tokens per model call. */

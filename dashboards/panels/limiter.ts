@@ -200,7 +200,7 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
           {
             key: 'tokens-per-minute',
             title: `Tokens per minute (${config.countedTokens} tokens counted): reserved vs actual vs budget capacity`,
-            description: `Tokens reserved up front (estimates) and reported by the provider, per minute, against the budget capacity the limiters are configured with (all replicas), all in the tokens the budgets count: ${config.countedTokens}.`,
+            description: `Tokens reserved up front (estimates) and reported by the provider, per minute, against the budget capacity the limiters are configured with (all replicas) and the effective limit (below the capacity while a provider 429 has stepped it down, or an adaptive limit moved it), all in the tokens the budgets count: ${config.countedTokens}.`,
             unit: 'short',
             kind: 'timeseries',
             min: 0,
@@ -209,6 +209,7 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
               { expr: `${sumRate(m.tokensReserved, la, ri)} * 60`, legend: 'reserved' },
               { expr: `${sumRate(m.tokensActual, la, ri)} * 60`, legend: 'actual' },
               { expr: sumOf(m.budgetCapacity, l), legend: 'budget capacity', reference: 'red' },
+              { expr: sumOf(m.budgetWindowLimit, l), legend: 'effective limit (stepped down by 429s)' },
             ],
           },
           {

@@ -97,6 +97,12 @@ export const limiterMetrics = {
     type: 'gauge',
     labelNames: ['limiter'],
   },
+  budgetWindowLimit: {
+    name: 'llm_limiter_budget_window_limit_tokens',
+    help: 'Tokens the budget admits per window now: the capacity unless a 429 stepped it down (static, central) or an adaptive limit moved it.',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
   budgetWindow: {
     name: 'llm_limiter_budget_window_tokens',
     help: 'Tokens admitted in the last 60 s as the rolling-minute guard counts them (actual usage once reconciled); at most the capacity plus reconciled debt. Absent without the guard.',

@@ -29,6 +29,8 @@ export interface LimiterGaugeSource {
     budgetCapacity: number | undefined;
     /** Tokens in the budget's rolling minute; undefined without a rolling-minute guard. */
     budgetWindowTokens?: number | undefined;
+    /** Tokens the budget admits per window now (its window limit). */
+    budgetWindowLimit?: number | undefined;
     /** The wrapper's maxWait in seconds. */
     maxWaitSeconds?: number | undefined;
   };
@@ -142,7 +144,7 @@ export class LimiterMetrics {
     };
     this.callDuration = histogram('callDuration', this.exemplars);
     const sources = this.#sources;
-    const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity' | 'budgetWindow' | 'maxWait',
+    const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity' | 'budgetWindowLimit' | 'budgetWindow' | 'maxWait',
       read: (s: ReturnType<LimiterGaugeSource['snapshot']>) => number | undefined) => {
       const d = limiterMetrics[key];
       return new Gauge<'limiter'>({
@@ -164,6 +166,7 @@ export class LimiterMetrics {
     gauge('waitingCalls', (s) => s.waiting);
     gauge('budgetAvailable', (s) => s.budgetAvailable);
     gauge('budgetCapacity', (s) => s.budgetCapacity);
+    gauge('budgetWindowLimit', (s) => s.budgetWindowLimit);
     gauge('budgetWindow', (s) => s.budgetWindowTokens);
     gauge('maxWait', (s) => s.maxWaitSeconds);
     this.tokensReserved = counter('tokensReserved');

@@ -4,7 +4,7 @@
 // file or export that does not load, a tree that cannot be walked, an unknown tree) is found
 // here, in-process, before any process starts (an agent without a model too).
 import { SERVICE_FLAGS } from '../../cli/agent.ts';
-import type { QuotaScope } from '../../agent/config.ts';
+import type { QuotaScope, QuotaSharing } from '../../agent/config.ts';
 import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
 import { shapeOfCount, TREE_NAMES, type TreeShape } from '../../agent/tree-shapes.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
@@ -161,6 +161,9 @@ export interface AgentLimits {
   tokensPerMinute?: PerModel;
   /** The provider quota's scope: each model its own budget, or one shared by every model. */
   quotaScope?: QuotaScope;
+  /** How the replicas share the quota (central needs redisUrl). */
+  quotaSharing?: QuotaSharing;
+  redisUrl?: string;
   maxWaitMs?: number;
   admission?: AdmissionMode;
   requestDeadlineMs?: number;
@@ -178,6 +181,8 @@ function limiterFlags(limits: AgentLimits): string[] {
     permits: limits.permits,
     tokensPerMinute: limits.tokensPerMinute === undefined ? undefined : formatPerModel(limits.tokensPerMinute),
     quotaScope: limits.quotaScope,
+    quotaSharing: limits.quotaSharing,
+    redisUrl: limits.redisUrl,
     maxWaitMs: limits.maxWaitMs,
     admission: limits.admission,
     requestDeadlineMs: limits.requestDeadlineMs,

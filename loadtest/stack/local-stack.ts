@@ -1,12 +1,14 @@
 // The stack a local run starts on loopback, each part a child process in the run's group:
 // the mock provider (with the run's config), the agent side (the agent service or `serve`
 // for a user's module, see agent-target.ts) pointed at it, and a Prometheus scraping both,
-// ready once it has scraped each of them.
+// ready once it has scraped each of them. Quota sharing "central" without a Redis URL gets a
+// redis-server of its own on loopback (redis-server.ts), stopped with the run.
 import { type AgentLimits, type AgentTarget, startAgentTarget } from './agent-target.ts';
 import { putMockConfig } from './mock-admin.ts';
 import { freePort, type ProcessGroup, waitForHealthy } from './processes.ts';
 import { AGENT_JOB, MOCK_JOB, startPrometheus, waitForFirstScrape } from './prometheus.ts';
 import { QUOTASCOPE_BIN } from './quotascope-bin.ts';
+import { startLocalRedis } from './redis-server.ts';
 
 /** The scrape interval of a local stack's Prometheus, seconds. */
 export const LOCAL_STACK_SCRAPE_SECONDS = 2;
@@ -29,6 +31,8 @@ export interface LocalStack {
   mockUrl: string;
   agentUrls: string[];
   prometheusUrl: string;
+  /** The Redis of quota sharing "central" (the run's own redis-server unless one was given). */
+  redisUrl?: string;
 }
 
 const hostPort = (url: string) => url.replace(/^https?:\/\//, '');
@@ -40,7 +44,12 @@ export async function startLocalStack(group: ProcessGroup, o: LocalStackOptions)
   if (o.mockConfig !== undefined) await putMockConfig(mockUrl, o.mockConfig);
   o.say(`mock provider on ${mockUrl}${o.mockNote ? ` (${o.mockNote})` : ''}`);
 
-  const agentUrls = await startAgentTarget(group, o.target, { ...o.limits, providerUrl: mockUrl });
+  let redisUrl = o.limits.redisUrl;
+  if (o.limits.quotaSharing === 'central' && redisUrl === undefined) {
+    redisUrl = await startLocalRedis(group);
+    o.say(`redis-server on ${redisUrl} (quota sharing central: the replicas share one window there)`);
+  }
+  const agentUrls = await startAgentTarget(group, o.target, { ...o.limits, providerUrl: mockUrl, redisUrl });
   const what = o.target.kind === 'service' ? 'agent service' : `serve (app "${o.target.app}", ${o.target.spec})`;
   o.say(`${what}: ${agentUrls.length} replica(s) at ${agentUrls.join(', ')}`);
 
@@ -51,5 +60,5 @@ export async function startLocalStack(group: ProcessGroup, o: LocalStackOptions)
   });
   await waitForFirstScrape(prometheusUrl, agentUrls.length + 1);
   o.say(`prometheus on ${prometheusUrl}`);
-  return { mockUrl, agentUrls, prometheusUrl };
+  return { mockUrl, agentUrls, prometheusUrl, ...(redisUrl === undefined ? {} : { redisUrl }) };
 }

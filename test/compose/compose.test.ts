@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { parseCliConfig } from '../../cli/agent.ts';
 import { jobs } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { plan, reviewAgentExample } from '../../loadtest/planner/index.ts';
@@ -25,7 +26,8 @@ interface Service {
   image?: string;
   build?: { context: string };
   command?: string[];
-  environment?: Record<string, string>;
+  /** A variable listed without a value (null) passes the shell's through: unset when the shell has none. */
+  environment?: Record<string, string | null>;
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
   ports?: string[];
@@ -52,6 +54,11 @@ function envWithout(name: string): NodeJS.ProcessEnv {
 }
 
 let services: Record<string, Service>;
+
+/** A container's environment as compose sets it: a variable without a value (the shell had none) is not set. */
+function containerEnv(service: Service): Record<string, string> {
+  return Object.fromEntries(Object.entries(service.environment ?? {}).filter((entry): entry is [string, string] => entry[1] !== null));
+}
 
 beforeAll(async () => {
   const result = await composeConfig({ ...envWithout('SCENARIO'), GRAFANA_ADMIN_PASSWORD: password });
@@ -101,6 +108,28 @@ describe('docker-compose.yml', () => {
     const grafanaMounts = services.grafana.volumes?.join('\n') ?? '';
     expect(grafanaMounts).toContain('dashboards/generated/grafana/provisioning:/etc/grafana/provisioning:ro');
     expect(grafanaMounts).toContain('dashboards/generated/grafana/dashboards:/var/lib/grafana/dashboards:ro');
+  });
+
+  it('exposes admission, the request deadline and quota sharing to the agent replicas, as the agent\'s own CLI reads them', async () => {
+    const defaults = parseCliConfig([], containerEnv(services['agent-1']));
+    if (defaults === 'help') throw new Error('unexpected --help');
+    expect(defaults.service).toMatchObject({ admission: 'request', quotaSharing: 'static' });
+    expect(defaults.service.requestDeadlineMs).toBeUndefined(); // unset: the service's own default
+    const result = await composeConfig({
+      ...envWithout('SCENARIO'),
+      GRAFANA_ADMIN_PASSWORD: password,
+      AGENT_ADMISSION: 'call',
+      AGENT_REQUEST_DEADLINE_MS: '90000',
+      AGENT_QUOTA_SHARING: 'central',
+    });
+    expect(result.code).toBe(0);
+    const set = (parseYaml(result.stdout) as { services: Record<string, Service> }).services;
+    for (const name of ['agent-1', 'agent-2', 'agent-3']) {
+      const parsed = parseCliConfig([], containerEnv(set[name]));
+      if (parsed === 'help') throw new Error('unexpected --help');
+      expect(parsed.service, name).toMatchObject({ admission: 'call', requestDeadlineMs: 90_000, quotaSharing: 'central', redisUrl: 'redis://redis:6379' });
+      expect(set[name].depends_on?.redis?.condition, name).toBe('service_healthy');
+    }
   });
 
   it('gives the 3 agent replicas the planner\'s static quota shares of the worked example', () => {
@@ -227,7 +256,7 @@ describe('the services as compose configures them', () => {
       expect((await fetch(`${mockUrl}/healthz`)).ok).toBe(true);
       const agentEnv = {
         ...process.env,
-        ...services['agent-1'].environment,
+        ...containerEnv(services['agent-1']),
         AGENT_HOST: '127.0.0.1',
         AGENT_PORT: '0',
         PROVIDER_URL: mockUrl,

@@ -89,7 +89,8 @@ describe('helm template: default values', () => {
     expect(agent.args[0]).toBe('agent');
     const parsed = parseCliConfig(agent.args.slice(1), {});
     if (parsed === 'help') throw new Error('unexpected --help');
-    expect(parsed.service).toMatchObject({ quotaSharing: 'static', host: '0.0.0.0', port: 8080, permits: 10, tokensPerMinute: 900_000, maxWaitMs: 20_000 });
+    expect(parsed.service).toMatchObject({ quotaSharing: 'static', admission: 'request', host: '0.0.0.0', port: 8080, permits: 10, tokensPerMinute: 900_000, maxWaitMs: 20_000 });
+    expect(parsed.service.requestDeadlineMs).toBeUndefined(); // null: the service's own default
     expect(parsed.service.replicaShare).toBeCloseTo(1 / 3, 9);
     const mockService = byName(defaults, 'Service', 'qs-quotascope-mock-provider');
     expect(parsed.service.providerUrl).toBe(`http://qs-quotascope-mock-provider:${servicePorts(mockService)[0].port}`);
@@ -166,6 +167,8 @@ describe('helm template: default values', () => {
         'limiter.maxWaiting=50',
         'limiter.batchMaxPermits=4',
         'limiter.budgetWindow=bucket',
+        'limiter.admission=call',
+        'limiter.requestDeadlineMs=90000',
         'agent.streaming=true',
       ],
     );
@@ -173,7 +176,7 @@ describe('helm template: default values', () => {
     const env = Object.fromEntries((agent.env ?? []).map((e) => [e.name, e.value ?? '']));
     const parsed = parseServeArgs(agent.args.slice(1), env);
     if (parsed === 'help') throw new Error('unexpected --help');
-    expect(parsed).toMatchObject({ quotaSharing: 'central', estimatedTokensPerCall: 6000, maxWaiting: 50, batchMaxPermits: 4, budgetWindow: 'bucket', streaming: true });
+    expect(parsed).toMatchObject({ quotaSharing: 'central', estimatedTokensPerCall: 6000, maxWaiting: 50, batchMaxPermits: 4, budgetWindow: 'bucket', admission: 'call', requestDeadlineMs: 90_000, streaming: true });
     const adaptive = await renderChart([], ['agent.mode=serve', 'agent.agentModule=/app/my-agent.ts', 'limiter.quotaSharing=adaptive', 'limiter.adaptiveMaxPermits=30', 'limiter.adaptiveLatencyMs=15000']);
     const adaptiveParsed = parseServeArgs(container(byName(adaptive, 'Deployment', 'qs-quotascope-agent')).args.slice(1), {});
     expect(adaptiveParsed !== 'help' && adaptiveParsed).toMatchObject({ quotaSharing: 'adaptive', adaptiveMaxPermits: 30, adaptiveLatencyMs: 15_000 });
@@ -257,6 +260,8 @@ describe('values are validated', () => {
     ['limiter.tokensPerMinute=0', "at '/limiter/tokensPerMinute'"],
     ['limiter.replicaShare=1.5', "at '/limiter/replicaShare'"],
     ['limiter.maxWaitMs=3600001', "at '/limiter/maxWaitMs'"],
+    ['limiter.requestDeadlineMs=999', "at '/limiter/requestDeadlineMs'"],
+    ['limiter.admission=door', "at '/limiter/admission'"],
     ['mockProvider.port=70000', "at '/mockProvider/port'"],
     ['limiter.quotaSharing=shared', "at '/limiter/quotaSharing'"],
     ['agent.replicaz=3', "'replicaz' not allowed"],
