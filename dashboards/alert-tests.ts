@@ -128,7 +128,7 @@ export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
     ];
   };
 
-  /** Door waits move at 10m from under 5 ms into (12, 20] s (p95 19.6 s, above 0.25 × a 60 s deadline); a quarter of the requests are shed from 14m. */
+  /** Door waits move at 10m from under 5 ms into (12, 20] s (p95 19.6 s, above 0.2 × a 60 s deadline); a quarter of the requests are shed from 14m. */
   const doorCase = (): AlertTestCase => {
     const gemini = replica('agent-1:8080');
     const steady = replica('agent-1:8080', 'steady');
@@ -139,7 +139,7 @@ export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
         at(m.requestDeadline, gemini, '60x30'),
         at(m.requestDeadline, steady, '60x30'),
         ...doorHistogram(gemini, { [fast]: '0+60x10 600+0x20', [lo]: '0+60x10 600+0x20', [hi]: '0+60x30', '+Inf': '0+60x30' }),
-        // Silent: every wait in (4, 8] s, p95 7.8 s, under the 15 s line.
+        // Silent: every wait in (4, 8] s, p95 7.8 s, under the 12 s line.
         ...doorHistogram(steady, { [fast]: '0x30', [admissionBound(4)]: '0x30', [admissionBound(8)]: '0+60x30', '+Inf': '0+60x30' }),
         at(m.requests, { ...gemini, outcome: 'admitted' }, '0+60x30'),
         at(m.requests, { ...gemini, outcome: 'shed' }, '0x13 0+20x16'),

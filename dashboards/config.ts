@@ -40,8 +40,8 @@ const defaultSeverities: Record<AlertName, Severity> = {
 /** Default `for` per alert: long enough to ride out a blip. */
 const defaultForDurations: Record<AlertName, string> = {
   LimiterAcquireTimeRising: '1m',
-  // Short: the door wait nears the door's limit a minute or so before the first shed.
-  LimiterDoorWaitRising: '30s',
+  // Short: in the default run the door wait crosses its line about 30 s before the first shed.
+  LimiterDoorWaitRising: '15s',
   LimiterRequestsShed: '2m',
   LimiterMaxWaitMissing: '10m',
   LimiterTimeouts: '1m',
@@ -201,7 +201,7 @@ export const dashboardsConfigSchema = z.strictObject({
       /** ...when it is also this many times its own recent baseline. */
       acquireRiseFactor: z.number().gte(1).lte(100).default(1.5),
       /** Door wait p95 (admitted and shed requests) above this fraction of the limiter's request deadline: demand nears what the budget funds in time, before the first shed. */
-      doorWaitWarnFractionOfDeadline: fraction(1).default(0.25),
+      doorWaitWarnFractionOfDeadline: fraction(1).default(0.2),
       /** Shed requests above this fraction of the arriving ones (admitted + shed) means demand outgrows the budget. */
       requestShedFraction: fraction(1).default(0.05),
       /** Permits in use / limit at or above this is saturated. */
