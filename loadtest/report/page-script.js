@@ -99,6 +99,7 @@
     const { ctx } = u;
     const { left, top, width, height } = u.bbox;
     ctx.save();
+    ctx.setLineDash([]);
     ctx.lineWidth = 1.5 * devicePixelRatio;
     ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
     ctx.textBaseline = 'top';
