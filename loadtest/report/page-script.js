@@ -103,20 +103,26 @@
     ctx.lineWidth = 1.5 * devicePixelRatio;
     ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
     ctx.textBaseline = 'top';
-    markers.forEach((m, i) => {
+    ctx.textAlign = 'left';
+    /** The right end of the last label on each text row: a label takes the first row it fits in. */
+    const rowEnds = [];
+    const gap = 6 * devicePixelRatio;
+    for (const m of markers) {
       const x = u.valToPos(m.at / 1000, 'x', true);
-      if (x < left || x > left + width) return;
+      if (x < left || x > left + width) continue;
       ctx.strokeStyle = MARKER_COLORS[m.kind];
       ctx.fillStyle = MARKER_COLORS[m.kind];
       ctx.beginPath();
       ctx.moveTo(x, top);
       ctx.lineTo(x, top + height);
       ctx.stroke();
-      // Labels step down so neighbouring markers stay readable.
       const textWidth = ctx.measureText(m.label).width;
-      const tx = x + textWidth + 4 > left + width ? x - textWidth - 3 : x + 3;
-      ctx.fillText(m.label, tx, top + 2 + (i % 3) * 13 * devicePixelRatio);
-    });
+      const tx = Math.max(left, x + textWidth + gap > left + width ? x - textWidth - 3 : x + 3);
+      let row = rowEnds.findIndex((end) => end + gap <= tx);
+      if (row < 0) row = rowEnds.length;
+      rowEnds[row] = tx + textWidth;
+      ctx.fillText(m.label, tx, top + 2 + row * 13 * devicePixelRatio);
+    }
     ctx.restore();
   }
 
