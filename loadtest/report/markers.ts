@@ -72,13 +72,14 @@ export function quotaChangesSince(changes: readonly QuotaChange[], from: number)
   return changes.map((c) => ({ secondsIn: (c.at - from) / 1000, quota: c.quota, from: c.from, to: c.to }));
 }
 
-const amount = (n: number): string => n.toLocaleString('en-US');
+/** A quota limit as the report writes it: `1,000,000`. */
+export const quotaAmount = (n: number): string => n.toLocaleString('en-US');
 /** `tokens_per_minute` → `tokens/min`. */
 export const quotaName = (quota: string): string => quota.replace(/_per_minute$/, '/min').replaceAll('_', ' ');
 
 /** `tokens/min quota 1,000,000 → 500,000`. */
 export function quotaChangeLabel(c: QuotaChange): string {
-  return `${quotaName(c.quota)} quota ${amount(c.from)} → ${amount(c.to)}`;
+  return `${quotaName(c.quota)} quota ${quotaAmount(c.from)} → ${quotaAmount(c.to)}`;
 }
 
 /** The markers of [from, to], in time order: first 429 (with its reason), first shed, each quota change. */

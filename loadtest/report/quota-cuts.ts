@@ -1,6 +1,6 @@
 // What the verdict says when the provider cut its quota mid-run: the 429s and sheds that
 // followed were the provider's doing, not the plan's.
-import { quotaName } from './markers.ts';
+import { quotaAmount as amount, quotaName } from './markers.ts';
 
 /** A change of one provider quota, `secondsIn` after the run started. */
 export interface QuotaChangeIn {
@@ -9,8 +9,6 @@ export interface QuotaChangeIn {
   from: number;
   to: number;
 }
-
-const amount = (n: number): string => n.toLocaleString('en-US');
 
 /**
  * `the provider cut its tokens/min quota mid-run: 1,000,000 → 500,000 at +120 s, back to
