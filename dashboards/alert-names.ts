@@ -2,6 +2,7 @@
 // can validate per-alert settings without importing the specs it configures.
 export const alertNames = [
   'LimiterAcquireTimeRising',
+  'LimiterDoorWaitRising',
   'LimiterRequestsShed',
   'LimiterMaxWaitMissing',
   'LimiterTimeouts',

@@ -4,7 +4,7 @@
 // themselves, with the expected values filled in. The series carry labels that the
 // configured selectors accept, so the same cases test a user's config; the acquire-time
 // cases run at a maxWait of 20 s and of 5 s, with each limiter's maxWait gauge as input.
-import { acquireSecondsBuckets } from '../instrumentation/metrics/definitions.ts';
+import { ADMISSION_SECONDS_BUCKETS, acquireSecondsBuckets } from '../instrumentation/metrics/definitions.ts';
 import { type DashboardsConfig, jobs } from './config.ts';
 import { limiter as m } from './metrics.ts';
 import { labelsRejected, labelsSatisfying, parseMatchers } from './selector.ts';
@@ -53,6 +53,12 @@ function bucketBound(maxWaitSeconds: number, bound: number): string {
   if (!acquireSecondsBuckets(maxWaitSeconds).includes(bound)) {
     throw new Error(`${bound} s is not an acquire-time bucket bound for a maxWait of ${maxWaitSeconds} s`);
   }
+  return String(bound);
+}
+
+/** A request admission-wait bucket bound that the histogram really has. */
+function admissionBound(bound: number): string {
+  if (!(ADMISSION_SECONDS_BUCKETS as readonly number[]).includes(bound)) throw new Error(`${bound} s is not a request admission-wait bucket bound`);
   return String(bound);
 }
 
@@ -105,14 +111,73 @@ export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
           ? [
               { atMinute: 25, alert: 'ProviderRateLimitedDespiteLimiter', firing: [] },
               { atMinute: 34, alert: 'ProviderRateLimitedDespiteLimiter', firing: [] },
-              { atMinute: 45, alert: 'ProviderRateLimitedDespiteLimiter', firing: [{ labels: perLimiter(), value: '0.167' }] },
+              // 10 per minute over the 5m window.
+              { atMinute: 45, alert: 'ProviderRateLimitedDespiteLimiter', firing: [{ labels: perLimiter(), value: '50' }] },
             ]
           : []),
       ],
     };
   };
 
+  /** Door waits of decided requests, for each `le` given (admitted only: the sheds come later). */
+  const doorHistogram = (labels: Labels, perLe: Record<string, string>): InputSeries[] => {
+    const admitted = { ...labels, outcome: 'admitted' };
+    return [
+      ...Object.entries(perLe).map(([le, values]) => at(`${m.requestAdmission}_bucket`, { ...admitted, le }, values)),
+      at(`${m.requestAdmission}_count`, admitted, perLe['+Inf']),
+    ];
+  };
+
+  /** Door waits move at 10m from under 5 ms into (12, 20] s (p95 19.6 s, above 0.2 × a 60 s deadline); a quarter of the requests are shed from 14m. */
+  const doorCase = (): AlertTestCase => {
+    const gemini = replica('agent-1:8080');
+    const steady = replica('agent-1:8080', 'steady');
+    const [fast, lo, hi] = [admissionBound(0.005), admissionBound(12), admissionBound(20)];
+    return {
+      name: 'door waits rise at 10m and fire the door-wait warning before the sheds that start at 14m fire theirs; a limiter whose door wait stays under the line does not',
+      series: [
+        at(m.requestDeadline, gemini, '60x30'),
+        at(m.requestDeadline, steady, '60x30'),
+        ...doorHistogram(gemini, { [fast]: '0+60x10 600+0x20', [lo]: '0+60x10 600+0x20', [hi]: '0+60x30', '+Inf': '0+60x30' }),
+        // Silent: every wait in (4, 8] s, p95 7.8 s, under the 12 s line.
+        ...doorHistogram(steady, { [fast]: '0x30', [admissionBound(4)]: '0x30', [admissionBound(8)]: '0+60x30', '+Inf': '0+60x30' }),
+        at(m.requests, { ...gemini, outcome: 'admitted' }, '0+60x30'),
+        at(m.requests, { ...gemini, outcome: 'shed' }, '0x13 0+20x16'),
+        at(m.requests, { ...steady, outcome: 'admitted' }, '0+60x30'),
+      ],
+      checks: [
+        { atMinute: 9, alert: 'LimiterDoorWaitRising', firing: [] },
+        { atMinute: 12, alert: 'LimiterDoorWaitRising', firing: [{ labels: perLimiter(), value: '19.6s', extras: { deadline: '1m 0s' } }] },
+        { atMinute: 12, alert: 'LimiterRequestsShed', firing: [] },
+        { atMinute: 25, alert: 'LimiterRequestsShed', firing: [{ labels: perLimiter(), value: '25%' }] },
+      ],
+    };
+  };
+
+  /** 429s on series born at 1 (no sample before the first 429), as sparse 429s under a limiter are. */
+  const firstRateLimitCase = (): AlertTestCase => {
+    const gemini = replica('agent-1:8080');
+    const calm = replica('agent-1:8080', 'calm');
+    return {
+      name: 'one 429 on a counter born at 1 at 5m fires within a minute, a second on another agent adds to it, and both resolve once older than the 5m window; a limiter with none does not',
+      series: [
+        // `_x5` is five missing samples (0m to 4m): born at 1 at 5m.
+        at(m.rateLimited, reviewer(gemini), '_x5 1x14'),
+        at(m.rateLimited, reviewer(gemini, { agent: 'synthesizer' }), '_x8 1x11'),
+        at(m.rateLimited, reviewer(calm), '0x19'),
+      ],
+      checks: [
+        { atMinute: 4, alert: 'ProviderRateLimitedDespiteLimiter', firing: [] },
+        { atMinute: 6, alert: 'ProviderRateLimitedDespiteLimiter', firing: [{ labels: perLimiter(), value: '1' }] },
+        { atMinute: 9, alert: 'ProviderRateLimitedDespiteLimiter', firing: [{ labels: perLimiter(), value: '2' }] },
+        { atMinute: 14, alert: 'ProviderRateLimitedDespiteLimiter', firing: [] },
+      ],
+    };
+  };
+
   const cases: AlertTestCase[] = [
+    doorCase(),
+    firstRateLimitCase(),
     risingCase(20, true),
     risingCase(5, false),
     {

@@ -5,7 +5,7 @@
 import type { AlertName } from './alert-names.ts';
 import { type DashboardsConfig, type Severity, selectorsOf } from './config.ts';
 import { limiter as m } from './metrics.ts';
-import { quantile, series, sumIncrease, sumOf, sumRate } from './promql.ts';
+import { quantile, series, sumIncrease, sumIncreaseFromBirth, sumOf, sumRate } from './promql.ts';
 import { joinSelectors } from './selector.ts';
 
 export interface RecordingRuleSpec {
@@ -65,9 +65,11 @@ export function recordsOf(config: DashboardsConfig) {
     acquireP95Short: `job_limiter:${m.acquireDuration}:p95_rate${w.acquireShort}`,
     acquireP95Baseline: `job_limiter:${m.acquireDuration}:p95_rate${w.acquireShort}_median${w.acquireBaseline}`,
     maxWait: `job_limiter:${m.maxWait}:max`,
+    doorWaitP95Short: `job_limiter:${m.requestAdmission}:p95_rate${w.doorShort}`,
+    requestDeadline: `job_limiter:${m.requestDeadline}:max`,
     permitUtilisation: 'job_instance_limiter:llm_limiter_permits:utilisation',
     timeoutsRate: `job_limiter_reason:${m.timeouts}:rate${w.rate}`,
-    rateLimitedRate: `job_limiter:${m.rateLimited}:rate${w.rate}`,
+    rateLimitedIncrease: `job_limiter:${m.rateLimited}:increase${w.rate}`,
     estimateRatio: `job_limiter_agent:llm_limiter_tokens_actual_per_reserved:ratio_rate${w.drift}`,
     actualTokensPerCall: `job_limiter_agent:llm_limiter_tokens_actual_per_call:rate${w.drift}`,
   } as const;
@@ -81,6 +83,7 @@ export function buildRecordingRules(config: DashboardsConfig): RecordingRuleSpec
   const w = config.windows;
   const sel = selectorsOf(config).agentScrape;
   const acquired = joinSelectors(sel, 'outcome="acquired"');
+  const doorDecided = joinSelectors(sel, 'outcome=~"admitted|shed"');
   return [
     {
       // Admitted calls only: a timed-out wait is maxWait by construction and is counted apart.
@@ -94,6 +97,17 @@ export function buildRecordingRules(config: DashboardsConfig): RecordingRuleSpec
       expr: `quantile_over_time(0.5, ${records.acquireP95Short}[${w.acquireBaseline}])`,
     },
     {
+      // The wait users feel at the door, of every request decided (admitted or shed): under
+      // request admission the queueing happens here, not at the permit. Only while requests arrive.
+      record: records.doorWaitP95Short,
+      expr: `${quantile(0.95, m.requestAdmission, doorDecided, w.doorShort, ['job', 'limiter'])}\nand\n${sumRate(`${m.requestAdmission}_count`, doorDecided, w.doorShort, ['job', 'limiter'])} > 0`,
+    },
+    {
+      // Each limiter's request deadline (replicas of a job share it; max if a rollout mixes two).
+      record: records.requestDeadline,
+      expr: `max by (job, limiter) (${series(m.requestDeadline, sel)})`,
+    },
+    {
       // Each limiter's own maxWait (replicas of a job share it; max if a rollout mixes two).
       record: records.maxWait,
       expr: `max by (job, limiter) (${series(m.maxWait, sel)})`,
@@ -103,7 +117,8 @@ export function buildRecordingRules(config: DashboardsConfig): RecordingRuleSpec
       expr: `${sumOf(m.permitsInUse, sel, replicaKeys)} / ${sumOf(m.permitsLimit, sel, replicaKeys)}`,
     },
     { record: records.timeoutsRate, expr: sumRate(m.timeouts, sel, w.rate, ['job', 'limiter', 'reason']) },
-    { record: records.rateLimitedRate, expr: sumRate(m.rateLimited, sel, w.rate, ['job', 'limiter']) },
+    // The first 429 of a series counts (its counter is born at 1): see sumIncreaseFromBirth.
+    { record: records.rateLimitedIncrease, expr: sumIncreaseFromBirth(m.rateLimited, sel, w.rate, ['job', 'limiter']) },
     {
       record: records.estimateRatio,
       expr: `${sumRate(m.tokensActual, sel, w.drift, agentKeys)} / ${sumRate(m.tokensReserved, sel, w.drift, agentKeys)}`,
@@ -136,6 +151,9 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
   /** Every limiter the agents report, by (job, limiter); by replica too with `instance`. */
   const limiters = `${sumOf(m.permitsLimit, sel.agentScrape, ['job', 'limiter'])} * 0`;
   const replicas = `${sumOf(m.permitsLimit, sel.agentScrape, replicaKeys)} * 0`;
+  /** Every limiter that admits whole requests (request admission reports its deadline). */
+  const admittingLimiters = `${sumOf(m.requestDeadline, sel.agentScrape, ['job', 'limiter'])} * 0`;
+  const doorWarn = t.doorWaitWarnFractionOfDeadline;
   const bodies: Record<AlertName, AlertBody> = {
     LimiterAcquireTimeRising: {
       expr: `${records.acquireP95Short} > on (job, limiter) ${warn} * ${records.maxWait}\nand\n${records.acquireP95Short} > ${t.acquireRiseFactor} * ${records.acquireP95Baseline}`,
@@ -147,14 +165,27 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       noData: QUOTA_GUARD,
       panel: limiterPanel('acquire-quantiles'),
     },
+    LimiterDoorWaitRising: {
+      expr: `${records.doorWaitP95Short} > on (job, limiter) ${doorWarn} * ${records.requestDeadline}`,
+      summary: 'User requests wait longer at the door: demand nears what the budget funds within the request deadline.',
+      description: (x) =>
+        `The ${w.doorShort} p95 time user requests waited at the door of limiter ${x.label('limiter')} (job ${x.label('job')}) before being admitted or shed is ${x.value('duration')}: above ${doorWarn} × its request deadline of ${x.extra('deadline', 'duration')}. Demand is outgrowing the budget; shed requests come next.`,
+      extras: { deadline: { metric: records.requestDeadline, labels: ['job', 'limiter'] } },
+      // Request admission reports its deadline per limiter: one series per limiter that admits whole requests.
+      present: admittingLimiters,
+      noData: {
+        state: 'OK',
+        why: 'reads the door wait of request admission: a limiter admitting call by call has no door, and the acquire-time alert watches its wait',
+      },
+      panel: limiterPanel('wait-door-vs-permit'),
+    },
     LimiterRequestsShed: {
       // Raw series only (no recording rule), so Grafana-managed rules can load it alone.
       expr: `${sumRate(m.requests, joinSelectors(sel.agentScrape, 'outcome="shed"'), w.rate, ['job', 'limiter'])}\n/\n${sumRate(m.requests, joinSelectors(sel.agentScrape, 'outcome=~"admitted|shed"'), w.rate, ['job', 'limiter'])}\n> ${t.requestShedFraction}`,
       summary: 'The limiter sheds user requests: demand exceeds what the budget funds within the request deadline.',
       description: (x) =>
         `Over ${w.rate}, limiter ${x.label('limiter')} (job ${x.label('job')}) shed ${x.value('percent')} of the user requests arriving (above ${t.requestShedFraction}): they were answered 429 at once, before any model call, because the budget could not fund them within the request deadline. Raise the quota or the budget, or lower the demand (the planner's fixes).`,
-      // Request admission reports its deadline per limiter: one series per limiter that admits whole requests.
-      present: `${sumOf(m.requestDeadline, sel.agentScrape, ['job', 'limiter'])} * 0`,
+      present: admittingLimiters,
       noData: {
         state: 'OK',
         why: 'counts the requests request admission sheds: a limiter admitting call by call reports none, and the acquire-time and quota alerts guard its quota',
@@ -181,10 +212,10 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       panel: limiterPanel('timeouts'),
     },
     ProviderRateLimitedDespiteLimiter: {
-      expr: `${records.rateLimitedRate} > 0`,
+      expr: `${records.rateLimitedIncrease} > 0`,
       summary: 'The provider answers 429 although the limiter should keep within the quota.',
       description: (x) =>
-        `The provider rate-limited ${x.value('rate')} calls/s from limiter ${x.label('limiter')} (job ${x.label('job')}) although the limiter should keep the fleet within the quota. The budget or replica share is set above the real quota.`,
+        `The provider rate-limited ${x.value('number')} calls in the last ${w.rate} from limiter ${x.label('limiter')} (job ${x.label('job')}) although the limiter should keep the fleet within the quota. The budget or replica share is set above the real quota.`,
       present: limiters,
       noData: QUOTA_GUARD,
       panel: limiterPanel('rate-limited'),

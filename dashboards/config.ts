@@ -23,6 +23,7 @@ export type Severity = 'critical' | 'warning' | 'info';
 /** Default severity per alert: critical pages, warning makes a ticket. */
 const defaultSeverities: Record<AlertName, Severity> = {
   LimiterAcquireTimeRising: 'warning',
+  LimiterDoorWaitRising: 'warning',
   LimiterRequestsShed: 'warning',
   LimiterMaxWaitMissing: 'warning',
   LimiterTimeouts: 'warning',
@@ -39,10 +40,13 @@ const defaultSeverities: Record<AlertName, Severity> = {
 /** Default `for` per alert: long enough to ride out a blip. */
 const defaultForDurations: Record<AlertName, string> = {
   LimiterAcquireTimeRising: '1m',
+  // Short: in the default run the door wait crosses its line about 30 s before the first shed.
+  LimiterDoorWaitRising: '15s',
   LimiterRequestsShed: '2m',
   LimiterMaxWaitMissing: '10m',
   LimiterTimeouts: '1m',
-  ProviderRateLimitedDespiteLimiter: '2m',
+  // Short: one 429 under a limiter is already the fault; the rule counts it for a whole rate window.
+  ProviderRateLimitedDespiteLimiter: '15s',
   LimiterPermitsSaturated: '5m',
   LimiterBudgetExhausted: '5m',
   LimiterBudgetNegative: '10m',
@@ -196,6 +200,8 @@ export const dashboardsConfigSchema = z.strictObject({
       acquireWarnFractionOfMaxWait: fraction(1).default(0.25),
       /** ...when it is also this many times its own recent baseline. */
       acquireRiseFactor: z.number().gte(1).lte(100).default(1.5),
+      /** Door wait p95 (admitted and shed requests) above this fraction of the limiter's request deadline: demand nears what the budget funds in time, before the first shed. */
+      doorWaitWarnFractionOfDeadline: fraction(1).default(0.2),
       /** Shed requests above this fraction of the arriving ones (admitted + shed) means demand outgrows the budget. */
       requestShedFraction: fraction(1).default(0.05),
       /** Permits in use / limit at or above this is saturated. */
@@ -217,6 +223,8 @@ export const dashboardsConfigSchema = z.strictObject({
       acquireShort: duration(60, 3600).default('2m'),
       /** The baseline of the short-window p95: its median over this window. */
       acquireBaseline: duration(300, 86_400).default('30m'),
+      /** The window of the door-wait early warning: short, so it leads the first shed. */
+      doorShort: duration(30, 3600).default('1m'),
       /** Rates of timeouts, 429s and finished calls. */
       rate: duration(60, 3600).default('5m'),
       /** Token estimate drift: long enough to average many calls. */

@@ -34,3 +34,13 @@ export function quantile(
 function sumBy(by: readonly string[]): string {
   return by.length === 0 ? 'sum ' : `sum by (${by.join(', ')}) `;
 }
+
+/**
+ * `sum by (labels)` of a counter's increase over `window` that counts a series' first sample.
+ * increase() needs two samples and reads a series born at 1 (its first event) as 0; a series
+ * absent `window` ago started from 0 inside the window, so its whole value is its increase.
+ */
+export function sumIncreaseFromBirth(metric: string, selector: string, window: string, by: readonly string[] = []): string {
+  const s = series(metric, selector);
+  return `${sumBy(by)}(\n  (${s} unless ${s} offset ${window})\n  or\n  increase(${s}[${window}])\n)`;
+}

@@ -10,6 +10,7 @@ import { compareRun, type PlanVsMeasured } from './measure/plan-vs-measured.ts';
 import { ALL_FAILED_EXIT_CODE, allFailedMessage, completionsBetween, providerStatusCounts, UNMEASURED_EXIT_CODE, unmeasuredMessage } from './measure/run-outcome.ts';
 import { type StackParameters, steadyPhase, steadyWindow } from './measure/steady-state.ts';
 import { type StackTotals, stackTotals } from './report/summary.ts';
+import { quotaChangesSince } from './report/markers.ts';
 import { runVerdict, type Verdict } from './report/verdict.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 
@@ -76,7 +77,8 @@ export async function measureRun(s: MeasureInput, driven: Driven): Promise<Measu
   const totals = s.own ? await stackTotals(prometheusUrl, driven.startedAt, Date.now()) : undefined;
   const failure = allFailedMessage(driven.summary, statuses);
   const providerRateLimited = totals?.providerRateLimited ?? (statuses ? (statuses['429'] ?? 0) : undefined);
-  const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited, planVsMeasured: comparison });
+  const quotaChanges = totals?.quotaChanges && quotaChangesSince(totals.quotaChanges, driven.testStartedAt);
+  const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited, planVsMeasured: comparison, quotaChanges });
   const why = totals && !failure ? await unmeasured({ ...s, prometheusUrl }, driven, totals) : undefined;
   const problem = failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : why ? { message: why, exitCode: UNMEASURED_EXIT_CODE } : undefined;
   return { summary: driven.summary, comparison, totals, verdict, failure, problem };

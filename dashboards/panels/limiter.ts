@@ -19,6 +19,16 @@ export function maxWaitLines(config: DashboardsConfig, selector: string): Target
   ];
 }
 
+/** Each limiter's door-wait warning line and request deadline, from its exported deadline. */
+function deadlineLines(config: DashboardsConfig, selector: string): TargetSpec[] {
+  const deadline = `max by (limiter) (${series(m.requestDeadline, selector)})`;
+  const f = config.thresholds.doorWaitWarnFractionOfDeadline;
+  return [
+    { expr: `${f} * ${deadline}`, legend: `{{limiter}} door-wait warning (${f} × request deadline)`, reference: 'orange' },
+    { expr: deadline, legend: '{{limiter}} request deadline', reference: 'red' },
+  ];
+}
+
 export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
   const s = selectorsOf(config);
   const l = s.limiter;
@@ -145,6 +155,20 @@ export function buildLimiterDashboard(config: DashboardsConfig): DashboardSpec {
       {
         title: 'Acquire time',
         panels: [
+          {
+            key: 'wait-door-vs-permit',
+            title: 'Wait users feel: door wait vs permit wait p95',
+            description: `The p95 time user requests waited at the door (request admission, admitted and shed requests) next to the p95 time their admitted calls waited for a permit and budget. Under request admission the queueing happens at the door, so the door wait rises first as demand nears the quota; the permit wait stays near zero. Orange: each limiter's door-wait warning line (${t.doorWaitWarnFractionOfDeadline} × its request deadline); red: the request deadline.`,
+            unit: 's',
+            kind: 'timeseries',
+            min: 0,
+            targets: [
+              { expr: quantile(0.95, m.requestAdmission, joinSelectors(l, 'outcome=~"admitted|shed"'), ri, ['limiter']), legend: '{{limiter}} door wait p95' },
+              { expr: quantile(0.95, m.acquireDuration, laAcquired, ri, ['limiter']), legend: '{{limiter}} permit wait p95' },
+              ...deadlineLines(config, l),
+            ],
+            quietRunEmpty: 'the door wait has no series under per-call admission (--admission call), where requests have no door',
+          },
           {
             key: 'acquire-quantiles',
             title: 'Acquire time p50 / p95 / p99 (admitted calls) and timeouts',

@@ -33,6 +33,9 @@ export function prometheusTemplateFor(alert: AlertSpec): AnnotationTemplate {
   };
 }
 
+/** The rule groups: the recording rules, then the alerts that read them. */
+export const ruleGroups = { records: 'quotascope-limiter.records', alerts: 'quotascope-limiter.alerts' } as const;
+
 export interface PrometheusRuleFile {
   groups: {
     name: string;
@@ -49,11 +52,11 @@ export function prometheusRuleFile(
   return {
     groups: [
       {
-        name: 'quotascope-limiter.records',
+        name: ruleGroups.records,
         rules: recordingRules.map((rule) => ({ record: rule.record, expr: rule.expr })),
       },
       {
-        name: 'quotascope-limiter.alerts',
+        name: ruleGroups.alerts,
         rules: alerts.map((alert) => {
           const template = prometheusTemplateFor(alert);
           return {

@@ -3,6 +3,7 @@
 import type { AlertSpec, AnnotationTemplate } from '../alerts.ts';
 import type { AlertTestCase, ExpectedAlert } from '../alert-tests.ts';
 import type { DashboardsConfig } from '../config.ts';
+import { ruleGroups } from './prometheus-rules.ts';
 import { alertLabels, runbookUrl } from './runbook.ts';
 
 function expectedTemplate(expected: ExpectedAlert): AnnotationTemplate {
@@ -35,6 +36,9 @@ export function promtoolTestFile(
   return {
     rule_files: [ruleFile],
     evaluation_interval: '1m',
+    // promtool evaluates groups in map order unless told; records first, so an alert reads the
+    // records of its own evaluation time, not the previous one, and a check's minute is exact.
+    group_eval_order: [ruleGroups.records, ruleGroups.alerts],
     tests: cases.map((testCase) => ({
       name: testCase.name,
       interval: '1m',

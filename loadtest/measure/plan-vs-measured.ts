@@ -336,7 +336,7 @@ async function agentShapes(r: RunComparisonInput): Promise<AgentShapes | { skipp
 export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured | { skipped: string }> {
   const phase = steadyPhase(r.scenario);
   const window = phase ? steadyWindow(phase, r.stack.latencySeconds) : { from: 0, to: 0 };
-  if (r.scenario.mock) return { skipped: "the scenario changes the mock provider's quota mid-run" };
+  if (r.scenario.mock) return { skipped: "the scenario changes the mock provider's settings (quota, throttling) mid-run: the plan knows only those at the start" };
   const shapes = await agentShapes(r);
   if ('skipped' in shapes) return shapes as { skipped: string };
   const why = whyNoComparison(r.scenario, phase, window, shapes);

@@ -89,6 +89,43 @@
     return table;
   }
 
+  /** Colours of the incident markers (first 429, first shed, quota changes); the page's legend uses the same. */
+  const MARKER_COLORS = { 'first-429': '#C4162A', 'first-shed': '#8F3BB8', 'quota-change': '#1F60C4' };
+
+  /** The incident markers: a solid vertical line each, its label at the top. */
+  function drawMarkers(u) {
+    const markers = data.markers || [];
+    if (!markers.length) return;
+    const { ctx } = u;
+    const { left, top, width, height } = u.bbox;
+    ctx.save();
+    ctx.setLineDash([]);
+    ctx.lineWidth = 1.5 * devicePixelRatio;
+    ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+    ctx.textBaseline = 'top';
+    ctx.textAlign = 'left';
+    /** The right end of the last label on each text row: a label takes the first row it fits in. */
+    const rowEnds = [];
+    const gap = 6 * devicePixelRatio;
+    for (const m of markers) {
+      const x = u.valToPos(m.at / 1000, 'x', true);
+      if (x < left || x > left + width) continue;
+      ctx.strokeStyle = MARKER_COLORS[m.kind];
+      ctx.fillStyle = MARKER_COLORS[m.kind];
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + height);
+      ctx.stroke();
+      const textWidth = ctx.measureText(m.label).width;
+      const tx = Math.max(left, x + textWidth + gap > left + width ? x - textWidth - 3 : x + 3);
+      let row = rowEnds.findIndex((end) => end + gap <= tx);
+      if (row < 0) row = rowEnds.length;
+      rowEnds[row] = tx + textWidth;
+      ctx.fillText(m.label, tx, top + 2 + row * 13 * devicePixelRatio);
+    }
+    ctx.restore();
+  }
+
   /** Dashed reference lines and the shaded plan-vs-measured window. */
   function overlays(chart) {
     return (u) => {
@@ -167,7 +204,7 @@
           spanGaps: false,
         })),
       ],
-      hooks: { draw: [overlays(chart)] },
+      hooks: { draw: [overlays(chart), drawMarkers] },
     };
     new uPlot(opts, columns, target);
     const points = columns.slice(1).flat().filter((v) => v !== null).length;
@@ -216,6 +253,7 @@
             }
             ctx.restore();
           },
+          drawMarkers,
         ],
       },
     };

@@ -8,7 +8,10 @@ import { LEGEND_CALCS } from '../../dashboards/index.ts';
 import type { K6Summary } from '../k6/runner.ts';
 import { formatRequestCounts, formatStatusCounts } from '../k6/summary-text.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
+import { alertRows } from './alert-rows.ts';
 import type { AlertSpan, Chart } from './collect.ts';
+import { type Marker, quotaChangesSince } from './markers.ts';
+import type { QuotaChangeIn } from './quota-cuts.ts';
 import type { StackTotals } from './summary.ts';
 import { runVerdict } from './verdict.ts';
 
@@ -23,6 +26,8 @@ export interface ReportData {
   problem?: { kind: 'down' | 'empty'; message: string };
   charts: Chart[];
   alerts: AlertSpan[];
+  /** The incident: first 429, first shed, the mock's quota changes (older pages have none). */
+  markers?: Marker[];
   /** Alert rules Prometheus had loaded (undefined when it could not say). */
   alertRules?: number;
   /** The plan-vs-measured window, shaded on every chart. */
@@ -128,6 +133,11 @@ function alertsSection(d: ReportData): string {
   const span = Math.max(1, d.range.to - d.range.from);
   const pct = (t: number) => (((Math.min(Math.max(t, d.range.from), d.range.to) - d.range.from) / span) * 100).toFixed(2);
   const rel = (t: number) => `${Math.round((t - d.range.from) / 1000)} s`;
+  const markers = d.markers ?? [];
+  const markerLines = markers.map((m) => `<span class="marker ${m.kind}" style="left:${pct(m.at)}%" title="${esc(`${m.label} at ${rel(m.at)}`)}"></span>`).join('');
+  const markerLegend = markers.length
+    ? `<p class="markers">${markers.map((m) => `<span class="marker-key ${m.kind}"></span>${esc(m.label)} at ${rel(m.at)}`).join(' · ')}</p>`
+    : '';
   let body: string;
   if (d.problem?.kind === 'down') body = '<p class="note">Unknown: Prometheus could not be reached.</p>';
   else if (d.alerts.length === 0) {
@@ -147,13 +157,24 @@ function alertsSection(d: ReportData): string {
         })
         .join('');
       const [first] = spans;
-      return `<div class="lane"><div class="lane-name">${esc(first.name)}<small>${esc(first.labels)}</small></div><div class="track">${bars}</div></div>`;
+      return `<div class="lane"><div class="lane-name">${esc(first.name)}<small>${esc(first.labels)}</small></div><div class="track">${bars}${markerLines}</div></div>`;
     });
-    const rows = d.alerts.map((a) => [esc(a.name), esc(a.severity ?? ''), `<span class="state ${a.state}">${a.state}</span>`, rel(a.start), rel(a.end), esc(iso(a.start)), esc(a.labels)]);
-    body = `<div class="timeline">${lanes.join('\n')}<div class="axis"><span>0 s</span><span>${rel(d.range.to)}</span></div></div>
-${table(['alert', 'severity', 'state', 'from', 'to', 'from (UTC)', 'labels'], rows, 'alerts')}`;
+    const when = (t: number | undefined) => (t === undefined ? '-' : rel(t));
+    const times = (n: number) => (n > 1 ? ` (${n} stretches)` : '');
+    const rows = alertRows(d.alerts).map((r) => [
+      esc(r.name),
+      esc(r.severity ?? ''),
+      `${when(r.firstPending)}${times(r.pendingStretches)}`,
+      r.firstFiring === undefined ? 'never' : `<span class="state firing">${when(r.firstFiring)}</span>${times(r.firingStretches)}`,
+      `${Math.round(r.firingMs / 1000)} s`,
+      rel(r.lastSeen),
+      esc(r.labels),
+    ]);
+    body = `${markerLegend}<div class="timeline">${lanes.join('\n')}<div class="axis"><span>0 s</span><span>${rel(d.range.to)}</span></div></div>
+${table(['alert', 'severity', 'first pending', 'first firing', 'time firing', 'last seen', 'labels'], rows, 'alerts')}`;
   }
-  return `<section id="alerts"><h2>Alerts</h2><p class="note">From Prometheus' <code>ALERTS</code> series: amber while pending, red while firing.</p>${body}</section>`;
+  if (d.alerts.length === 0 && markerLegend) body = `${markerLegend}${body}`;
+  return `<section id="alerts"><h2>Alerts</h2><p class="note">From Prometheus' <code>ALERTS</code> series: amber while pending, red while firing; one row per alert and label set, however often it flickered. Vertical lines here and on every chart: the first provider 429, the first request shed and each change of the mock provider's quota.</p>${body}</section>`;
 }
 
 function chartsSection(charts: Chart[]): string {
@@ -203,13 +224,21 @@ table.legend th:first-child { text-align: left; }
 .bar { position: absolute; top: 2px; bottom: 2px; border-radius: 2px; }
 .bar.pending, .state.pending { background: #FF9830; } .bar.firing, .state.firing { background: #F2495C; }
 .state { color: #fff; padding: 0 6px; border-radius: 3px; }
+.marker { position: absolute; top: -3px; bottom: -3px; width: 2px; margin-left: -1px; }
+.marker.first-429, .marker-key.first-429 { background: #C4162A; } .marker.first-shed, .marker-key.first-shed { background: #8F3BB8; } .marker.quota-change, .marker-key.quota-change { background: #1F60C4; }
+.markers { font-size: 13px; } .marker-key { display: inline-block; width: 3px; height: 12px; margin: 0 5px 0 2px; vertical-align: middle; }
 .axis { display: flex; justify-content: space-between; margin-left: 300px; font-size: 12px; color: #57606a; }
 `;
+
+/** The mock provider's quota changes, seconds from the range's start, as the verdict takes them. */
+function quotaChangesOf(d: ReportData): QuotaChangeIn[] | undefined {
+  return d.totals?.quotaChanges && quotaChangesSince(d.totals.quotaChanges, d.range.from);
+}
 
 /** The run's verdict, the page's first line (k6's counts, the provider's 429s, the plan). */
 function verdictBanner(d: ReportData): string {
   if (!d.k6?.outcomes) return '';
-  const v = runVerdict({ outcomes: d.k6.outcomes, providerRateLimited: d.totals?.providerRateLimited, planVsMeasured: d.planVsMeasured });
+  const v = runVerdict({ outcomes: d.k6.outcomes, providerRateLimited: d.totals?.providerRateLimited, planVsMeasured: d.planVsMeasured, quotaChanges: quotaChangesOf(d) });
   const kind = v.fits === undefined ? 'unknown' : v.fits ? 'fits' : 'misfit';
   return `<p id="verdict" class="verdict ${kind}">${esc(v.line)}</p>`;
 }

@@ -6,6 +6,7 @@ import { agentMetrics } from '../../agent/metrics.ts';
 import { mock } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { alerts, alertsFiredBetween, query, queryScalar } from '../measure/prometheus-client.ts';
+import { collectQuotaChanges, type QuotaChange } from './markers.ts';
 
 export interface StackTotals {
   requests: number;
@@ -28,6 +29,8 @@ export interface StackTotals {
   /** Counted tokens spent by requests that did not end wholly ok, and all counted tokens the provider reported. */
   wastedTokens: number;
   actualTokens: number;
+  /** Each change of the mock provider's quotas during the run (older run records have none). */
+  quotaChanges?: QuotaChange[];
 }
 
 const total = (name: string, seconds: number) => `sum(last_over_time(${name}[${seconds}s]))`;
@@ -51,6 +54,7 @@ export async function stackTotals(prometheusUrl: string, start: number, end: num
     limiterRequests: await limiterRequests(prometheusUrl, s, end),
     wastedTokens: await q(total(limiterMetrics.wastedTokens.name, s)),
     actualTokens: await q(total(limiterMetrics.tokensActual.name, s)),
+    quotaChanges: await collectQuotaChanges(prometheusUrl, start, end),
   };
 }
 

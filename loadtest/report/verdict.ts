@@ -4,6 +4,7 @@
 import type { RequestCounts } from '../k6/request-status.ts';
 import { formatRequestCounts } from '../k6/summary-text.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
+import { type QuotaChangeIn, quotaCutsLine } from './quota-cuts.ts';
 
 export interface VerdictInput {
   /** Every started request by how it ended (the k6 summary's outcomes); undefined when no client summary exists. */
@@ -12,6 +13,8 @@ export interface VerdictInput {
   providerRateLimited: number | undefined;
   /** Plan vs measured, or why it was skipped. */
   planVsMeasured: PlanVsMeasured | { skipped: string } | undefined;
+  /** The provider's quota changes during the run (undefined when unknown). */
+  quotaChanges?: readonly QuotaChangeIn[];
 }
 
 export interface Verdict {
@@ -47,6 +50,8 @@ export function runVerdict(v: VerdictInput): Verdict {
       : `verdict: the tree does NOT fit its quota${demand}${planned && !planned.fits ? ` (the budget sustains ${rate(planned.sustainedUserRequestsPerMinute)})` : ''}`,
     `${formatRequestCounts(c)} of ${started} requests${v.providerRateLimited ? `; ${v.providerRateLimited} provider 429s` : ''}`,
   ];
+  const cuts = quotaCutsLine(v.quotaChanges ?? []);
+  if (cuts) parts.push(cuts);
   if (!fits && planned?.bestFix) parts.push(`best fix: ${planned.bestFix}`);
   else if (!fits && planned?.fits) parts.push(`the plan says it fits: check the run's ${problems.join(', ')}`);
   return { fits, line: parts.join('; ') };

@@ -9,6 +9,7 @@ import { replaceFile } from '../../cli/replace-files.ts';
 import { redactUrl, redactUrlsIn, redactUrlsInValue } from '../../instrumentation/redact-url.ts';
 import { alertRuleCount } from '../measure/prometheus-client.ts';
 import { type ChartExtras, collectAlerts, collectCharts } from './collect.ts';
+import { collectMarkers } from './markers.ts';
 import { type ReportData, renderReport } from './page.ts';
 
 /** The report's file name inside the run folder. */
@@ -66,8 +67,9 @@ export async function reportData(input: ReportInput): Promise<ReportData> {
     plannedInFlight: input.plannedInFlight ?? compared?.rows.find((r) => r.quantity === 'calls in flight')?.planned,
   });
   const alerts = await collectAlerts(input.prometheusUrl, input.from, input.to);
+  const markers = await collectMarkers(input.prometheusUrl, input.from, input.to);
   const points = charts.reduce((n, c) => n + c.series.reduce((m, s) => m + s.points.length, 0), 0);
-  const data = { ...base, charts, alerts, alertRules };
+  const data = { ...base, charts, alerts, alertRules, markers };
   if (points === 0 && alerts.length === 0) {
     const range = `${new Date(input.from).toISOString()} and ${new Date(input.to).toISOString()}`;
     return {

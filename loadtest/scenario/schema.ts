@@ -6,6 +6,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
+import { ConfigError, parseConfig } from '../../mock-provider/config.ts';
 import type { ScenarioFile, TraceRecord } from './types.ts';
 
 export const SCENARIOS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'scenarios');
@@ -121,6 +122,18 @@ export const scenarioSchema = z
   .superRefine((s, ctx) => {
     if (s.protocol === 'adk' && !s.adk) ctx.addIssue({ code: 'custom', path: ['adk'], message: 'is required with protocol adk (at least adk.app)' });
     if (s.adk && s.protocol !== 'adk') ctx.addIssue({ code: 'custom', path: ['adk'], message: 'is only read with protocol adk' });
+    if (s.mock) {
+      // The mock's own rules (fields, bounds, each timeline step), checked before anything starts, not at the step's time.
+      try {
+        parseConfig({ ...s.mock.config, timeline: s.mock.timeline ?? [] });
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        const field = error.fields[0] ?? '';
+        const parts = (field ? field.split('.') : []).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+        const path = parts[0] === 'timeline' ? ['mock', ...parts] : ['mock', 'config', ...parts];
+        ctx.addIssue({ code: 'custom', path, message: error.message.replace('invalid mock-provider config: ', '').replace(`${field}: `, '') });
+      }
+    }
   });
 
 /** A scenario file that failed validation; the message names the field. */

@@ -1,7 +1,8 @@
 // The generated Prometheus rules pass `promtool check rules`, and the generated unit tests
 // pass `promtool test rules`: every alert fires on its synthetic series and stays silent on
-// the other, the acquire-time warning fires before the 429 alert, and its threshold follows
-// each limiter's maxWait gauge (5 s and 20 s). The same holds for a user's config (a custom
+// the other, the acquire-time warning fires before the 429 alert, the door-wait warning before
+// the shed alert, a 429 counter born at 1 fires the critical alert, and the acquire threshold
+// follows each limiter's maxWait gauge (5 s and 20 s). The same holds for a user's config (a custom
 // job selector and datasource), whose output names none of quotascope's own jobs. The
 // mutation cases prove these checks can fail.
 import { execFile } from 'node:child_process';
@@ -51,7 +52,7 @@ async function promtoolRun(cwd: string, ...args: string[]): Promise<{ code: numb
 }
 
 interface RuleFile {
-  groups: { rules: { alert?: string; expr: string }[] }[];
+  groups: { rules: { alert?: string; record?: string; expr: string }[] }[];
 }
 interface AlertRuleTest {
   eval_time: string;
@@ -104,7 +105,7 @@ describe('promtool: the generated alert tests', () => {
 
   it('the acquire-time warning is firing at a time the 429 alert is still silent', () => {
     const tests = parse(readFileSync(testFile, 'utf8')) as TestFile;
-    const checks = tests.tests.flatMap((t) => t.alert_rule_test);
+    const checks = tests.tests.filter((t) => t.name.includes('before the 429s')).flatMap((t) => t.alert_rule_test);
     const firingAt = (name: string) =>
       checks.filter((c) => c.alertname === name && c.exp_alerts.length > 0).map((c) => Number.parseInt(c.eval_time, 10));
     const silentAt = (name: string) =>
@@ -112,6 +113,46 @@ describe('promtool: the generated alert tests', () => {
     const acquireFires = Math.min(...firingAt('LimiterAcquireTimeRising'));
     expect(silentAt('ProviderRateLimitedDespiteLimiter')).toContain(acquireFires);
     expect(Math.min(...firingAt('ProviderRateLimitedDespiteLimiter'))).toBeGreaterThan(acquireFires);
+  });
+
+  it('the door-wait warning is firing at a time the shed alert is still silent', () => {
+    const tests = parse(readFileSync(testFile, 'utf8')) as TestFile;
+    const checks = tests.tests.filter((t) => t.name.includes('before the sheds')).flatMap((t) => t.alert_rule_test);
+    const at = (name: string, firing: boolean) =>
+      checks.filter((c) => c.alertname === name && c.exp_alerts.length > 0 === firing).map((c) => Number.parseInt(c.eval_time, 10));
+    const doorFires = Math.min(...at('LimiterDoorWaitRising', true));
+    expect(at('LimiterRequestsShed', false)).toContain(doorFires);
+    expect(Math.min(...at('LimiterRequestsShed', true))).toBeGreaterThan(doorFires);
+  });
+
+  it('a 429 counter born at 1 is checked firing one evaluation after its first sample', () => {
+    const tests = parse(readFileSync(testFile, 'utf8')) as TestFile;
+    const born = tests.tests.find((t) => t.input_series.some((s) => s.series.startsWith('llm_limiter_rate_limited_total{') && /^_x\d+ 1x/.test(s.values)))!;
+    const firstSample = Math.min(
+      ...born.input_series.filter((s) => /^_x\d+ 1x/.test(s.values)).map((s) => Number(/^_x(\d+)/.exec(s.values)![1])),
+    );
+    const fires = born.alert_rule_test.filter((c) => c.alertname === 'ProviderRateLimitedDespiteLimiter' && c.exp_alerts.length > 0);
+    expect(Math.min(...fires.map((c) => Number.parseInt(c.eval_time, 10)))).toBe(firstSample + 1);
+  });
+
+  it('fails when the 429 record reads increase() alone (a counter born at 1 reads 0)', async () => {
+    const file = stage(generatedDir, 'increase-alone', undefined, (rules) => {
+      const record = rules.groups[0].rules.find((r) => r.record?.startsWith('job_limiter:llm_limiter_rate_limited_total:'))!;
+      record.expr = 'sum by (job, limiter) (increase(llm_limiter_rate_limited_total[5m]))';
+    });
+    const result = await promtoolRun(scratch, 'test', 'rules', file);
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('alertname: ProviderRateLimitedDespiteLimiter, time: 6m');
+  });
+
+  it('fails when the door wait is read from the admitted calls\' permit wait instead', async () => {
+    const file = stage(generatedDir, 'door-from-acquire', undefined, (rules) => {
+      const record = rules.groups[0].rules.find((r) => r.record?.startsWith('job_limiter:llm_limiter_request_admission_duration_seconds:'))!;
+      record.expr = record.expr.replaceAll('llm_limiter_request_admission_duration_seconds', 'llm_limiter_acquire_duration_seconds');
+    });
+    const result = await promtoolRun(scratch, 'test', 'rules', file);
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('alertname: LimiterDoorWaitRising');
   });
 
   it('the acquire-time cases run with maxWait gauges of 20 s and 5 s', () => {

@@ -12,8 +12,8 @@ describe('scenario files', () => {
     .filter((f) => f.endsWith('.json'))
     .map((f) => f.replace(/\.json$/, ''));
 
-  it('ships the six scenarios and each validates and builds k6 scenarios', () => {
-    expect(names.sort()).toEqual(['burst', 'lanes', 'quota-incident', 'ramp', 'steady-40rpm', 'trace']);
+  it('ships the seven scenarios and each validates and builds k6 scenarios', () => {
+    expect(names.sort()).toEqual(['burst', 'lanes', 'quota-incident', 'ramp', 'shared-capacity', 'steady-40rpm', 'trace']);
     for (const name of names) {
       const built = buildOptions(loadScenario(name));
       expect(Object.keys(built.scenarios).length, name).toBeGreaterThan(0);
@@ -36,6 +36,23 @@ describe('scenario files', () => {
     expect(() => parseScenario({ name: 'x', arrivals: [{ kind: 'constant', start: 0, perMinute: 5 }] })).toThrow(/arrivals\[0\]\.duration/);
     expect(() => parseScenario({ name: 'x', arrivals: [], thresholds: {} })).toThrow(/arrivals/);
     expect(() => parseScenario({ name: 'x', arrivals: [{ kind: 'burst', at: 0, users: 1, tyop: 1 }] })).toThrow(/tyop|arrivals\[0\]/);
+  });
+
+  it('shared-capacity turns the mock\'s throttle probability (5 %) on and off on its timeline, within the arrivals', () => {
+    const s = loadScenario('shared-capacity');
+    const steps = s.mock?.timeline ?? [];
+    expect(steps.map((step) => step.set.throttleProbability)).toEqual([0.05, 0, 0.05, 0]);
+    const end = Math.max(...s.arrivals.map((a) => (a.kind === 'constant' ? a.start + a.duration : 0)));
+    for (const step of steps) expect(step.at).toBeLessThan(end);
+  });
+
+  it('checks the mock settings with the mock\'s own rules and names the field', () => {
+    const base = { name: 'x', arrivals: [{ kind: 'constant', start: 0, perMinute: 5, duration: 10 }] };
+    const withMock = (mock: unknown) => () => parseScenario({ ...base, mock }, 'bad.json');
+    expect(withMock({ timeline: [{ at: 5, set: { throttleProbability: 1.5 } }] })).toThrow(/mock\.timeline\[0\]\.set: throttleProbability: Too big/);
+    expect(withMock({ timeline: [{ at: 5, set: { throttleProbabilty: 0.05 } }] })).toThrow(/mock\.timeline\[0\]\.set: .*throttleProbabilty/);
+    expect(withMock({ config: { throttleProbability: -1 } })).toThrow(/mock\.config\.throttleProbability: Too small/);
+    expect(withMock({ config: { throttleProbability: 0.05 }, timeline: [{ at: 5, set: { throttleProbability: 0 } }] })()).toBeTruthy();
   });
 
   it('turns thresholds into k6 expressions', () => {
