@@ -18,6 +18,7 @@ import { loadScenario } from './scenario/schema.ts';
 import { withTree } from './scenario/trees.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { type AgentTarget, defaultTreeOf, resolveAgentTarget, scenarioForTarget, treeShapeOf } from './stack/agent-target.ts';
+import { latencyOfFullAnswer } from './planner/call-time.ts';
 import { MOCK_COUNTED_TOKENS } from './stack/mock-parameters.ts';
 import type { StartOptions } from './start-options.ts';
 
@@ -25,8 +26,6 @@ type Flags = StartOptions;
 
 const OUTPUT_TOKENS = EX.outputTokensPerCall;
 const BUDGET_FRACTION = EX.budgetFraction;
-/** Share of a call's time the mock spends streaming output after the first token. */
-const STREAMING_SHARE = 0.9;
 
 /**
  * The default run: the worked example's burst of 10 users, then steady traffic. Requests get
@@ -91,14 +90,15 @@ const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-'
 /** The pipeline's run of the embedded stack: the mock with the run's quota and latency, the agent side's limiters, the plan's parameters. */
 function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): RunInput {
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
-  const perTokenMs = (flags.callSeconds * 1000 * STREAMING_SHARE) / (OUTPUT_TOKENS - 1);
+  // The mock's call: its first token, then the output streamed (a tool turn's short answer ends soon after its first token).
+  const latency = latencyOfFullAnswer(flags.callSeconds, OUTPUT_TOKENS);
   const mockConfig = {
     quotaScope: flags.quotaScope,
     requestsPerMinute: flags.quotaRpm,
     tokensPerMinute: flags.quotaTpm,
     countedTokens: MOCK_COUNTED_TOKENS[flags.countedTokens],
-    timeToFirstTokenMs: { kind: 'fixed', value: Math.round(flags.callSeconds * 100) },
-    perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
+    timeToFirstTokenMs: { kind: 'fixed', value: Math.round(latency.firstTokenSeconds * 1000) },
+    perOutputTokenMs: { kind: 'fixed', value: latency.perOutputTokenSeconds * 1000 },
     outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
   };
   const limits = {
@@ -129,7 +129,9 @@ function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): 
       burstUsers: Math.max(1, flags.burstUsers),
       permits: flags.permits,
       admission: flags.admission,
+      callLatency: latency,
       ...(target.kind === 'serve' && target.inputTokensPerModel ? { inputTokensPerModel: target.inputTokensPerModel, inputTokensPerAgent: target.inputTokensPerAgent } : {}),
+      ...(target.kind === 'serve' && target.outputTokensPerModel ? { outputTokensPerModel: target.outputTokensPerModel } : {}),
     },
     parameters: { ...flags, description: scenario.description ?? scenario.name },
     nodeDriverWithoutK6: true,

@@ -79,7 +79,7 @@ export interface PlanVsMeasured {
   /** The binding quota axis (and, for a tree of several models, the binding model). */
   binding: string;
   /** Per model, for a tree of several: each model planned against its own quota. */
-  models?: { model: string; limiter: string; sustainedUserRequestsPerMinute: number; binding: boolean }[];
+  models?: { model: string; limiter: string; sustainedUserRequestsPerMinute: number; wholeUserRequestsPerMinute: number; binding: boolean }[];
   /** What the plan's input tokens per call came from. */
   tokens?: 'calibrated' | 'given';
   /** How the limiters admitted work in the run (request: the rows compare served, shed and partial). */
@@ -209,14 +209,17 @@ async function compareModels(
   let callSecondsSum = 0;
   let callsSum = 0;
   const binding = plans.models.find((m) => m.model === plans.binding);
-  // Whole requests at the door: a request is funded on every limiter or shed, so every model
-  // serves what the binding one sustains. Call by call: each model serves its own share.
+  // Whole requests at the door: a request is funded on every limiter or shed, and each
+  // replica's window on each limiter holds whole requests only, so every model serves the
+  // whole requests the tightest one holds (the plan's served figure, not the fraction its
+  // tokens alone would fund). Call by call: each model serves its own share.
   const wholeRequests = r.stack.admission !== 'call';
+  const wholeServed = Math.min(...plans.models.map((m) => m.plan.admission.servedUserRequestsPerMinute));
   for (const m of plans.models) {
     const p = m.plan;
     const measured = await measureModel(r.prometheusUrl, window.start, window.end, m.limiter as string);
     const replicas = p.fleet.replicas;
-    const servedPlanned = wholeRequests ? (binding?.plan.overload.servedUserRequestsPerMinute ?? p.overload.servedUserRequestsPerMinute) : p.overload.servedUserRequestsPerMinute;
+    const servedPlanned = wholeRequests ? wholeServed : p.overload.servedUserRequestsPerMinute;
     const inFlight = wholeRequests ? ((servedPlanned * p.tree.callsPerRequest) / 60) * p.input.latencySeconds : p.inFlight.perReplica * replicas;
     const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
     permitsPlanned += !wholeRequests && overloaded && r.stack.permits ? r.stack.permits * replicas : inFlight;
@@ -236,7 +239,13 @@ async function compareModels(
     binding: `${binding?.plan.binding.axis ?? 'tokens'} of ${plans.binding}`,
     admission: wholeRequests ? 'request' : 'call',
     planned: { demandUserRequestsPerMinute: demand, sustainedUserRequestsPerMinute: sustained, fits, ...(!fits && bestFix ? { bestFix } : {}) },
-    models: plans.models.map((m) => ({ model: m.model, limiter: m.limiter as string, sustainedUserRequestsPerMinute: m.sustainedUserRequestsPerMinute, binding: m.model === plans.binding })),
+    models: plans.models.map((m) => ({
+      model: m.model,
+      limiter: m.limiter as string,
+      sustainedUserRequestsPerMinute: m.sustainedUserRequestsPerMinute,
+      wholeUserRequestsPerMinute: m.wholeUserRequestsPerMinute,
+      binding: m.model === plans.binding,
+    })),
     tokens: r.stack.inputTokensPerModel ? 'calibrated' : 'given',
     countedTokens: r.stack.countedTokens,
     plannedCallSeconds: latencySeconds,

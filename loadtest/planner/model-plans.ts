@@ -4,6 +4,7 @@
 // requests per minute binds the tree.
 import type { PlanInput } from './input.ts';
 import { type Plan, plan } from './plan.ts';
+import { formatShareAdvice, shareAdvice } from './replica-share.ts';
 
 /** One model's share of a user request. */
 export interface ModelShare {
@@ -19,8 +20,10 @@ export interface ModelPlan {
   readonly model: string;
   readonly limiter?: string;
   readonly plan: Plan;
-  /** User requests per minute this model's budget sustains, fleet-wide. */
+  /** User requests per minute this model's budget sustains, fleet-wide (by its tokens alone, fractions of a request included). */
   readonly sustainedUserRequestsPerMinute: number;
+  /** Whole user requests per minute the fleet serves with static shares: the plan's fleet figure. */
+  readonly wholeUserRequestsPerMinute: number;
 }
 
 export interface ModelPlans {
@@ -48,6 +51,7 @@ export function planModels(shares: readonly ModelShare[], inputOf: (share: Model
       ...(share.limiter ? { limiter: share.limiter } : {}),
       plan: p,
       sustainedUserRequestsPerMinute: p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas,
+      wholeUserRequestsPerMinute: p.fleet.userRequestsPerMinute,
     };
   });
   const binding = models.reduce((a, b) =>
@@ -67,9 +71,13 @@ export function formatModelPlans(plans: ModelPlans, tokensNote: string): string 
   const lines = plans.models.map((m) => {
     const p = m.plan;
     const mark = m.model === plans.binding ? '  ← binds' : '';
+    const advice = shareAdvice(p);
+    // The fleet's whole requests (what the plan's Fleet section says), then the budget's fraction.
+    const replicas = p.fleet.replicas > 1 ? `${p.perReplica.userRequestsPerMinute} per replica, ` : '';
     return (
       `  ${m.model.padEnd(width)}  ${p.tree.callsPerRequest} calls/request, ${Math.round(p.demand.tokensPerCall).toLocaleString('en-US')} tokens/call, ` +
-      `quota ${p.quota.tokensPerMinute.toLocaleString('en-US')} tokens/min: sustains ${round1(m.sustainedUserRequestsPerMinute)} user requests/min (${p.binding.axis} bind)${mark}`
+      `quota ${p.quota.tokensPerMinute.toLocaleString('en-US')} tokens/min: sustains ${m.wholeUserRequestsPerMinute} user requests/min ` +
+      `(${replicas}${round1(m.sustainedUserRequestsPerMinute)} by its tokens; ${p.binding.axis} bind)${mark}${advice ? `\n    ${formatShareAdvice(p, advice)}` : ''}`
     );
   });
   return [`Per model (each model has its own quota and limiter; ${tokensNote}):`, ...lines].join('\n');

@@ -36,6 +36,8 @@ export type AgentTarget =
       readonly inputTokensPerModel?: Readonly<Record<string, number>>;
       /** The same per agent. */
       readonly inputTokensPerAgent?: Readonly<Record<string, number>>;
+      /** Output tokens per call of each model from the same request (tool turns answer short): what its call time follows. */
+      readonly outputTokensPerModel?: Readonly<Record<string, number>>;
       /** Each agent's calibrated input tokens per call, or why the calibration could not run. */
       readonly calibrationNote?: string;
     };
@@ -96,15 +98,17 @@ export async function resolveAgentTarget(
   }
   let inputTokensPerModel: Record<string, number> | undefined;
   let inputTokensPerAgent: Record<string, number> | undefined;
+  let outputTokensPerModel: Record<string, number> | undefined;
   let calibrationNote: string | undefined;
   if (choice.calibrate) {
     const { calibrateAgent, tokensNote } = await import('../planner/agent-plan.ts');
-    const { CalibrationError, inputTokensPerModel: perModel } = await import('../planner/calibrate.ts');
+    const { CalibrationError, inputTokensPerModel: perModel, outputTokensPerModel: outputPerModel } = await import('../planner/calibrate.ts');
     try {
       const counted = { module, walked: tree, tree: countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS }) };
       const calibration = await calibrateAgent(counted, choice.calibrate);
       inputTokensPerModel = Object.fromEntries(perModel(calibration));
       inputTokensPerAgent = Object.fromEntries(calibration.agents.map((a) => [a.agent, a.inputTokens / a.calls]));
+      outputTokensPerModel = Object.fromEntries(outputPerModel(calibration));
       calibrationNote = tokensNote(calibration);
     } catch (error) {
       if (!(error instanceof CalibrationError || error instanceof TreeCountError)) throw error;
@@ -120,6 +124,7 @@ export async function resolveAgentTarget(
     countNote,
     inputTokensPerModel,
     inputTokensPerAgent,
+    outputTokensPerModel,
     calibrationNote,
   };
 }
