@@ -154,7 +154,7 @@ function quotaFor(flags: FlagSet<Key>, key: (typeof QUOTA_KEYS)[number], model: 
 async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanResult> {
   const typedTree = COUNTED_KEYS.find((key) => flags.isGiven(key));
   if (typedTree) throw new UsageError(`${flags.nameOf(typedTree)}: the tree is counted from --agent; give one or the other`);
-  const [{ countAgent, calibrateAgent, treePlanInput }, { AgentModuleError }, { AgentTreeError }, { TreeCountError, modelShares }, { AgentConfigError }, { CalibrationError, inputTokensPerModel, outputTokensPerModel }, { planModels }, { callSecondsFor, latencyOfFullAnswer }] =
+  const [{ countAgent, calibrateAgent, treePlanInput }, { AgentModuleError }, { AgentTreeError }, { TreeCountError, modelShares }, { AgentConfigError }, { CalibrationError, inputTokensPerModel, outputTokensPerModel }, { planModels }, { callSecondsFor, latencyOfFullAnswer }, { agentsByModel }] =
     await Promise.all([
       import('../loadtest/planner/agent-plan.ts'),
       import('../agent/agent-module.ts'),
@@ -164,6 +164,7 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
       import('../loadtest/planner/calibrate.ts'),
       import('../loadtest/planner/model-plans.ts'),
       import('../loadtest/planner/call-time.ts'),
+      import('../loadtest/planner/model-agents.ts'),
     ]);
   let counted: Awaited<ReturnType<typeof countAgent>>;
   try {
@@ -195,7 +196,8 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
     const outputPerModel = outputTokensPerModel(calibration);
     outputOf = (model) => outputPerModel.get(model);
   }
-  const models = planModels(modelShares(tree), (share) => {
+  const agents = agentsByModel(tree);
+  const models = planModels(modelShares(tree).map((share) => ({ ...share, agents: agents[share.model] ?? [] })), (share) => {
     const input = inputFrom(flags, {
       ...treePlanInput(tree),
       ...Object.fromEntries(QUOTA_KEYS.flatMap((key) => (quotaFor(flags, key, share.model) === undefined ? [] : [[key, quotaFor(flags, key, share.model) as number]]))),

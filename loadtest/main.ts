@@ -132,6 +132,7 @@ function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): 
       callLatency: latency,
       ...(target.kind === 'serve' && target.inputTokensPerModel ? { inputTokensPerModel: target.inputTokensPerModel, inputTokensPerAgent: target.inputTokensPerAgent } : {}),
       ...(target.kind === 'serve' && target.outputTokensPerModel ? { outputTokensPerModel: target.outputTokensPerModel } : {}),
+      ...(target.kind === 'serve' && target.agentsPerModel ? { agentsPerModel: target.agentsPerModel } : {}),
     },
     parameters: { ...flags, description: scenario.description ?? scenario.name },
     nodeDriverWithoutK6: true,

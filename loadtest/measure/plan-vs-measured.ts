@@ -201,7 +201,7 @@ async function compareModels(
 ): Promise<PlanVsMeasured> {
   const latencySeconds = r.stack.latencySeconds;
   const plans = planModels(
-    models.map((m) => ({ model: m.model, limiter: m.limiter, calls: m.modelCallsPerRequest, width: m.shape.parallelBranches })),
+    models.map((m) => ({ model: m.model, limiter: m.limiter, calls: m.modelCallsPerRequest, width: m.shape.parallelBranches, agents: r.stack.agentsPerModel?.[m.model] })),
     (share) => steadyPlanInput(phase, models.find((m) => m.model === share.model)?.shape as TreeShape, r.stack, share.model),
   );
   const rows: ComparisonRow[] = [];

@@ -75,6 +75,8 @@ export interface StackParameters {
   inputTokensPerModel?: Readonly<Record<string, number>>;
   /** The same per agent (what each agent's calls weigh in a request's work). */
   inputTokensPerAgent?: Readonly<Record<string, number>>;
+  /** The agents that call each model (a fix for a model names them). */
+  agentsPerModel?: Readonly<Record<string, readonly string[]>>;
   /** Output tokens per call of each model, measured from the same request (tool turns answer short). */
   outputTokensPerModel?: Readonly<Record<string, number>>;
   /** The provider's call shape (first token, then per output token): with outputTokensPerModel, each model's own call time. */

@@ -3,6 +3,7 @@
 // request are planned against that model's quota. The model that sustains the fewest user
 // requests per minute binds the tree.
 import type { PlanInput } from './input.ts';
+import { fixForModel } from './fixes.ts';
 import { type Plan, plan } from './plan.ts';
 import { formatShareAdvice, shareAdvice } from './replica-share.ts';
 
@@ -14,6 +15,8 @@ export interface ModelShare {
   readonly width: number;
   /** The `limiter` label its calls are counted under, where known. */
   readonly limiter?: string;
+  /** The agents whose calls these are, where known (a fix names them). */
+  readonly agents?: readonly string[];
 }
 
 export interface ModelPlan {
@@ -45,7 +48,9 @@ export function shareTree(share: Pick<ModelShare, 'calls' | 'width'>): Required<
 export function planModels(shares: readonly ModelShare[], inputOf: (share: ModelShare) => PlanInput): ModelPlans {
   if (shares.length === 0) throw new Error('a tree with no model calls cannot be planned per model');
   const models = shares.map((share): ModelPlan => {
-    const p = plan({ ...inputOf(share), ...shareTree(share) });
+    const planned = plan({ ...inputOf(share), ...shareTree(share) });
+    // A fix of this share changes this model's quota, prompts or calls: it says so.
+    const p = { ...planned, fixes: planned.fixes.map((fix) => fixForModel(fix, share.model, share.agents)) };
     return {
       model: share.model,
       ...(share.limiter ? { limiter: share.limiter } : {}),

@@ -36,6 +36,8 @@ export type AgentTarget =
       readonly inputTokensPerModel?: Readonly<Record<string, number>>;
       /** The same per agent. */
       readonly inputTokensPerAgent?: Readonly<Record<string, number>>;
+      /** The agents that call each model (a fix for a model's quota names them). */
+      readonly agentsPerModel?: Readonly<Record<string, readonly string[]>>;
       /** Output tokens per call of each model from the same request (tool turns answer short): what its call time follows. */
       readonly outputTokensPerModel?: Readonly<Record<string, number>>;
       /** Each agent's calibrated input tokens per call, or why the calibration could not run. */
@@ -85,9 +87,11 @@ export async function resolveAgentTarget(
   let modelCallsPerRequest: number | undefined;
   let shape: TreeShape | undefined;
   let countNote: string | undefined;
+  let agentsPerModel: Record<string, string[]> | undefined;
   try {
     const counted = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS });
     const calls = counted.calls;
+    agentsPerModel = (await import('../planner/model-agents.ts')).agentsByModel(counted);
     if (calls > 0) {
       modelCallsPerRequest = calls;
       shape = shapeOfCount(counted);
@@ -125,6 +129,7 @@ export async function resolveAgentTarget(
     inputTokensPerModel,
     inputTokensPerAgent,
     outputTokensPerModel,
+    agentsPerModel,
     calibrationNote,
   };
 }
