@@ -19,12 +19,13 @@ function wholeWithReplicas(fleetExact: number, replicas: number): number {
 
 /**
  * What to do when one request needs more than a replica's share of the budget (each replica
- * serves 0 whole requests while the fleet's budget holds some): undefined otherwise.
+ * serves 0 whole requests while the fleet's budget holds at least one): undefined otherwise
+ * (a request larger than the whole budget needs a fix of the quota, prompts or calls).
  */
 export function shareAdvice(plan: Plan): ShareAdvice | undefined {
   const perReplica = plan.perReplica;
-  if (perReplica.userRequestsPerMinute > 0 || perReplica.userRequestsPerMinuteExact <= 0) return undefined;
   const fleetExact = perReplica.userRequestsPerMinuteExact * plan.fleet.replicas;
+  if (perReplica.userRequestsPerMinute > 0 || fleetExact < 1 - 1e-9) return undefined;
   let best = { replicas: 1, served: wholeWithReplicas(fleetExact, 1) };
   for (let r = 2; r < plan.fleet.replicas; r++) {
     const served = wholeWithReplicas(fleetExact, r);
