@@ -18,7 +18,11 @@ export function agentsByModel(root: CountedNode): Record<string, string[]> {
     if (node.role === 'transfer-target') return;
     if (node.kind === 'llm') {
       const model = ownModel(node);
-      if (model !== undefined && !(out[model] ??= []).includes(node.name)) out[model].push(node.name);
+      if (model !== undefined) {
+        const names = out[model] ?? [];
+        if (!names.includes(node.name)) names.push(node.name);
+        out[model] = names;
+      }
     }
     for (const child of node.children) visit(child);
   };
