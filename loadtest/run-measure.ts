@@ -76,7 +76,7 @@ export async function measureRun(s: MeasureInput, driven: Driven): Promise<Measu
   const totals = s.own ? await stackTotals(prometheusUrl, driven.startedAt, Date.now()) : undefined;
   const failure = allFailedMessage(driven.summary, statuses);
   const providerRateLimited = totals?.providerRateLimited ?? (statuses ? (statuses['429'] ?? 0) : undefined);
-  const causes = { timeoutsByReason: totals?.timeoutsByReason, branchOutcomes: driven.summary?.branchOutcomesByKind };
+  const causes = { timeoutsByReason: totals?.timeoutsByReason, branchOutcomes: driven.summary?.branchOutcomesByKind, statusCodes: driven.summary?.statusCodes };
   const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited, planVsMeasured: comparison, causes });
   const why = totals && !failure ? await unmeasured({ ...s, prometheusUrl }, driven, totals) : undefined;
   const problem = failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : why ? { message: why, exitCode: UNMEASURED_EXIT_CODE } : undefined;

@@ -214,7 +214,7 @@ function verdictBanner(d: ReportData): string {
     outcomes: d.k6.outcomes,
     providerRateLimited: d.totals?.providerRateLimited,
     planVsMeasured: d.planVsMeasured,
-    causes: { timeoutsByReason: d.totals?.timeoutsByReason, branchOutcomes: d.k6.branchOutcomesByKind },
+    causes: { timeoutsByReason: d.totals?.timeoutsByReason, branchOutcomes: d.k6.branchOutcomesByKind, statusCodes: d.k6.statusCodes },
   });
   const kind = v.fits === undefined ? 'unknown' : v.fits ? 'fits' : 'misfit';
   return `<p id="verdict" class="verdict ${kind}">${esc(v.line)}</p>`;

@@ -13,6 +13,8 @@ export interface PartialCauses {
   timeoutsByReason?: Record<string, number>;
   /** Branch outcomes by kind (k6): timeout and budget_unavailable are the limiter's, error and rate_limited the provider's. */
   branchOutcomes?: Record<string, number>;
+  /** The HTTP status each user request ended with (k6): a failed request answered 2xx lost every branch. */
+  statusCodes?: Record<string, number>;
 }
 
 export interface VerdictInput {
@@ -68,11 +70,14 @@ export function runVerdict(v: VerdictInput): Verdict {
   if (!c) return { fits: undefined, line: 'verdict: unknown: the run has no count of its requests (no k6 summary)' };
   const started = c.served + c.partial + c.shed + c.failed + c.unfinished;
   if (started === 0) return { fits: undefined, line: 'verdict: unknown: the run started no request' };
-  const limiter = c.partial > 0 ? limiterPartial(v.causes) : undefined;
+  const limiter = c.partial > 0 || c.failed > 0 ? limiterPartial(v.causes) : undefined;
+  // Failed requests answered 2xx lost every branch: the limiter's when no branch failed at the provider.
+  const answered2xx = Object.entries(v.causes?.statusCodes ?? {}).reduce((n, [status, count]) => n + (status.startsWith('2') ? count : 0), 0);
+  const failedByLimiter = limiter?.all ? Math.min(c.failed, Math.max(0, answered2xx - c.served - c.partial)) : 0;
   const problems: string[] = [];
   if (c.shed > 0) problems.push(`${c.shed} shed`);
   if (c.partial > 0 && !limiter?.all) problems.push(`${c.partial} partial`);
-  if (c.failed > 0) problems.push(`${c.failed} failed`);
+  if (c.failed - failedByLimiter > 0) problems.push(`${c.failed - failedByLimiter} failed`);
   if (v.providerRateLimited) problems.push(`${v.providerRateLimited} provider 429s`);
   const fits = (planned?.fits ?? true) && problems.length === 0;
   const demand = planned ? ` at ${rate(planned.demandUserRequestsPerMinute)} user requests/min` : ' at the tested demand';
@@ -82,12 +87,14 @@ export function runVerdict(v: VerdictInput): Verdict {
       : `verdict: the tree does NOT fit its quota${demand}${planned && !planned.fits ? ` (the budget sustains ${rate(planned.sustainedUserRequestsPerMinute)})` : ''}`,
     `${formatRequestCounts(c)} of ${started} requests${v.providerRateLimited ? `; ${v.providerRateLimited} provider 429s` : ''}`,
   ];
-  if (limiter) {
-    parts.push(
-      limiter.all
-        ? `${c.partial} partial request${c.partial === 1 ? '' : 's'} came from the limiter (${limiter.reasons}), not from the tree's fit`
-        : `some of the ${c.partial} partial requests came from the limiter (${limiter.reasons}), the others from provider failures`,
-    );
+  if (limiter?.all && c.partial + failedByLimiter > 0) {
+    const cut = [
+      ...(c.partial > 0 ? [`${c.partial} partial`] : []),
+      ...(failedByLimiter > 0 ? [`${failedByLimiter} failed (every branch cut)`] : []),
+    ].join(' and ');
+    parts.push(`${cut} request${c.partial + failedByLimiter === 1 ? '' : 's'} came from the limiter (${limiter.reasons}), not from the tree's fit`);
+  } else if (limiter && !limiter.all && c.partial > 0) {
+    parts.push(`some of the ${c.partial} partial requests came from the limiter (${limiter.reasons}), the others from provider failures`);
   }
   if (!fits && planned?.bestFix) parts.push(`best fix: ${planned.bestFix}`);
   else if (!fits && planned?.fits) parts.push(`the plan says it fits: check the run's ${problems.join(', ')}`);

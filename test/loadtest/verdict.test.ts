@@ -253,6 +253,18 @@ describe('partial requests the limiter cut are named as the limiter’s', () => 
     expect(v.line).toContain("the plan says it fits: check the run's 6 partial");
   });
 
+  it('failed requests answered 200 with every branch cut by the limiter are the limiter’s too (a deep chain on a cold limiter)', () => {
+    const c = comparePlan({ ...reviewAgentExample, userRequestsPerMinute: 6 }, light);
+    const causes = { timeoutsByReason: { request_deadline: 28 }, branchOutcomes: { ok: 500, timeout: 16 }, statusCodes: { '200': 69 } };
+    const v = runVerdict({ outcomes: { served: 59, partial: 3, shed: 0, failed: 7, unfinished: 0 }, providerRateLimited: 0, planVsMeasured: c, causes });
+    expect(v.fits).toBe(true);
+    expect(v.line).toContain("3 partial and 7 failed (every branch cut) requests came from the limiter (request_deadline 28 timeouts), not from the tree's fit");
+    // A failed request with no answer (HTTP 0, 5xx) is not the limiter's.
+    const other = runVerdict({ outcomes: { served: 59, partial: 3, shed: 0, failed: 7, unfinished: 0 }, providerRateLimited: 0, planVsMeasured: c, causes: { ...causes, statusCodes: { '200': 62, '500': 7 } } });
+    expect(other.fits).toBe(false);
+    expect(other.line).toContain("check the run's 7 failed");
+  });
+
   it('no limiter cause: partial requests count against the run as before', () => {
     const c = comparePlan({ ...reviewAgentExample, userRequestsPerMinute: 6 }, light);
     const v = runVerdict({ outcomes: { served: 29, partial: 6, shed: 0, failed: 0, unfinished: 0 }, providerRateLimited: 0, planVsMeasured: c, causes: { branchOutcomes: { ok: 100, error: 6 } } });
