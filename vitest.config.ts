@@ -42,6 +42,7 @@ const integration = [
   'test/instrumentation/redis-token-budget.test.ts',
   'test/loadtest/measurement.test.ts',
   'test/loadtest/model-plans.test.ts',
+  'test/loadtest/deep-tree-plan.test.ts',
   'test/loadtest/plan-tree.test.ts',
   'test/loadtest/planner.test.ts',
   'test/loadtest/report-keep.test.ts',

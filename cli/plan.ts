@@ -155,7 +155,7 @@ function quotaFor(flags: FlagSet<Key>, key: (typeof QUOTA_KEYS)[number], model: 
 async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanResult> {
   const typedTree = COUNTED_KEYS.find((key) => flags.isGiven(key));
   if (typedTree) throw new UsageError(`${flags.nameOf(typedTree)}: the tree is counted from --agent; give one or the other`);
-  const [{ countAgent, calibrateAgent, treePlanInput }, { AgentModuleError }, { AgentTreeError }, { TreeCountError, modelShares }, { AgentConfigError }, { CalibrationError, inputTokensPerModel }, { planModels }] =
+  const [{ countAgent, calibrateAgent, treePlanInput }, { AgentModuleError }, { AgentTreeError }, { TreeCountError, modelShares }, { AgentConfigError }, { CalibrationError, inputTokensPerModel, outputTokensPerModel }, { planModels }, { callSecondsFor, latencyOfFullAnswer }, { agentsByModel }] =
     await Promise.all([
       import('../loadtest/planner/agent-plan.ts'),
       import('../agent/agent-module.ts'),
@@ -164,6 +164,8 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
       import('../agent/config.ts'),
       import('../loadtest/planner/calibrate.ts'),
       import('../loadtest/planner/model-plans.ts'),
+      import('../loadtest/planner/call-time.ts'),
+      import('../loadtest/planner/model-agents.ts'),
     ]);
   let counted: Awaited<ReturnType<typeof countAgent>>;
   try {
@@ -180,6 +182,7 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
   // --input-tokens plans every call at that size; otherwise one request measures each agent's.
   let calibration: AgentPlanResult['calibration'];
   let tokensOf: (model: string) => number | undefined = () => undefined;
+  let outputOf: (model: string) => number | undefined = () => undefined;
   if (!flags.isGiven('inputTokensPerCall')) {
     const outputTokens = typedValue(flags, 'outputTokensPerCall');
     if (typeof outputTokens !== 'number') throw new UsageError(`${flags.nameOf('outputTokensPerCall')}: output tokens per call is required (the calibration request answers with that many)`);
@@ -191,14 +194,20 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
     }
     const perModel = inputTokensPerModel(calibration);
     tokensOf = (model) => perModel.get(model);
+    const outputPerModel = outputTokensPerModel(calibration);
+    outputOf = (model) => outputPerModel.get(model);
   }
-  const models = planModels(modelShares(tree), (share) =>
-    inputFrom(flags, {
+  const agents = agentsByModel(tree);
+  const models = planModels(modelShares(tree).map((share) => ({ ...share, agents: agents[share.model] ?? [] })), (share) => {
+    const input = inputFrom(flags, {
       ...treePlanInput(tree),
       ...Object.fromEntries(QUOTA_KEYS.flatMap((key) => (quotaFor(flags, key, share.model) === undefined ? [] : [[key, quotaFor(flags, key, share.model) as number]]))),
       ...(tokensOf(share.model) === undefined ? {} : { inputTokensPerCall: Math.round(tokensOf(share.model) as number) }),
-    }),
-  );
+    });
+    // --latency is a full answer's; a model whose calls include tool turns (short answers) takes less per call.
+    const output = outputOf(share.model);
+    return output === undefined ? input : { ...input, latencySeconds: callSecondsFor(latencyOfFullAnswer(input.latencySeconds, input.outputTokensPerCall), output) };
+  });
   const binding = models.models.find((m) => m.model === models.binding);
   return { ...result, plan: binding?.plan, models, calibration };
 }

@@ -8,15 +8,17 @@ import type { TreeShape } from '../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { requestDeadlineMsFor } from '../instrumentation/request-admission.ts';
-import { formatStatusCounts } from './k6/summary-text.ts';
+import type { K6Summary } from './k6/runner.ts';
+import { formatHttpFailed, formatStatusCounts } from './k6/summary-text.ts';
 import { formatComparison } from './measure/plan-vs-measured.ts';
 import { criticalPathSeconds, minimumSteadySeconds } from './measure/steady-state.ts';
-import type { StackTotals } from './report/summary.ts';
+import { formatTimeouts, type StackTotals } from './report/summary.ts';
 import { type RunInput, type RunReporter, type RunResult, runPipeline } from './run-pipeline.ts';
 import { loadScenario } from './scenario/schema.ts';
 import { withTree } from './scenario/trees.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { type AgentTarget, defaultTreeOf, resolveAgentTarget, scenarioForTarget, treeShapeOf } from './stack/agent-target.ts';
+import { latencyOfFullAnswer } from './planner/call-time.ts';
 import { MOCK_COUNTED_TOKENS } from './stack/mock-parameters.ts';
 import type { StartOptions } from './start-options.ts';
 
@@ -24,8 +26,6 @@ type Flags = StartOptions;
 
 const OUTPUT_TOKENS = EX.outputTokensPerCall;
 const BUDGET_FRACTION = EX.budgetFraction;
-/** Share of a call's time the mock spends streaming output after the first token. */
-const STREAMING_SHARE = 0.9;
 
 /**
  * The default run: the worked example's burst of 10 users, then steady traffic. Requests get
@@ -101,14 +101,15 @@ function expectedTokensPerCall(flags: Flags, target: AgentTarget): PerModel {
 /** The pipeline's run of the embedded stack: the mock with the run's quota and latency, the agent side's limiters, the plan's parameters. */
 function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): RunInput {
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
-  const perTokenMs = (flags.callSeconds * 1000 * STREAMING_SHARE) / (OUTPUT_TOKENS - 1);
+  // The mock's call: its first token, then the output streamed (a tool turn's short answer ends soon after its first token).
+  const latency = latencyOfFullAnswer(flags.callSeconds, OUTPUT_TOKENS);
   const mockConfig = {
     quotaScope: flags.quotaScope,
     requestsPerMinute: flags.quotaRpm,
     tokensPerMinute: flags.quotaTpm,
     countedTokens: MOCK_COUNTED_TOKENS[flags.countedTokens],
-    timeToFirstTokenMs: { kind: 'fixed', value: Math.round(flags.callSeconds * 100) },
-    perOutputTokenMs: { kind: 'fixed', value: perTokenMs },
+    timeToFirstTokenMs: { kind: 'fixed', value: Math.round(latency.firstTokenSeconds * 1000) },
+    perOutputTokenMs: { kind: 'fixed', value: latency.perOutputTokenSeconds * 1000 },
     outputTokens: { kind: 'normal', mean: OUTPUT_TOKENS, stddev: 100 },
   };
   const limits = {
@@ -143,11 +144,25 @@ function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): 
       burstUsers: Math.max(1, flags.burstUsers),
       permits: flags.permits,
       admission: flags.admission,
+      callLatency: latency,
       ...(target.kind === 'serve' && target.inputTokensPerModel ? { inputTokensPerModel: target.inputTokensPerModel, inputTokensPerAgent: target.inputTokensPerAgent } : {}),
+      ...(target.kind === 'serve' && target.outputTokensPerModel ? { outputTokensPerModel: target.outputTokensPerModel } : {}),
+      ...(target.kind === 'serve' && target.agentsPerModel ? { agentsPerModel: target.agentsPerModel } : {}),
     },
     parameters: { ...flags, description: scenario.description ?? scenario.name },
     nodeDriverWithoutK6: true,
   };
+}
+
+/** Served requests' durations, apart from every answer's (shed requests answer 429 at once and pull the percentiles down). */
+function requestDurationLines(summary: K6Summary | undefined): string[] {
+  const s = (ms: number | undefined) => fmt(ms === undefined ? undefined : ms / 1000, ' s');
+  const served = summary?.servedDurationMs;
+  const all = summary?.durationMs;
+  return [
+    ...(served ? [`  served duration:   p50 ${s(served.p50)}  p95 ${s(served.p95)}  p99 ${s(served.p99)} (served requests)`] : []),
+    `  request duration:  p50 ${s(all?.p50)}  p95 ${s(all?.p95)} (every answer, the instant 429s of shed requests included)`,
+  ];
 }
 
 /** The summary `start` prints at the end of a finished run: the verdict first, then the figures behind it. */
@@ -170,13 +185,13 @@ function startSummary(r: RunResult, scenario: ScenarioFile, quotaSharing: StartO
       ? `  user requests:     ${started} started: served ${o.served} (${share(o.served)}), partial ${o.partial} (${share(o.partial)}), shed ${o.shed} (${share(o.shed)}), failed ${o.failed}, unfinished ${o.unfinished}`
       : '  user requests:     no client summary',
     `  agent service:     ${totals.requests} answered; missing branches in ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')} of the admitted requests`,
-    `  HTTP statuses:     ${formatStatusCounts(summary?.statusCodes ?? {})}`,
+    `  HTTP statuses:     ${formatStatusCounts(summary?.statusCodes ?? {})}${summary ? `; ${formatHttpFailed(summary.failedRate, summary.outcomes)}` : ''}`,
     `  model calls:       ${totals.modelCalls} at the provider${agent?.modelCallsPerRequest ? ` (${agent.modelCallsPerRequest} per request counted in ${agent.app})` : agent ? ` (${agent.app}: ${agent.countNote})` : ''}`,
     `  wasted tokens:     ${Math.round(totals.wastedTokens)}${wasted} spent by requests that did not end wholly ok`,
     `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
     `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')} (admitted calls; maxWait ${fmt(totals.maxWaitSeconds, ' s')})`,
-    `  limiter timeouts:  ${totals.timeouts} (gave up at maxWait)`,
-    `  request duration:  p50 ${fmt((summary?.durationMs.p50 ?? 0) / 1000, ' s')}  p95 ${fmt((summary?.durationMs.p95 ?? 0) / 1000, ' s')}`,
+    `  limiter timeouts:  ${formatTimeouts(totals.timeouts, totals.timeoutsByReason)}`,
+    ...requestDurationLines(summary),
     `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
     `  alerts at the end: ${totals.alertsActiveAtEnd.length ? totals.alertsActiveAtEnd.join(', ') : 'none pending or firing'}`,
     'skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison),

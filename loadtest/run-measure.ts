@@ -78,7 +78,8 @@ export async function measureRun(s: MeasureInput, driven: Driven): Promise<Measu
   const failure = allFailedMessage(driven.summary, statuses);
   const providerRateLimited = totals?.providerRateLimited ?? (statuses ? (statuses['429'] ?? 0) : undefined);
   const quotaChanges = totals?.quotaChanges && quotaChangesSince(totals.quotaChanges, driven.testStartedAt);
-  const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited, planVsMeasured: comparison, quotaChanges });
+  const causes = { timeoutsByReason: totals?.timeoutsByReason, branchOutcomes: driven.summary?.branchOutcomesByKind, statusCodes: driven.summary?.statusCodes };
+  const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited, planVsMeasured: comparison, quotaChanges, causes });
   const why = totals && !failure ? await unmeasured({ ...s, prometheusUrl }, driven, totals) : undefined;
   const problem = failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : why ? { message: why, exitCode: UNMEASURED_EXIT_CODE } : undefined;
   return { summary: driven.summary, comparison, totals, verdict, failure, problem };

@@ -12,6 +12,8 @@ import type { AdkTarget } from '../scenario/types.ts';
 /** The metrics both protocols feed (created once, in run.ts). */
 export interface RequestMetrics {
   requestDuration: { add(value: number, tags?: Record<string, string>): void };
+  /** Served requests only. */
+  servedDuration: { add(value: number, tags?: Record<string, string>): void };
   missingBranches: { add(value: boolean, tags?: Record<string, string>): void };
   branchOutcomes: { add(value: number, tags?: Record<string, string>): void };
   requestStatus: { add(value: number, tags?: Record<string, string>): void };
@@ -85,7 +87,9 @@ export function adkUserRequest(r: AdkRequest): void {
   if (reading.failure) metrics.branchOutcomes.add(1, { ...tags, author: UNKNOWN_AUTHOR, outcome: reading.failure.outcome });
   metrics.missingBranches.add(reading.failure !== undefined || reading.missing.length > 0, tags);
   const outcomes = reading.authors.map((a) => a.outcome);
-  ended(reading.failure !== undefined ? 'failed' : requestOutcome(res.status, false, outcomes, reading.missing.length));
+  const outcome = reading.failure !== undefined ? 'failed' : requestOutcome(res.status, false, outcomes, reading.missing.length);
+  ended(outcome);
+  if (outcome === 'served') metrics.servedDuration.add(res.timings.duration, tags);
   deleteSession(routes, sessionId, r.timeout, requestTags);
 }
 

@@ -31,6 +31,8 @@ const percentile = (sorted: number[], p: number): number => (sorted.length ? sor
 export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (line: string) => void, signal?: AbortSignal): Promise<K6Summary> {
   const planned = arrivalTimes(s);
   const durations: number[] = [];
+  const servedDurations: number[] = [];
+  const byKind: Record<string, number> = {};
   const waits: number[] = [];
   let failed = 0;
   let failedRequests = 0;
@@ -69,6 +71,8 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
       if (!shed && (!res.ok || (body.missingBranches?.length ?? 0) > 0)) missing++;
       if (typeof body.permitWaitMs === 'number') waits.push(body.permitWaitMs);
       outcomes += body.branches?.length ?? 0;
+      for (const b of body.branches ?? []) byKind[b.outcome] = (byKind[b.outcome] ?? 0) + 1;
+      if (outcome === 'served') servedDurations.push(performance.now() - t0);
     } catch {
       // Cut off by the run's end (Ctrl-C): unfinished, not failed.
       if (signal?.aborted) return;
@@ -84,6 +88,7 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
   clearInterval(progress);
   const d = [...durations].sort((a, b) => a - b);
   const w = [...waits].sort((a, b) => a - b);
+  const sd = [...servedDurations].sort((a, b) => a - b);
   const n = Math.max(1, durations.length);
   return {
     requests: durations.length,
@@ -92,9 +97,11 @@ export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (li
     outcomes: { ...counts, unfinished: started - (counts.served + counts.partial + counts.shed + counts.failed) },
     statusCodes,
     durationMs: { p50: percentile(d, 0.5), p95: percentile(d, 0.95), p99: percentile(d, 0.99), max: d[d.length - 1] ?? 0 },
+    servedDurationMs: { p50: percentile(sd, 0.5), p95: percentile(sd, 0.95), p99: percentile(sd, 0.99), max: sd[sd.length - 1] ?? 0 },
     permitWaitMs: { p50: percentile(w, 0.5), p95: percentile(w, 0.95), max: w[w.length - 1] ?? 0 },
     missingBranchesRate: missing / n,
     branchOutcomes: outcomes,
+    branchOutcomesByKind: byKind,
     droppedArrivals: 0,
     testRunDurationMs: Date.now() - start,
     thresholds: [],

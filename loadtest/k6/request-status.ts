@@ -13,6 +13,8 @@ export const REQUEST_STATUS_METRIC = 'qs_request_status';
 export const REQUEST_FAILED_METRIC = 'qs_request_failed';
 export const REQUEST_OUTCOME_METRIC = 'qs_request_outcome';
 export const REQUESTS_STARTED_METRIC = 'qs_requests_started';
+/** The durations of served requests alone (qs_request_duration also holds the instant 429s of shed ones). */
+export const SERVED_DURATION_METRIC = 'qs_served_request_duration';
 
 /**
  * How a user request that got an answer ended: served (every branch ok), partial (some

@@ -19,6 +19,7 @@ import {
   REQUEST_OUTCOME_METRIC,
   REQUEST_STATUS_METRIC,
   REQUESTS_STARTED_METRIC,
+  SERVED_DURATION_METRIC,
   type RequestOutcome,
   requestOutcome,
   statusTag,
@@ -40,6 +41,7 @@ export const options: Options = {
 };
 
 const requestDuration = new Trend('qs_request_duration', true);
+const servedDuration = new Trend(SERVED_DURATION_METRIC, true);
 const permitWait = new Trend('qs_permit_wait', true);
 const missingBranches = new Rate('qs_missing_branches');
 const branchOutcomes = new Counter('qs_branch_outcomes');
@@ -81,7 +83,7 @@ export function userRequest(): void {
   const userId = file.adk?.userId ?? `vu-${exec.vu.idInTest}`;
   const target = targets[(exec.vu.idInTest + exec.vu.iterationInInstance) % targets.length];
   if (file.protocol === 'adk' && file.adk) {
-    const metrics = { requestDuration, missingBranches, branchOutcomes, requestStatus, requestFailures, requestOutcomes };
+    const metrics = { requestDuration, servedDuration, missingBranches, branchOutcomes, requestStatus, requestFailures, requestOutcomes };
     adkUserRequest({ target, adk: file.adk, userId, document: documentFor(tokens), timeout, tags, metrics });
     return;
   }
@@ -95,6 +97,7 @@ export function userRequest(): void {
   requestStatus.add(1, { ...tags, status: statusTag(res.status) });
   const ended = (outcome: RequestOutcome) => {
     requestOutcomes.add(1, { ...tags, outcome });
+    if (outcome === 'served') servedDuration.add(res.timings.duration, tags);
     requestFailures.add(outcome === 'failed', tags);
   };
   const parsed = jsonBody(typeof res.body === 'string' ? res.body : undefined) as AgentResponse | undefined;

@@ -11,8 +11,8 @@ import type { ScenarioFile } from '../scenario/types.ts';
 import { getMockConfig, putMockConfig } from '../stack/mock-admin.ts';
 import { type K6Progress, parseK6Progress } from './progress.ts';
 import { K6_ENV, requireTool } from '../stack/tools.ts';
-import { REQUEST_FAILED_METRIC, type RequestCounts } from './request-status.ts';
-import { isDisplayOnly, requestCounts, statusCounts } from './summary-text.ts';
+import { REQUEST_FAILED_METRIC, type RequestCounts, SERVED_DURATION_METRIC } from './request-status.ts';
+import { branchOutcomeCounts, isDisplayOnly, requestCounts, statusCounts } from './summary-text.ts';
 
 export const K6_SCRIPT = k6Script(dirname(fileURLToPath(import.meta.url)));
 
@@ -63,10 +63,15 @@ export interface K6Summary {
   outcomes: RequestCounts;
   /** The HTTP status each user request ended with, by status tag (only those seen). */
   statusCodes: Record<string, number>;
+  /** Every answered request's duration: the instant 429s of shed requests included. */
   durationMs: { p50: number; p95: number; p99: number; max: number };
+  /** Served requests' durations alone (absent in older run records). */
+  servedDurationMs?: { p50: number; p95: number; p99: number; max: number };
   permitWaitMs: { p50: number; p95: number; max: number };
   missingBranchesRate: number;
   branchOutcomes: number;
+  /** Branch outcomes by kind (ok, timeout, rate_limited, budget_unavailable, error); absent in older run records. */
+  branchOutcomesByKind?: Record<string, number>;
   /** Model calls and tokens read from the events (ADK protocol only). */
   modelCalls?: number;
   modelTokens?: number;
@@ -107,9 +112,16 @@ export function condenseSummary(data: any): K6Summary {
       p99: v('qs_request_duration', 'p(99)'),
       max: v('qs_request_duration', 'max'),
     },
+    servedDurationMs: {
+      p50: v(SERVED_DURATION_METRIC, 'med'),
+      p95: v(SERVED_DURATION_METRIC, 'p(95)'),
+      p99: v(SERVED_DURATION_METRIC, 'p(99)'),
+      max: v(SERVED_DURATION_METRIC, 'max'),
+    },
     permitWaitMs: { p50: v('qs_permit_wait', 'med'), p95: v('qs_permit_wait', 'p(95)'), max: v('qs_permit_wait', 'max') },
     missingBranchesRate: v('qs_missing_branches', 'rate'),
     branchOutcomes: v('qs_branch_outcomes', 'count'),
+    branchOutcomesByKind: branchOutcomeCounts(data),
     modelCalls: v('qs_model_calls', 'count'),
     modelTokens: v('qs_model_tokens', 'count'),
     droppedArrivals: v('dropped_iterations', 'count'),

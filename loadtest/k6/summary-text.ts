@@ -7,6 +7,7 @@ import {
   type RequestCounts,
   type RequestOutcome,
   REQUESTS_STARTED_METRIC,
+  SERVED_DURATION_METRIC,
   STATUS_TAGS,
   statusSubmetric,
 } from './request-status.ts';
@@ -38,6 +39,25 @@ export function requestCounts(data: Json): RequestCounts {
   return { ...ended, unfinished: Math.max(0, started - endedTotal) };
 }
 
+/** Branch outcomes by kind (only those seen). */
+export function branchOutcomeCounts(data: Json): Record<string, number> {
+  const seen = BRANCH_OUTCOMES.map((o) => [o, Number(metricValues(data, outcomeMetric(o))?.count ?? 0)] as const);
+  return Object.fromEntries(seen.filter(([, n]) => n > 0));
+}
+
+/**
+ * k6's http_req_failed beside the user requests that failed: every 429 counts in it, so the
+ * instant 429s of shed requests (and, on the ADK protocol, each request's second HTTP call)
+ * make it differ from the requests that failed. `HTTP requests failed 63.0 % (k6's
+ * http_req_failed: the 429s of 134 shed requests count there; user requests failed 0)`.
+ */
+export function formatHttpFailed(failedRate: number, outcomes: RequestCounts | undefined): string {
+  const pct = `${(failedRate * 100).toFixed(1)} %`;
+  if (!outcomes) return `HTTP requests failed ${pct} (k6's http_req_failed)`;
+  const shed = outcomes.shed > 0 ? `the 429s of ${outcomes.shed} shed requests count there; ` : '';
+  return `HTTP requests failed ${pct} (k6's http_req_failed: ${shed}user requests failed ${outcomes.failed})`;
+}
+
 /** `served 12, partial 0, shed 3, failed 1, unfinished 2`. */
 export const formatRequestCounts = (c: RequestCounts): string =>
   `served ${c.served}, partial ${c.partial}, shed ${c.shed}, failed ${c.failed}, unfinished ${c.unfinished}`;
@@ -66,14 +86,18 @@ export function summaryText(data: Json, scenario: string): string {
   // One qs_request_duration sample per user request, whatever HTTP calls it took (ADK: two).
   const reqs = metricValues(data, 'qs_request_duration');
   const dur = metricValues(data, 'qs_request_duration');
+  const served = metricValues(data, SERVED_DURATION_METRIC);
   const wait = metricValues(data, 'qs_permit_wait');
   const missing = metricValues(data, 'qs_missing_branches');
   // Failed user requests: no 2xx answer, or no branch ok (see request-status.ts).
   const failed = metricValues(data, REQUEST_FAILED_METRIC);
+  const counts = requestCounts(data);
   lines.push(`  requests:         ${reqs?.count ?? 0} (failed ${((failed?.rate ?? 0) * 100).toFixed(1)}%)`);
-  lines.push(`  outcomes:         ${formatRequestCounts(requestCounts(data))}`);
+  lines.push(`  k6 HTTP:          ${formatHttpFailed(Number(metricValues(data, 'http_req_failed')?.rate ?? 0), counts)}`);
+  lines.push(`  outcomes:         ${formatRequestCounts(counts)}`);
   lines.push(`  statuses:         ${formatStatusCounts(statusCounts(data))}`);
-  lines.push(`  request duration: p50 ${fmtMs(dur?.med)}  p95 ${fmtMs(dur?.['p(95)'])}  p99 ${fmtMs(dur?.['p(99)'])}  max ${fmtMs(dur?.max)}`);
+  lines.push(`  served duration:  p50 ${fmtMs(served?.med)}  p95 ${fmtMs(served?.['p(95)'])}  p99 ${fmtMs(served?.['p(99)'])}  max ${fmtMs(served?.max)} (served requests)`);
+  lines.push(`  request duration: p50 ${fmtMs(dur?.med)}  p95 ${fmtMs(dur?.['p(95)'])}  p99 ${fmtMs(dur?.['p(99)'])}  max ${fmtMs(dur?.max)} (every answer, the instant 429s of shed requests included)`);
   lines.push(`  permit wait:      p50 ${fmtMs(wait?.med)}  p95 ${fmtMs(wait?.['p(95)'])}  max ${fmtMs(wait?.max)}`);
   lines.push(`  missing branches: ${((missing?.rate ?? 0) * 100).toFixed(1)}% of requests`);
   const outcomes = BRANCH_OUTCOMES.map((o) => `${o} ${metricValues(data, outcomeMetric(o))?.count ?? 0}`);

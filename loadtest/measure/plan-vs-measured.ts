@@ -12,7 +12,7 @@ import { agentMetrics } from '../../agent/metrics.ts';
 import { jobs } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import type { TreeShape } from '../../agent/tree-shapes.ts';
-import { planModels } from '../planner/model-plans.ts';
+import { type ModelPlans, planModels } from '../planner/model-plans.ts';
 import { type PlanInput, plan } from '../planner/index.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 import { type AgentShapes, fetchAgentShapes, type ModelShape, scrapedAgentUrl } from './agent-shapes.ts';
@@ -79,7 +79,7 @@ export interface PlanVsMeasured {
   /** The binding quota axis (and, for a tree of several models, the binding model). */
   binding: string;
   /** Per model, for a tree of several: each model planned against its own quota. */
-  models?: { model: string; limiter: string; sustainedUserRequestsPerMinute: number; binding: boolean }[];
+  models?: { model: string; limiter: string; sustainedUserRequestsPerMinute: number; wholeUserRequestsPerMinute: number; binding: boolean }[];
   /** What the plan's input tokens per call came from. */
   tokens?: 'calibrated' | 'given';
   /** How the limiters admitted work in the run (request: the rows compare served, shed and partial). */
@@ -186,6 +186,39 @@ function wholeRequestsPerMinute(okByAgent: ReadonlyMap<string, number>, callsPer
   return tokens / (tokensPerCall * callsPerRequest);
 }
 
+/** One model's planned figures in a run. */
+export interface PlannedModel {
+  /** User requests per minute whose calls on this model complete. */
+  servedPlanned: number;
+  /** Its calls in flight (Little's law at its own call time). */
+  inFlight: number;
+}
+
+/**
+ * What each model of a tree is planned to serve and hold in flight. Whole requests at the door
+ * (request admission): a request is funded on every limiter or shed, and each replica's
+ * window on each limiter holds whole requests only, so every model serves the whole requests
+ * the tightest one holds (the plan's served figure, not the fraction its tokens alone would
+ * fund), at its own call time. Call by call: each model serves its own share, and the permits
+ * saturate where its budget binds.
+ */
+export function plannedPerModel(plans: ModelPlans, admission: Admission, permits: number | undefined): { models: Map<string, PlannedModel>; permits: number } {
+  const wholeRequests = admission !== 'call';
+  const wholeServed = Math.min(...plans.models.map((m) => m.plan.admission.servedUserRequestsPerMinute));
+  const models = new Map<string, PlannedModel>();
+  let permitsPlanned = 0;
+  for (const m of plans.models) {
+    const p = m.plan;
+    const replicas = p.fleet.replicas;
+    const servedPlanned = wholeRequests ? wholeServed : p.overload.servedUserRequestsPerMinute;
+    const inFlight = wholeRequests ? ((servedPlanned * p.tree.callsPerRequest) / 60) * p.input.latencySeconds : p.inFlight.perReplica * replicas;
+    const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
+    permitsPlanned += !wholeRequests && overloaded && permits ? permits * replicas : inFlight;
+    models.set(m.model, { servedPlanned, inFlight });
+  }
+  return { models, permits: permitsPlanned };
+}
+
 /**
  * Plan vs measured per model, for a tree whose models each have their own quota and limiter:
  * each model's share planned against its quota (its calibrated tokens per call when known),
@@ -201,32 +234,26 @@ async function compareModels(
 ): Promise<PlanVsMeasured> {
   const latencySeconds = r.stack.latencySeconds;
   const plans = planModels(
-    models.map((m) => ({ model: m.model, limiter: m.limiter, calls: m.modelCallsPerRequest, width: m.shape.parallelBranches })),
+    models.map((m) => ({ model: m.model, limiter: m.limiter, calls: m.modelCallsPerRequest, width: m.shape.parallelBranches, agents: r.stack.agentsPerModel?.[m.model] })),
     (share) => steadyPlanInput(phase, models.find((m) => m.model === share.model)?.shape as TreeShape, r.stack, share.model),
   );
   const rows: ComparisonRow[] = [];
-  let permitsPlanned = 0;
   let callSecondsSum = 0;
   let callsSum = 0;
   const binding = plans.models.find((m) => m.model === plans.binding);
-  // Whole requests at the door: a request is funded on every limiter or shed, so every model
-  // serves what the binding one sustains. Call by call: each model serves its own share.
   const wholeRequests = r.stack.admission !== 'call';
+  const planned = plannedPerModel(plans, r.stack.admission ?? 'request', r.stack.permits);
   for (const m of plans.models) {
     const p = m.plan;
     const measured = await measureModel(r.prometheusUrl, window.start, window.end, m.limiter as string);
-    const replicas = p.fleet.replicas;
-    const servedPlanned = wholeRequests ? (binding?.plan.overload.servedUserRequestsPerMinute ?? p.overload.servedUserRequestsPerMinute) : p.overload.servedUserRequestsPerMinute;
-    const inFlight = wholeRequests ? ((servedPlanned * p.tree.callsPerRequest) / 60) * p.input.latencySeconds : p.inFlight.perReplica * replicas;
-    const overloaded = p.demand.userRequestsPerMinute > p.perReplica.userRequestsPerMinuteExact * replicas;
-    permitsPlanned += !wholeRequests && overloaded && r.stack.permits ? r.stack.permits * replicas : inFlight;
+    const { servedPlanned, inFlight } = planned.models.get(m.model) as PlannedModel;
     const served = wholeRequestsPerMinute(measured.okCallsPerMinuteByAgent, p.tree.callsPerRequest, p.input.inputTokensPerCall, r.stack.inputTokensPerAgent);
     rows.push({ quantity: `user requests/min ${m.model}`, planned: servedPlanned, measured: served, relativeError: 0 });
     rows.push({ quantity: `calls in flight ${m.model}`, planned: inFlight, measured: measured.callsInFlight, relativeError: 0 });
     callSecondsSum += measured.callsInFlight;
     callsSum += measured.okCallsPerMinute / 60;
   }
-  if (probed !== undefined) rows.push({ quantity: 'permits in use', planned: permitsPlanned, measured: probed, relativeError: 0 });
+  if (probed !== undefined) rows.push({ quantity: 'permits in use', planned: planned.permits, measured: probed, relativeError: 0 });
   // The verdict reads the binding model: it sustains what the whole tree can serve.
   const demand = binding?.plan.demand.userRequestsPerMinute ?? 0;
   const sustained = binding?.sustainedUserRequestsPerMinute ?? 0;
@@ -236,7 +263,13 @@ async function compareModels(
     binding: `${binding?.plan.binding.axis ?? 'tokens'} of ${plans.binding}`,
     admission: wholeRequests ? 'request' : 'call',
     planned: { demandUserRequestsPerMinute: demand, sustainedUserRequestsPerMinute: sustained, fits, ...(!fits && bestFix ? { bestFix } : {}) },
-    models: plans.models.map((m) => ({ model: m.model, limiter: m.limiter as string, sustainedUserRequestsPerMinute: m.sustainedUserRequestsPerMinute, binding: m.model === plans.binding })),
+    models: plans.models.map((m) => ({
+      model: m.model,
+      limiter: m.limiter as string,
+      sustainedUserRequestsPerMinute: m.sustainedUserRequestsPerMinute,
+      wholeUserRequestsPerMinute: m.wholeUserRequestsPerMinute,
+      binding: m.model === plans.binding,
+    })),
     tokens: r.stack.inputTokensPerModel ? 'calibrated' : 'given',
     countedTokens: r.stack.countedTokens,
     plannedCallSeconds: latencySeconds,

@@ -4,6 +4,7 @@ import { EVERY_OTHER_MODEL, type PerModel, valueForModel } from '../../agent/per
 import type { TreeShape } from '../../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
+import { type CallLatency, callSecondsFor } from '../planner/call-time.ts';
 import type { PlanInput } from '../planner/index.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
 import { resolveRequest } from '../scenario/request.ts';
@@ -74,6 +75,12 @@ export interface StackParameters {
   inputTokensPerModel?: Readonly<Record<string, number>>;
   /** The same per agent (what each agent's calls weigh in a request's work). */
   inputTokensPerAgent?: Readonly<Record<string, number>>;
+  /** The agents that call each model (a fix for a model names them). */
+  agentsPerModel?: Readonly<Record<string, readonly string[]>>;
+  /** Output tokens per call of each model, measured from the same request (tool turns answer short). */
+  outputTokensPerModel?: Readonly<Record<string, number>>;
+  /** The provider's call shape (first token, then per output token): with outputTokensPerModel, each model's own call time. */
+  callLatency?: CallLatency;
   /** Permits of each limiter per replica (what saturates when a model's budget binds). */
   permits?: number;
   /** request: a request is funded whole on every limiter or shed (every model serves the binding model's rate); call: each call alone. */
@@ -95,6 +102,7 @@ function quotaOf(value: PerModel, model: string | undefined, fallback: number): 
  */
 export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: StackParameters, model?: string): PlanInput {
   const calibrated = model === undefined ? undefined : stack.inputTokensPerModel?.[model];
+  const output = model === undefined ? undefined : stack.outputTokensPerModel?.[model];
   const { parallelBranches, callsPerBranch, sequentialSteps, branchOutputsPerStep } = shape;
   return {
     parallelBranches,
@@ -105,7 +113,8 @@ export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: Sta
     inputTokensPerCall: calibrated ?? phase.inputTokensPerCall,
     outputTokensPerCall: stack.outputTokensPerCall,
     countedTokens: stack.countedTokens,
-    latencySeconds: stack.latencySeconds,
+    // A model's calls take its own mean time: a tool turn's short answer ends soon after its first token.
+    latencySeconds: output !== undefined && stack.callLatency ? callSecondsFor(stack.callLatency, output) : stack.latencySeconds,
     quotaRequestsPerMinute: quotaOf(stack.quotaRequestsPerMinute, model, WORKED_EXAMPLE.quotaRequestsPerMinute),
     quotaTokensPerMinute: quotaOf(stack.quotaTokensPerMinute, model, WORKED_EXAMPLE.quotaTokensPerMinute),
     budgetFraction: stack.budgetFraction,

@@ -18,6 +18,8 @@ export interface AgentTokens {
   readonly calls: number;
   /** Input tokens of its calls, added up (the provider's count). */
   readonly inputTokens: number;
+  /** Output tokens of its calls, added up: a tool turn answers with a short function call. */
+  readonly outputTokens: number;
 }
 
 export interface Calibration {
@@ -32,11 +34,11 @@ export class CalibrationError extends Error {
   override name = 'CalibrationError';
 }
 
-/** Records each call's agent (read before delegating: Gemini deletes the label) and the input tokens its usage reports. */
+/** Records each call's agent (read before delegating: Gemini deletes the label) and the input and output tokens its usage reports. */
 class RecordingLlm extends BaseLlm {
   readonly #delegate: BaseLlm;
-  readonly #record: (agent: string, inputTokens: number) => void;
-  constructor(delegate: BaseLlm, record: (agent: string, inputTokens: number) => void) {
+  readonly #record: (agent: string, inputTokens: number, outputTokens: number) => void;
+  constructor(delegate: BaseLlm, record: (agent: string, inputTokens: number, outputTokens: number) => void) {
     super({ model: delegate.model });
     this.#delegate = delegate;
     this.#record = record;
@@ -44,12 +46,14 @@ class RecordingLlm extends BaseLlm {
   override async *generateContentAsync(request: LlmRequest, stream?: boolean): AsyncGenerator<LlmResponse, void> {
     const agent = agentNameOf(request);
     let input: number | undefined;
+    let output: number | undefined;
     for await (const response of this.#delegate.generateContentAsync(request, stream)) {
       if (response.errorCode) throw new CalibrationError(`agent "${agent}": the calibration call failed: ${response.errorCode} ${response.errorMessage ?? ''}`.trim());
       input = response.usageMetadata?.promptTokenCount ?? input;
+      output = response.usageMetadata?.candidatesTokenCount ?? output;
       yield response;
     }
-    this.#record(agent, input ?? 0);
+    this.#record(agent, input ?? 0, output ?? 0);
   }
   override connect(): never {
     throw new CalibrationError('live connections are not calibrated');
@@ -90,9 +94,9 @@ export async function calibrateTree(
     for (const agent of agents) {
       const model = modelNameOf(agent);
       const delegate = new ProviderGemini({ providerUrl: mock.url, apiKey: 'quotascope-calibration', model, httpTimeoutMs: 30_000 });
-      agent.model = new RecordingLlm(delegate, (name, inputTokens) => {
-        const seen = byAgent.get(name) ?? { agent: name, model, calls: 0, inputTokens: 0 };
-        byAgent.set(name, { ...seen, calls: seen.calls + 1, inputTokens: seen.inputTokens + inputTokens });
+      agent.model = new RecordingLlm(delegate, (name, inputTokens, outputTokens) => {
+        const seen = byAgent.get(name) ?? { agent: name, model, calls: 0, inputTokens: 0, outputTokens: 0 };
+        byAgent.set(name, { ...seen, calls: seen.calls + 1, inputTokens: seen.inputTokens + inputTokens, outputTokens: seen.outputTokens + outputTokens });
       });
     }
     const runner = new InMemoryRunner({ agent: root, appName: 'calibration' });
@@ -115,12 +119,22 @@ export async function calibrateTree(
   return { messageChars: options.message.length, outputTokensPerCall: options.outputTokensPerCall, agents: [...byAgent.values()] };
 }
 
-/** Per model: the mean input tokens per call over the calibration request's calls. */
-export function inputTokensPerModel(calibration: Calibration): Map<string, number> {
+/** Per model: the mean of `tokens` per call over the calibration request's calls. */
+function meanPerModel(calibration: Calibration, tokens: (a: AgentTokens) => number): Map<string, number> {
   const sums = new Map<string, { calls: number; tokens: number }>();
   for (const a of calibration.agents) {
     const s = sums.get(a.model) ?? { calls: 0, tokens: 0 };
-    sums.set(a.model, { calls: s.calls + a.calls, tokens: s.tokens + a.inputTokens });
+    sums.set(a.model, { calls: s.calls + a.calls, tokens: s.tokens + tokens(a) });
   }
   return new Map([...sums].map(([model, s]) => [model, s.tokens / s.calls]));
+}
+
+/** Per model: the mean input tokens per call over the calibration request's calls. */
+export function inputTokensPerModel(calibration: Calibration): Map<string, number> {
+  return meanPerModel(calibration, (a) => a.inputTokens);
+}
+
+/** Per model: the mean output tokens per call (tool turns answer short), what its call time follows. */
+export function outputTokensPerModel(calibration: Calibration): Map<string, number> {
+  return meanPerModel(calibration, (a) => a.outputTokens);
 }

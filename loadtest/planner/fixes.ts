@@ -117,6 +117,15 @@ function smallerModelFix(input: ValidPlanInput, tree: PlannedTree): Fix {
   };
 }
 
+/**
+ * A fix of one model's share of a tree, naming the model and the agents that call it (the
+ * quota, the prompts and the calls it changes are theirs): `on gemini-2.5-pro (critic, writer): …`.
+ */
+export function fixForModel(fix: Fix, model: string, agents: readonly string[] = []): Fix {
+  const who = agents.length > 0 ? ` (${agents.join(', ')})` : '';
+  return { ...fix, summary: `on ${model}${who}: ${fix.summary}` };
+}
+
 /** Every fix sized for this input, feasible ones first, smallest change first. */
 export function rankFixes(input: ValidPlanInput, tree: PlannedTree): Fix[] {
   const fixes = [

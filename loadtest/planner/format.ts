@@ -1,5 +1,6 @@
 // The plan as a table for people (the CLI's default output; `--json` prints the Plan itself).
 import type { Plan } from './plan.ts';
+import { formatShareAdvice, shareAdvice } from './replica-share.ts';
 
 /** 1160000 → "1.16 M", 300000 → "300 k", 5800 → "5,800". */
 export function compactCount(n: number): string {
@@ -66,10 +67,11 @@ function replicaSection(plan: Plan): string {
 
 function fleetSection(plan: Plan): string {
   const { demand, fleet, admission, overload } = plan;
+  const advice = shareAdvice(plan);
   return section('Fleet', [
     [
       'user requests/min',
-      `${fleet.userRequestsPerMinute} sustainable against a demand of ${trim(demand.userRequestsPerMinute, 2)}`,
+      `${fleet.userRequestsPerMinute} sustainable against a demand of ${trim(demand.userRequestsPerMinute, 2)}${advice ? ` (${formatShareAdvice(plan, advice)})` : ''}`,
     ],
     [
       'shortfall',

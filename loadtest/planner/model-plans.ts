@@ -3,7 +3,9 @@
 // request are planned against that model's quota. The model that sustains the fewest user
 // requests per minute binds the tree.
 import type { PlanInput } from './input.ts';
+import { fixForModel } from './fixes.ts';
 import { type Plan, plan } from './plan.ts';
+import { formatShareAdvice, shareAdvice } from './replica-share.ts';
 
 /** One model's share of a user request. */
 export interface ModelShare {
@@ -13,14 +15,18 @@ export interface ModelShare {
   readonly width: number;
   /** The `limiter` label its calls are counted under, where known. */
   readonly limiter?: string;
+  /** The agents whose calls these are, where known (a fix names them). */
+  readonly agents?: readonly string[];
 }
 
 export interface ModelPlan {
   readonly model: string;
   readonly limiter?: string;
   readonly plan: Plan;
-  /** User requests per minute this model's budget sustains, fleet-wide. */
+  /** User requests per minute this model's budget sustains, fleet-wide (by its tokens alone, fractions of a request included). */
   readonly sustainedUserRequestsPerMinute: number;
+  /** Whole user requests per minute the fleet serves with static shares: the plan's fleet figure. */
+  readonly wholeUserRequestsPerMinute: number;
 }
 
 export interface ModelPlans {
@@ -42,12 +48,15 @@ export function shareTree(share: Pick<ModelShare, 'calls' | 'width'>): Required<
 export function planModels(shares: readonly ModelShare[], inputOf: (share: ModelShare) => PlanInput): ModelPlans {
   if (shares.length === 0) throw new Error('a tree with no model calls cannot be planned per model');
   const models = shares.map((share): ModelPlan => {
-    const p = plan({ ...inputOf(share), ...shareTree(share) });
+    const planned = plan({ ...inputOf(share), ...shareTree(share) });
+    // A fix of this share changes this model's quota, prompts or calls: it says so.
+    const p = { ...planned, fixes: planned.fixes.map((fix) => fixForModel(fix, share.model, share.agents)) };
     return {
       model: share.model,
       ...(share.limiter ? { limiter: share.limiter } : {}),
       plan: p,
       sustainedUserRequestsPerMinute: p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas,
+      wholeUserRequestsPerMinute: p.fleet.userRequestsPerMinute,
     };
   });
   const binding = models.reduce((a, b) =>
@@ -67,9 +76,13 @@ export function formatModelPlans(plans: ModelPlans, tokensNote: string): string 
   const lines = plans.models.map((m) => {
     const p = m.plan;
     const mark = m.model === plans.binding ? '  ← binds' : '';
+    const advice = shareAdvice(p);
+    // The fleet's whole requests (what the plan's Fleet section says), then the budget's fraction.
+    const replicas = p.fleet.replicas > 1 ? `${p.perReplica.userRequestsPerMinute} per replica, ` : '';
     return (
       `  ${m.model.padEnd(width)}  ${p.tree.callsPerRequest} calls/request, ${Math.round(p.demand.tokensPerCall).toLocaleString('en-US')} tokens/call, ` +
-      `quota ${p.quota.tokensPerMinute.toLocaleString('en-US')} tokens/min: sustains ${round1(m.sustainedUserRequestsPerMinute)} user requests/min (${p.binding.axis} bind)${mark}`
+      `quota ${p.quota.tokensPerMinute.toLocaleString('en-US')} tokens/min: sustains ${m.wholeUserRequestsPerMinute} user requests/min ` +
+      `(${replicas}${round1(m.sustainedUserRequestsPerMinute)} by its tokens; ${p.binding.axis} bind)${mark}${advice ? `\n    ${formatShareAdvice(p, advice)}` : ''}`
     );
   });
   return [`Per model (each model has its own quota and limiter; ${tokensNote}):`, ...lines].join('\n');

@@ -16,11 +16,32 @@ function label(node: CountedNode): string {
   return `${role}${node.name} (${kind})`;
 }
 
+/**
+ * The calls an LlmAgent's agent tools make per run of it, by the tools' own models (a tool's
+ * agent calls its model, not the caller's), in first-seen order.
+ */
+export function agentToolCalls(node: CountedNode): [string, number][] {
+  const turns = node.turns ?? 0;
+  const byModel = new Map<string, number>();
+  for (const tool of node.children) {
+    if (tool.role !== 'agent-tool') continue;
+    for (const [model, count] of Object.entries(tool.models)) byModel.set(model, (byModel.get(model) ?? 0) + count.calls * turns);
+  }
+  return [...byModel].filter(([, calls]) => calls > 0);
+}
+
 function figures(node: CountedNode): string {
   if (node.role === 'transfer-target') return 'not counted: runs only if the model transfers to it';
   const perUse = node.role === 'agent-tool' ? ' per use' : '';
   const runs = node.runs !== undefined && node.runs !== 1 ? ` × ${node.runs} runs` : '';
   const width = node.width > 1 ? `, up to ${node.width} at once` : '';
+  const tools = node.kind === 'llm' ? agentToolCalls(node) : [];
+  if (tools.length > 0) {
+    // Its own calls on its model; its agent tools' calls on theirs.
+    const own = 1 + (node.turns ?? 0);
+    const byTools = tools.map(([model, calls]) => `${calls} on ${model}`).join(', ');
+    return `${plural(own, 'call')}${perUse}${runs} + ${byTools} by its agent tools${width}`;
+  }
   return `${plural(node.calls, 'call')}${perUse}${runs}${width}`;
 }
 

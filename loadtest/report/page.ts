@@ -6,13 +6,13 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { LEGEND_CALCS } from '../../dashboards/index.ts';
 import type { K6Summary } from '../k6/runner.ts';
-import { formatRequestCounts, formatStatusCounts } from '../k6/summary-text.ts';
+import { formatHttpFailed, formatRequestCounts, formatStatusCounts } from '../k6/summary-text.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
 import { alertRows } from './alert-rows.ts';
 import type { AlertSpan, Chart } from './collect.ts';
 import { type Marker, quotaChangesSince } from './markers.ts';
 import type { QuotaChangeIn } from './quota-cuts.ts';
-import type { StackTotals } from './summary.ts';
+import { formatTimeouts, type StackTotals } from './summary.ts';
 import { runVerdict } from './verdict.ts';
 
 export interface ReportData {
@@ -78,7 +78,7 @@ function summarySection(d: ReportData): string {
           ['model calls at the provider', num(t.modelCalls)],
           ['429s answered by the provider / seen by the limiter', `${num(t.providerRateLimited)} / ${num(t.limiterRateLimited)}`],
           ['acquire time of admitted calls p50 / p95 / p99', `${seconds(a.p50)} / ${seconds(a.p95)} / ${seconds(a.p99)}`],
-          ['limiter timeouts (gave up at maxWait)', `${num(t.timeouts)}${t.maxWaitSeconds === undefined ? '' : ` (maxWait ${seconds(t.maxWaitSeconds)})`}`],
+          ['limiter timeouts, by reason', `${esc(formatTimeouts(t.timeouts, t.timeoutsByReason))}${t.maxWaitSeconds === undefined ? '' : ` (maxWait ${seconds(t.maxWaitSeconds)})`}`],
           ['alerts fired', esc(t.alertsFired.length ? t.alertsFired.join(', ') : 'none')],
           // Older run records have neither.
           ['alerts pending or firing at the end', esc(t.alertsActiveAtEnd?.length ? t.alertsActiveAtEnd.join(', ') : 'none')],
@@ -96,10 +96,11 @@ function summarySection(d: ReportData): string {
     const rows = [
       // Older run records have no outcomes.
       ['requests: served, partial, shed, failed, unfinished', k.outcomes ? formatRequestCounts(k.outcomes) : '-'],
-      ['requests answered', `${num(k.requests)} (HTTP requests failed ${percent(k.failedRate)})`],
+      ['requests answered', `${num(k.requests)} (${formatHttpFailed(k.failedRate, k.outcomes)})`],
       // Older run records have no per-request statuses.
       ['HTTP statuses of the requests', k.statusCodes ? formatStatusCounts(k.statusCodes) : '-'],
-      ['request duration p50 / p95 / p99 / max', `${ms(k.durationMs.p50)} / ${ms(k.durationMs.p95)} / ${ms(k.durationMs.p99)} / ${ms(k.durationMs.max)}`],
+      ...(k.servedDurationMs ? [['served requests: duration p50 / p95 / p99 / max', `${ms(k.servedDurationMs.p50)} / ${ms(k.servedDurationMs.p95)} / ${ms(k.servedDurationMs.p99)} / ${ms(k.servedDurationMs.max)}`]] : []),
+      ['every answer (shed 429s included): duration p50 / p95 / p99 / max', `${ms(k.durationMs.p50)} / ${ms(k.durationMs.p95)} / ${ms(k.durationMs.p99)} / ${ms(k.durationMs.max)}`],
       ['permit wait p50 / p95 / max', `${ms(k.permitWaitMs.p50)} / ${ms(k.permitWaitMs.p95)} / ${ms(k.permitWaitMs.max)}`],
       ['requests with a missing branch', percent(k.missingBranchesRate)],
       ['branch outcomes', num(k.branchOutcomes)],
@@ -238,7 +239,13 @@ function quotaChangesOf(d: ReportData): QuotaChangeIn[] | undefined {
 /** The run's verdict, the page's first line (k6's counts, the provider's 429s, the plan). */
 function verdictBanner(d: ReportData): string {
   if (!d.k6?.outcomes) return '';
-  const v = runVerdict({ outcomes: d.k6.outcomes, providerRateLimited: d.totals?.providerRateLimited, planVsMeasured: d.planVsMeasured, quotaChanges: quotaChangesOf(d) });
+  const v = runVerdict({
+    outcomes: d.k6.outcomes,
+    providerRateLimited: d.totals?.providerRateLimited,
+    planVsMeasured: d.planVsMeasured,
+    quotaChanges: quotaChangesOf(d),
+    causes: { timeoutsByReason: d.totals?.timeoutsByReason, branchOutcomes: d.k6.branchOutcomesByKind, statusCodes: d.k6.statusCodes },
+  });
   const kind = v.fits === undefined ? 'unknown' : v.fits ? 'fits' : 'misfit';
   return `<p id="verdict" class="verdict ${kind}">${esc(v.line)}</p>`;
 }

@@ -4,7 +4,7 @@
 // and those still pending or firing at the end.
 import { agentMetrics } from '../../agent/metrics.ts';
 import { mock } from '../../dashboards/config.ts';
-import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
+import { limiterMetrics, type TimeoutReason } from '../../instrumentation/metrics/definitions.ts';
 import { alerts, alertsFiredBetween, query, queryScalar } from '../measure/prometheus-client.ts';
 import { collectQuotaChanges, type QuotaChange } from './markers.ts';
 
@@ -13,8 +13,10 @@ export interface StackTotals {
   modelCalls: number;
   providerRateLimited: number;
   limiterRateLimited: number;
-  /** Calls that gave up at maxWait (their waits are not in acquireSeconds). */
+  /** Calls the limiter gave up on (their waits are not in acquireSeconds). */
   timeouts: number;
+  /** The same by reason (permit, budget, queue_full, request_deadline, …); absent in older run records. */
+  timeoutsByReason?: Record<string, number>;
   /** Acquire-time quantiles of the admitted calls (outcome="acquired"). */
   acquireSeconds: { p50?: number; p95?: number; p99?: number };
   /** The limiters' maxWait (largest, when they differ), from llm_limiter_max_wait_seconds. */
@@ -46,6 +48,7 @@ export async function stackTotals(prometheusUrl: string, start: number, end: num
     providerRateLimited: await q(total(mock.rateLimited, s)),
     limiterRateLimited: await q(total(limiterMetrics.rateLimited.name, s)),
     timeouts: await q(total(limiterMetrics.timeouts.name, s)),
+    timeoutsByReason: await byLabel(prometheusUrl, `sum by (reason) (last_over_time(${limiterMetrics.timeouts.name}[${s}s]))`, 'reason', end),
     acquireSeconds: { p50: await quantile(0.5), p95: await quantile(0.95), p99: await quantile(0.99) },
     maxWaitSeconds: await queryScalar(prometheusUrl, `max(max_over_time(${limiterMetrics.maxWait.name}[${s}s]))`, end),
     alertsFired: await alertsFiredBetween(prometheusUrl, start, end),
@@ -56,6 +59,27 @@ export async function stackTotals(prometheusUrl: string, start: number, end: num
     actualTokens: await q(total(limiterMetrics.tokensActual.name, s)),
     quotaChanges: await collectQuotaChanges(prometheusUrl, start, end),
   };
+}
+
+/** A `sum by (label)` query as counts, the label's values that counted anything. */
+async function byLabel(prometheusUrl: string, expr: string, label: string, end: number): Promise<Record<string, number>> {
+  const samples = await query(prometheusUrl, expr, end);
+  return Object.fromEntries(samples.filter((x) => x.value > 0).map((x) => [x.metric[label] ?? 'unknown', Math.round(x.value)]));
+}
+
+/** What a limiter timeout's reason means, for people. */
+const TIMEOUT_MEANINGS: Record<TimeoutReason, string> = {
+  permit: 'waited maxWait for a permit',
+  budget: 'waited maxWait for token budget',
+  queue_full: 'the waiting queue was full',
+  request_deadline: "could not finish before its request's deadline",
+};
+
+/** `17 (request_deadline 17: could not finish before its request's deadline)`; `0` when none. */
+export function formatTimeouts(total: number, byReason: Record<string, number> | undefined): string {
+  const reasons = Object.entries(byReason ?? {}).filter(([, n]) => n > 0);
+  if (total === 0 || reasons.length === 0) return String(total);
+  return `${total} (${reasons.map(([reason, n]) => `${reason} ${n}${reason in TIMEOUT_MEANINGS ? `: ${TIMEOUT_MEANINGS[reason as TimeoutReason]}` : ''}`).join('; ')})`;
 }
 
 /** The busiest limiter's request counts by outcome (every limiter a request draws on counts it). */

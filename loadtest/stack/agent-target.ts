@@ -36,6 +36,10 @@ export type AgentTarget =
       readonly inputTokensPerModel?: Readonly<Record<string, number>>;
       /** The same per agent. */
       readonly inputTokensPerAgent?: Readonly<Record<string, number>>;
+      /** The agents that call each model (a fix for a model's quota names them). */
+      readonly agentsPerModel?: Readonly<Record<string, readonly string[]>>;
+      /** Output tokens per call of each model from the same request (tool turns answer short): what its call time follows. */
+      readonly outputTokensPerModel?: Readonly<Record<string, number>>;
       /** Each agent's calibrated input tokens per call, or why the calibration could not run. */
       readonly calibrationNote?: string;
     };
@@ -83,9 +87,11 @@ export async function resolveAgentTarget(
   let modelCallsPerRequest: number | undefined;
   let shape: TreeShape | undefined;
   let countNote: string | undefined;
+  let agentsPerModel: Record<string, string[]> | undefined;
   try {
     const counted = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS });
     const calls = counted.calls;
+    agentsPerModel = (await import('../planner/model-agents.ts')).agentsByModel(counted);
     if (calls > 0) {
       modelCallsPerRequest = calls;
       shape = shapeOfCount(counted);
@@ -96,15 +102,17 @@ export async function resolveAgentTarget(
   }
   let inputTokensPerModel: Record<string, number> | undefined;
   let inputTokensPerAgent: Record<string, number> | undefined;
+  let outputTokensPerModel: Record<string, number> | undefined;
   let calibrationNote: string | undefined;
   if (choice.calibrate) {
     const { calibrateAgent, tokensNote } = await import('../planner/agent-plan.ts');
-    const { CalibrationError, inputTokensPerModel: perModel } = await import('../planner/calibrate.ts');
+    const { CalibrationError, inputTokensPerModel: perModel, outputTokensPerModel: outputPerModel } = await import('../planner/calibrate.ts');
     try {
       const counted = { module, walked: tree, tree: countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS }) };
       const calibration = await calibrateAgent(counted, choice.calibrate);
       inputTokensPerModel = Object.fromEntries(perModel(calibration));
       inputTokensPerAgent = Object.fromEntries(calibration.agents.map((a) => [a.agent, a.inputTokens / a.calls]));
+      outputTokensPerModel = Object.fromEntries(outputPerModel(calibration));
       calibrationNote = tokensNote(calibration);
     } catch (error) {
       if (!(error instanceof CalibrationError || error instanceof TreeCountError)) throw error;
@@ -120,6 +128,8 @@ export async function resolveAgentTarget(
     countNote,
     inputTokensPerModel,
     inputTokensPerAgent,
+    outputTokensPerModel,
+    agentsPerModel,
     calibrationNote,
   };
 }

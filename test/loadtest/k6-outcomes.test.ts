@@ -5,10 +5,11 @@
 // this test is about k6's counting, not about what the agent service decides.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVED_DURATION_METRIC } from '../../loadtest/k6/request-status.ts';
 import { runK6 } from '../../loadtest/k6/runner.ts';
 import { parseScenario } from '../../loadtest/scenario/schema.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
@@ -92,6 +93,10 @@ describe('k6 counts every request it starts', () => {
       expect(r.summary?.failedRequests).toBe(answered.failed);
       expect(r.summary?.statusCodes['429']).toBe(answered.shed);
       expect(r.summary?.requests).toBe(answered.served + answered.partial + answered.shed + answered.failed);
+      // Served requests' durations apart from the others (a shed request's 429 comes back at once).
+      const data = JSON.parse(readFileSync(join(dir, protocol, 'k6-summary.json'), 'utf8'));
+      expect(data.metrics[SERVED_DURATION_METRIC]?.values.count ?? 0).toBe(answered.served);
+      expect(r.summary?.branchOutcomesByKind?.ok).toBeGreaterThan(0);
     }, 60_000);
   }
 });

@@ -16,6 +16,7 @@ import { FakeLlm, textResponse } from '../../instrumentation/testing.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/agents/${name}`, import.meta.url));
 const LOOP_TOOLS = fixture('loop_tools.ts');
+const RESEARCH_PIPELINE = fixture('research_pipeline.ts');
 const WORKFLOW = fixture('workflow_graph.ts');
 const SHAPES = fixture('shapes.ts');
 
@@ -101,6 +102,15 @@ describe('plan --agent', () => {
     expect(stdout).toMatch(/^│ {2}└─ deep_dive \(sequential\) +2 calls$/m);
     expect(stdout).toMatch(/^│ {5}└─ AgentTool → explainer \(LlmAgent, gemini-2\.5-flash\) +1 call per use$/m);
     expect(stdout).toContain('11 model calls per request, up to 2 at once');
+  });
+
+  it("gives each AgentTool's calls to its own agent's model, not the caller's", async () => {
+    const { code, stdout } = await runMain(['--agent', RESEARCH_PIPELINE]);
+    expect(code).toBe(0);
+    // critic_1 (pro) makes 2 calls (one tool turn); its flash fact checker makes 1.
+    expect(stdout).toMatch(/^│ {2}│ {2}└─ critic_1 \(LlmAgent, gemini-2\.5-pro\) +2 calls \+ 1 on gemini-2\.5-flash by its agent tools$/m);
+    expect(stdout).toMatch(/^│ {2}│ {5}└─ AgentTool → fact_checker_1 \(LlmAgent, gemini-2\.5-flash\) +1 call per use$/m);
+    expect(stdout).toContain('18 model calls per request, up to 3 at once');
   });
 
   it('feeds the count and the width into the capacity plan', async () => {

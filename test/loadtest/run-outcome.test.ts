@@ -120,7 +120,11 @@ describe("a user's module as the run's agent", () => {
 
   it('loads, names and counts the tree; the scenario goes to the served app', async () => {
     const target = await resolveAgentTarget({ agent: 'test/fixtures/agents/loop_tools.ts' });
-    expect(target).toEqual({ kind: 'serve', spec: expect.stringMatching(/\/test\/fixtures\/agents\/loop_tools\.ts#rootAgent$/), app: 'loop_tools', modelCallsPerRequest: 11, shape: { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 9 }, countNote: undefined });
+    expect(target).toEqual({ kind: 'serve', spec: expect.stringMatching(/\/test\/fixtures\/agents\/loop_tools\.ts#rootAgent$/), app: 'loop_tools', modelCallsPerRequest: 11, shape: { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 9 },
+      countNote: undefined,
+      // The agents each model's calls come from: a fix for one model's quota names them.
+      agentsPerModel: { 'gemini-2.5-flash': ['intake', 'quick_look', 'deep_draft', 'critic', 'explainer', 'decision'], 'gemini-2.5-pro': ['deep_check'] },
+    });
     expect(scenarioTrees(scenarioForTarget(target, steady))).toEqual(['loop_tools']);
     const named = await resolveAgentTarget({ agent: 'test/fixtures/agents/shapes.ts#unevenFanOut', tree: 'Uneven_Tree' });
     expect(named).toMatchObject({ app: 'Uneven_Tree', modelCallsPerRequest: 7 });

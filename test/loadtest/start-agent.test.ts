@@ -83,7 +83,8 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
     // calibrated tokens carry the loop's history), at most the demand of 30/min.
     const binding = summary.planVsMeasured.models.find((m: { binding: boolean }) => m.binding);
     expect(binding.model).toBe('gemini-2.5-flash');
-    const served = Math.min(30, binding.sustainedUserRequestsPerMinute);
+    // Request admission: each replica's window holds whole requests only, on every model.
+    const served = Math.min(30, ...summary.planVsMeasured.models.map((m: { wholeUserRequestsPerMinute: number }) => m.wholeUserRequestsPerMinute));
     expect(summary.planVsMeasured.rows[0].planned).toBeCloseTo(served, 9);
     expect(summary.planVsMeasured.rows[2].planned).toBeCloseTo(served, 9);
     expect(summary.planVsMeasured.tokens).toBe('calibrated');

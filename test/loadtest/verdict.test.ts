@@ -7,13 +7,14 @@ import { describe, expect, it } from 'vitest';
 import { WORKED_EXAMPLE as EX } from '../../agent/worked-example.ts';
 import { isShedAnswer, REQUEST_OUTCOMES, requestFailed, requestOutcome } from '../../loadtest/k6/request-status.ts';
 import { condenseSummary } from '../../loadtest/k6/runner.ts';
-import { SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
+import { formatHttpFailed, SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
 import { deadlineNote, fitRunToTree } from '../../loadtest/main.ts';
 import { comparePlan, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
 import { unmeasuredMessage } from '../../loadtest/measure/run-outcome.ts';
 import { criticalPathSeconds, minimumSteadySeconds, steadyWindow } from '../../loadtest/measure/steady-state.ts';
 import { reviewAgentExample } from '../../loadtest/planner/examples.ts';
 import { renderReport } from '../../loadtest/report/page.ts';
+import { formatTimeouts } from '../../loadtest/report/summary.ts';
 import { runVerdict } from '../../loadtest/report/verdict.ts';
 import { startOptionsSchema } from '../../loadtest/start-options.ts';
 
@@ -205,5 +206,101 @@ describe('the verdict first', () => {
     expect(c.planned.sustainedUserRequestsPerMinute / 3).toBeGreaterThan(10);
     expect(served.planned).toBeCloseTo(Math.floor(c.planned.sustainedUserRequestsPerMinute / 3) * 3, 9);
     expect(partial.planned).toBe(0);
+  });
+});
+
+describe('partial requests the limiter cut are named as the limiter’s', () => {
+  const window = { start: 0, end: 60_000 };
+  const light: Measured = { userRequestsPerMinute: 6, answeredRequestsPerMinute: 6, requests: { served: 5, shed: 0, partial: 1 }, callsInFlight: 5, permitsInUseScraped: undefined, callSeconds: 8, window };
+
+  it('a light run whose partial requests all met limiter timeouts: the tree fits, the limiter cut them (by reason)', () => {
+    const c = comparePlan({ ...reviewAgentExample, userRequestsPerMinute: 6 }, light);
+    expect(c.planned.fits).toBe(true);
+    const v = runVerdict({
+      outcomes: { served: 29, partial: 6, shed: 0, failed: 0, unfinished: 0 },
+      providerRateLimited: 0,
+      planVsMeasured: c,
+      causes: { timeoutsByReason: { request_deadline: 17 }, branchOutcomes: { ok: 150, timeout: 17 } },
+    });
+    expect(v.fits).toBe(true);
+    expect(v.line).not.toContain('does NOT fit');
+    expect(v.line).toContain("6 partial requests came from the limiter (request_deadline 17 timeouts), not from the tree's fit");
+  });
+
+  it('a shared budget failing closed is the limiter’s too; over the plan the tree still does not fit, and says both', () => {
+    const c = comparePlan(reviewAgentExample, light);
+    const v = runVerdict({
+      outcomes: { served: 70, partial: 7, shed: 134, failed: 0, unfinished: 0 },
+      providerRateLimited: 0,
+      planVsMeasured: c,
+      causes: { timeoutsByReason: { budget: 2 }, branchOutcomes: { ok: 300, budget_unavailable: 5 } },
+    });
+    expect(v.fits).toBe(false);
+    expect(v.line).toContain("7 partial requests came from the limiter (budget 2 timeouts, budget_unavailable 5 branches), not from the tree's fit");
+    expect(v.line).toContain('best fix:');
+  });
+
+  it('provider failures beside limiter timeouts: partial still counts against the run, the limiter’s share is named', () => {
+    const c = comparePlan({ ...reviewAgentExample, userRequestsPerMinute: 6 }, light);
+    const v = runVerdict({
+      outcomes: { served: 29, partial: 6, shed: 0, failed: 0, unfinished: 0 },
+      providerRateLimited: 0,
+      planVsMeasured: c,
+      causes: { timeoutsByReason: { request_deadline: 3 }, branchOutcomes: { ok: 150, timeout: 3, error: 4 } },
+    });
+    expect(v.fits).toBe(false);
+    expect(v.line).toContain('some of the 6 partial requests came from the limiter (request_deadline 3 timeouts), the others from provider failures');
+    expect(v.line).toContain("the plan says it fits: check the run's 6 partial");
+  });
+
+  it('failed requests answered 200 with every branch cut by the limiter are the limiter’s too (a deep chain on a cold limiter)', () => {
+    const c = comparePlan({ ...reviewAgentExample, userRequestsPerMinute: 6 }, light);
+    const causes = { timeoutsByReason: { request_deadline: 28 }, branchOutcomes: { ok: 500, timeout: 16 }, statusCodes: { '200': 69 } };
+    const v = runVerdict({ outcomes: { served: 59, partial: 3, shed: 0, failed: 7, unfinished: 0 }, providerRateLimited: 0, planVsMeasured: c, causes });
+    expect(v.fits).toBe(true);
+    expect(v.line).toContain("3 partial and 7 failed (every branch cut) requests came from the limiter (request_deadline 28 timeouts), not from the tree's fit");
+    // A failed request with no answer (HTTP 0, 5xx) is not the limiter's.
+    const other = runVerdict({ outcomes: { served: 59, partial: 3, shed: 0, failed: 7, unfinished: 0 }, providerRateLimited: 0, planVsMeasured: c, causes: { ...causes, statusCodes: { '200': 62, '500': 7 } } });
+    expect(other.fits).toBe(false);
+    expect(other.line).toContain("check the run's 7 failed");
+  });
+
+  it('no limiter cause: partial requests count against the run as before', () => {
+    const c = comparePlan({ ...reviewAgentExample, userRequestsPerMinute: 6 }, light);
+    const v = runVerdict({ outcomes: { served: 29, partial: 6, shed: 0, failed: 0, unfinished: 0 }, providerRateLimited: 0, planVsMeasured: c, causes: { branchOutcomes: { ok: 100, error: 6 } } });
+    expect(v.fits).toBe(false);
+    expect(v.line).not.toContain('from the limiter');
+  });
+});
+
+describe('the summary names what it counts', () => {
+  it('limiter timeouts are printed per reason, never as "gave up at maxWait" when the reason was the request deadline', () => {
+    expect(formatTimeouts(17, { request_deadline: 17 })).toBe("17 (request_deadline 17: could not finish before its request's deadline)");
+    expect(formatTimeouts(5, { permit: 2, budget: 3 })).toBe('5 (permit 2: waited maxWait for a permit; budget 3: waited maxWait for token budget)');
+    expect(formatTimeouts(0, {})).toBe('0');
+  });
+
+  it("served requests' durations apart from the shed ones' instant 429s, and k6's http_req_failed explained beside failed 0", () => {
+    const data = k6Data(211, { served: 70, partial: 7, shed: 134 });
+    Object.assign(data.metrics, {
+      qs_served_request_duration: { values: { count: 70, med: 61_000, 'p(95)': 70_000, 'p(99)': 72_000, max: 73_000 } },
+      http_req_failed: { values: { rate: 0.635 } },
+    });
+    const text = summaryText(data, 'main');
+    expect(text).toContain('served duration:  p50 61.00s  p95 70.00s  p99 72.00s  max 73.00s (served requests)');
+    expect(text).toContain('(every answer, the instant 429s of shed requests included)');
+    expect(text).toContain("HTTP requests failed 63.5 % (k6's http_req_failed: the 429s of 134 shed requests count there; user requests failed 0)");
+    const s = condenseSummary(data);
+    expect(s.servedDurationMs).toEqual({ p50: 61_000, p95: 70_000, p99: 72_000, max: 73_000 });
+    expect(formatHttpFailed(s.failedRate, s.outcomes)).toBe("HTTP requests failed 63.5 % (k6's http_req_failed: the 429s of 134 shed requests count there; user requests failed 0)");
+  });
+
+  it('branch outcomes by kind reach the run summary (what the verdict reads the limiter’s part from)', () => {
+    const data = k6Data(3, { served: 2, partial: 1 });
+    Object.assign(data.metrics, {
+      'qs_branch_outcomes{outcome:ok}': { values: { count: 10 } },
+      'qs_branch_outcomes{outcome:timeout}': { values: { count: 2 } },
+    });
+    expect(condenseSummary(data).branchOutcomesByKind).toEqual({ ok: 10, timeout: 2 });
   });
 });
