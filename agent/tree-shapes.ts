@@ -17,6 +17,8 @@ export const treeShapeSchema = z.object({
   sequentialSteps: callCount,
   /** Copies of every branch's output in each sequential step's prompt (0 when unset). */
   branchOutputsPerStep: z.number().min(0).max(100).optional(),
+  /** Calls one after another on the tree's longest chain (steps, loop iterations, AgentTool turns), where it was counted. */
+  depth: callCount.optional(),
 });
 export type TreeShape = z.infer<typeof treeShapeSchema>;
 
@@ -48,9 +50,11 @@ export const publishedAgentListSchema = z.object({ agents: z.array(publishedAgen
  * A counted tree as the planner's shape: its width as the fan-out, one call per branch,
  * the rest of its calls after it (exact for the total, the burst's worst first wave).
  */
-export function shapeOfCount(tree: Pick<CountedNode, 'calls' | 'width'>): TreeShape {
+export function shapeOfCount(tree: Pick<CountedNode, 'calls' | 'width'> & { readonly depth?: number }): TreeShape {
   const width = Math.max(1, Math.min(tree.width, tree.calls));
-  return { parallelBranches: width, callsPerBranch: 1, sequentialSteps: tree.calls - width };
+  const shape = { parallelBranches: width, callsPerBranch: 1, sequentialSteps: tree.calls - width };
+  // The chain is told only where the flattened shape misstates it (a deep tree's branches run side by side).
+  return tree.depth === undefined || tree.depth === 1 + shape.sequentialSteps ? shape : { ...shape, depth: tree.depth };
 }
 
 export const modelCallsPerRequest = (s: TreeShape): number => s.parallelBranches * s.callsPerBranch + s.sequentialSteps;

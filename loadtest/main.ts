@@ -61,7 +61,7 @@ export function fitRunToTree(f: Flags, shape: TreeShape | undefined, tree: strin
   const criticalPath = criticalPathSeconds(shape, f.callSeconds);
   const minimum = minimumSteadySeconds(criticalPath, f.callSeconds);
   if (f.duration >= minimum) return { flags: f, criticalPath };
-  const chain = shape.callsPerBranch + shape.sequentialSteps;
+  const chain = shape.depth ?? shape.callsPerBranch + shape.sequentialSteps;
   const note =
     `--duration ${f.duration} s is too short for ${tree}: its critical path is ${chain} model call${chain === 1 ? '' : 's'} one after another × ${f.callSeconds} s = ${Number(criticalPath.toFixed(1))} s, ` +
     `and the steady window must see requests start and finish; lengthened to ${minimum} s (pass --duration ${minimum} or more to choose)`;

@@ -129,7 +129,8 @@ export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: Sta
  * calls, then the sequential steps), times the call time. No request finishes sooner.
  */
 export function criticalPathSeconds(shape: TreeShape, callSeconds: number): number {
-  return (shape.callsPerBranch + shape.sequentialSteps) * callSeconds;
+  // The counted chain where the tree was counted; the flattened shape's otherwise (its branch, then every later call).
+  return (shape.depth ?? shape.callsPerBranch + shape.sequentialSteps) * callSeconds;
 }
 
 /**
