@@ -26,10 +26,9 @@
 //
 // The invariant: an admitted request ends partial only when the provider fails one of its
 // calls after retries, never because the limiter ran out of time or budget for it.
-import type { Event, Runner, RunnableRoot } from '@google/adk';
+import type { Event, LlmRequest, Runner, RunnableRoot } from '@google/adk';
 import { AdmittedRequest, currentRequest, type FundedShare, runInRequest } from './admitted-request.ts';
 import type { BudgetTicket, UsePart } from './budget.ts';
-import type { Content } from '@google/genai';
 import { type Clock, realClock } from './clock.ts';
 import { countsInput } from './counted-tokens.ts';
 import { estimateInputTokens } from './estimator.ts';
@@ -116,6 +115,9 @@ interface TreePlan {
 const CRITICAL_PATH_MARGIN = 1.5;
 /** The margin on the critical path as seen (mean starts): it already holds the waits the calls' time leaves out. */
 const SEEN_PATH_MARGIN = 1.2;
+
+/** A user message, as ADK carries it (the limiter package depends on ADK alone). */
+type Content = LlmRequest['contents'][number];
 
 /** Counted input tokens of a message, by the provider's counting rule. */
 function messageTokensOf(message: Content | undefined): number | undefined {
