@@ -154,6 +154,28 @@ export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
     };
   };
 
+  /**
+   * Requests queue at the door from 10m and none is decided yet (the histogram records a wait
+   * only when the request is admitted or shed): the oldest waiting request's gauge climbs 4 s a
+   * minute and fires the warning once it passes 0.2 × the 60 s deadline, before any shed.
+   */
+  const queuedDoorCase = (): AlertTestCase => {
+    const gemini = replica('agent-1:8080');
+    return {
+      name: 'requests waiting at the door and not yet decided fire the door-wait warning from the oldest wait, before any shed',
+      series: [
+        at(m.requestDeadline, gemini, '60x30'),
+        at(m.doorOldestWait, gemini, '0x10 4+4x20'),
+        at(m.requests, { ...gemini, outcome: 'admitted' }, '0x30'),
+      ],
+      checks: [
+        { atMinute: 11, alert: 'LimiterDoorWaitRising', firing: [] },
+        { atMinute: 15, alert: 'LimiterDoorWaitRising', firing: [{ labels: perLimiter(), value: '20s', extras: { deadline: '1m 0s' } }] },
+        { atMinute: 14, alert: 'LimiterRequestsShed', firing: [] },
+      ],
+    };
+  };
+
   /** 429s on series born at 1 (no sample before the first 429), as sparse 429s under a limiter are. */
   const firstRateLimitCase = (): AlertTestCase => {
     const gemini = replica('agent-1:8080');
@@ -177,6 +199,7 @@ export function buildAlertTestCases(config: DashboardsConfig): AlertTestCase[] {
 
   const cases: AlertTestCase[] = [
     doorCase(),
+    queuedDoorCase(),
     firstRateLimitCase(),
     risingCase(20, true),
     risingCase(5, false),

@@ -66,6 +66,7 @@ export function recordsOf(config: DashboardsConfig) {
     acquireP95Baseline: `job_limiter:${m.acquireDuration}:p95_rate${w.acquireShort}_median${w.acquireBaseline}`,
     maxWait: `job_limiter:${m.maxWait}:max`,
     doorWaitP95Short: `job_limiter:${m.requestAdmission}:p95_rate${w.doorShort}`,
+    doorOldestWait: `job_limiter:${m.doorOldestWait}:max`,
     requestDeadline: `job_limiter:${m.requestDeadline}:max`,
     permitUtilisation: 'job_instance_limiter:llm_limiter_permits:utilisation',
     timeoutsRate: `job_limiter_reason:${m.timeouts}:rate${w.rate}`,
@@ -101,6 +102,12 @@ export function buildRecordingRules(config: DashboardsConfig): RecordingRuleSpec
       // request admission the queueing happens here, not at the permit. Only while requests arrive.
       record: records.doorWaitP95Short,
       expr: `${quantile(0.95, m.requestAdmission, doorDecided, w.doorShort, ['job', 'limiter'])}\nand\n${sumRate(`${m.requestAdmission}_count`, doorDecided, w.doorShort, ['job', 'limiter'])} > 0`,
+    },
+    {
+      // The oldest request waiting at the door now, of any replica: it rises while requests
+      // queue, before any of them is decided (the histogram above records them only then).
+      record: records.doorOldestWait,
+      expr: `max by (job, limiter) (${series(m.doorOldestWait, sel)})`,
     },
     {
       // Each limiter's request deadline (replicas of a job share it; max if a rollout mixes two).
@@ -166,10 +173,10 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       panel: limiterPanel('acquire-quantiles'),
     },
     LimiterDoorWaitRising: {
-      expr: `${records.doorWaitP95Short} > on (job, limiter) ${doorWarn} * ${records.requestDeadline}`,
+      expr: `${records.doorWaitP95Short} > on (job, limiter) ${doorWarn} * ${records.requestDeadline}\nor\n${records.doorOldestWait} > on (job, limiter) ${doorWarn} * ${records.requestDeadline}`,
       summary: 'User requests wait longer at the door: demand nears what the budget funds within the request deadline.',
       description: (x) =>
-        `The ${w.doorShort} p95 time user requests waited at the door of limiter ${x.label('limiter')} (job ${x.label('job')}) before being admitted or shed is ${x.value('duration')}: above ${doorWarn} × its request deadline of ${x.extra('deadline', 'duration')}. Demand is outgrowing the budget; shed requests come next.`,
+        `User requests wait at the door of limiter ${x.label('limiter')} (job ${x.label('job')}) ${x.value('duration')} (the ${w.doorShort} p95 of those admitted or shed, or the oldest one waiting now): above ${doorWarn} × its request deadline of ${x.extra('deadline', 'duration')}. Demand is outgrowing the budget; shed requests come next.`,
       extras: { deadline: { metric: records.requestDeadline, labels: ['job', 'limiter'] } },
       // Request admission reports its deadline per limiter: one series per limiter that admits whole requests.
       present: admittingLimiters,
@@ -180,8 +187,9 @@ export function buildAlerts(config: DashboardsConfig): AlertSpec[] {
       panel: limiterPanel('wait-door-vs-permit'),
     },
     LimiterRequestsShed: {
-      // Raw series only (no recording rule), so Grafana-managed rules can load it alone.
-      expr: `${sumRate(m.requests, joinSelectors(sel.agentScrape, 'outcome="shed"'), w.rate, ['job', 'limiter'])}\n/\n${sumRate(m.requests, joinSelectors(sel.agentScrape, 'outcome=~"admitted|shed"'), w.rate, ['job', 'limiter'])}\n> ${t.requestShedFraction}`,
+      // Raw series only (no recording rule), so Grafana-managed rules can load it alone. A
+      // counter's first sample counts (a replica's first shed is born at 1, which rate() misses).
+      expr: `${sumIncreaseFromBirth(m.requests, joinSelectors(sel.agentScrape, 'outcome="shed"'), w.rate, ['job', 'limiter'])}\n/\n${sumIncreaseFromBirth(m.requests, joinSelectors(sel.agentScrape, 'outcome=~"admitted|shed"'), w.rate, ['job', 'limiter'])}\n> ${t.requestShedFraction}`,
       summary: 'The limiter sheds user requests: demand exceeds what the budget funds within the request deadline.',
       description: (x) =>
         `Over ${w.rate}, limiter ${x.label('limiter')} (job ${x.label('job')}) shed ${x.value('percent')} of the user requests arriving (above ${t.requestShedFraction}): they were answered 429 at once, before any model call, because the budget could not fund them within the request deadline. Raise the quota or the budget, or lower the demand (the planner's fixes).`,

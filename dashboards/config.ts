@@ -42,7 +42,7 @@ const defaultForDurations: Record<AlertName, string> = {
   LimiterAcquireTimeRising: '1m',
   // Short: in the default run the door wait crosses its line about 30 s before the first shed.
   LimiterDoorWaitRising: '15s',
-  LimiterRequestsShed: '2m',
+  LimiterRequestsShed: '1m',
   LimiterMaxWaitMissing: '10m',
   LimiterTimeouts: '1m',
   // Short: one 429 under a limiter is already the fault; the rule counts it for a whole rate window.

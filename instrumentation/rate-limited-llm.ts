@@ -22,6 +22,7 @@ import { type AdmittedRequest, currentRequest } from './admitted-request.ts';
 import type { Budget } from './budget.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
 import { CallCostModel } from './call-cost.ts';
+import { DoorWaiters } from './door-waiters.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import { type CountedTokens, countedTokensSchema, countsInput, countTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS, MAX_EXPECTED_TOKENS_PER_CALL } from './defaults.ts';
@@ -239,6 +240,8 @@ export class RateLimitedLlm extends BaseLlm {
   readonly maxCallMs: number;
   /** What its calls cost per agent and how long they take, learned from finished calls (request admission funds requests with it). */
   readonly callCost: CallCostModel;
+  /** Requests waiting at request admission's door for this limiter now (the door's leading signal). */
+  readonly doorWaiters = new DoorWaiters();
   readonly #laneOf: ((request: LlmRequest) => string | undefined) | undefined;
   readonly #clock: Clock;
   readonly #admission: AdmissionControl;
@@ -305,6 +308,7 @@ export class RateLimitedLlm extends BaseLlm {
         budgetWindowTokens: this.budget?.windowTokens,
         budgetWindowLimit: this.budget?.windowLimit,
         maxWaitSeconds: this.maxWaitMs / 1000,
+        doorOldestWaitSeconds: this.doorWaiters.oldestWaitMs(this.#clock.now()) / 1000,
       }),
     });
   }

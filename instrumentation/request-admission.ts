@@ -275,6 +275,7 @@ export class RequestAdmission {
     const shares = new Map<object, FundedShare>();
     const taken: FundedShare[] = [];
     const learning: (() => void)[] = [];
+    const leaveDoor = plan.limiters.map(({ llm }) => llm.doorWaiters.enter(arrivedAt));
     try {
       for (const limiter of plan.limiters) {
         const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning, messageTokens: messageTokensOf(options.message), chainMs: chainWithMarginMs(plan.depth, callMs) });
@@ -291,6 +292,8 @@ export class RequestAdmission {
       if (error instanceof RequestShed) this.#count(plan, 'shed', arrivedAt);
       else if (options.signal?.aborted) this.#count(plan, 'abandoned', arrivedAt); // the client left while waiting at the door
       throw error;
+    } finally {
+      for (const leave of leaveDoor) leave();
     }
     this.#count(plan, 'admitted', arrivedAt);
     const request = new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares, messageTokensOf(options.message) ?? 0);

@@ -97,6 +97,12 @@ export const limiterMetrics = {
     type: 'gauge',
     labelNames: ['limiter'],
   },
+  doorOldestWait: {
+    name: 'llm_limiter_door_oldest_wait_seconds',
+    help: 'How long the oldest user request now waiting at the door of request admission has waited (0 when none): it rises while requests queue, before any is shed.',
+    type: 'gauge',
+    labelNames: ['limiter'],
+  },
   budgetWindowLimit: {
     name: 'llm_limiter_budget_window_limit_tokens',
     help: 'Tokens the budget admits per window now: the capacity unless a 429 stepped it down (static, central) or an adaptive limit moved it.',

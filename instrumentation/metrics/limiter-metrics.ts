@@ -33,6 +33,8 @@ export interface LimiterGaugeSource {
     budgetWindowLimit?: number | undefined;
     /** The wrapper's maxWait in seconds. */
     maxWaitSeconds?: number | undefined;
+    /** How long the oldest request at the door has waited, seconds. */
+    doorOldestWaitSeconds?: number | undefined;
   };
 }
 
@@ -144,7 +146,7 @@ export class LimiterMetrics {
     };
     this.callDuration = histogram('callDuration', this.exemplars);
     const sources = this.#sources;
-    const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity' | 'budgetWindowLimit' | 'budgetWindow' | 'maxWait',
+    const gauge = (key: 'permitsInUse' | 'permitsLimit' | 'waitingCalls' | 'budgetAvailable' | 'budgetCapacity' | 'budgetWindowLimit' | 'budgetWindow' | 'maxWait' | 'doorOldestWait',
       read: (s: ReturnType<LimiterGaugeSource['snapshot']>) => number | undefined) => {
       const d = limiterMetrics[key];
       return new Gauge<'limiter'>({
@@ -169,6 +171,7 @@ export class LimiterMetrics {
     gauge('budgetWindowLimit', (s) => s.budgetWindowLimit);
     gauge('budgetWindow', (s) => s.budgetWindowTokens);
     gauge('maxWait', (s) => s.maxWaitSeconds);
+    gauge('doorOldestWait', (s) => s.doorOldestWaitSeconds);
     this.tokensReserved = counter('tokensReserved');
     this.tokensActual = counter('tokensActual');
     this.rateLimited = counter('rateLimited');

@@ -67,8 +67,8 @@ beforeAll(async () => {
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
 
   // Short calls, and enough trouble that every error counter gets a series: 2 requests/s of
-  // 5 calls of 300 ms need 3 permits but get 1, so the queue outgrows the 1 s maxWait
-  // (timeouts); 20 % of calls are throttled (429s; the limiter's first backoff, < 500 ms,
+  // 5 calls of 300 ms need 3 permits but get 1, so the queue outgrows the 3 s request
+  // deadline (timeouts); 20 % of calls are throttled (429s; the limiter's first backoff, < 500 ms,
   // fits in maxWait, so it retries) and 5 % answer 503 (faults).
   const mock = await startMockProvider(
     {
@@ -82,7 +82,8 @@ beforeAll(async () => {
     { port: 0 },
   );
   cleanups.unshift(() => mock.close());
-  const agent = await startAgentService({ port: 0, providerUrl: mock.url, permits: 1, maxWaitMs: 1000 });
+  // Calls of an admitted request wait until its deadline: a 3 s deadline (the calls' time stated) makes the queue's timeouts come in seconds.
+  const agent = await startAgentService({ port: 0, providerUrl: mock.url, permits: 1, maxWaitMs: 1000, requestDeadlineMs: 3000, expectedCallMs: 300 });
   cleanups.unshift(() => agent.close());
 
   const group = new ProcessGroup(dir);
