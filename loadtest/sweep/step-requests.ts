@@ -1,7 +1,8 @@
 // One sweep step's user requests as k6 saw them, from k6's JSON output (one sample a line):
 // each request starts with a qs_requests_started sample and ends with qs_request_duration
-// and qs_request_outcome, the three paired by the VU and iteration tags (k6's `vu` and `iter`
-// system tags, which the step turns on). Pure: the file's text in, the requests out.
+// and qs_request_outcome, the three paired by the VU and iteration (k6's `vu` and `iter`
+// system tags, which the step turns on; k6 2.x writes them as the sample's metadata). Pure:
+// the file's text in, the requests out.
 import { percentile } from '../k6/node-driver.ts';
 import { REQUEST_OUTCOME_METRIC, REQUEST_OUTCOMES, REQUESTS_STARTED_METRIC, type RequestOutcome } from '../k6/request-status.ts';
 
@@ -22,7 +23,7 @@ export interface StepRequest {
 interface Point {
   type?: string;
   metric?: string;
-  data?: { time?: string; value?: number; tags?: Record<string, string> };
+  data?: { time?: string; value?: number; tags?: Record<string, string>; metadata?: Record<string, string> };
 }
 
 /** The requests in k6's JSON output `text` (lines that are not a request's samples are skipped). */
@@ -44,9 +45,12 @@ export function stepRequests(text: string): StepRequest[] {
     } catch {
       continue;
     }
-    const tags = p.data?.tags;
-    if (p.type !== 'Point' || !tags?.vu || tags.iter === undefined || !p.data?.time) continue;
-    const key = `${tags.scenario ?? ''}/${tags.vu}/${tags.iter}`;
+    const tags = p.data?.tags ?? {};
+    // k6 2.x writes vu and iter as metadata; older k6 as tags.
+    const vu = p.data?.metadata?.vu ?? tags.vu;
+    const iter = p.data?.metadata?.iter ?? tags.iter;
+    if (p.type !== 'Point' || vu === undefined || iter === undefined || !p.data?.time) continue;
+    const key = `${tags.scenario ?? ''}/${vu}/${iter}`;
     if (p.metric === REQUESTS_STARTED_METRIC) of(key).startedAt = Date.parse(p.data.time);
     else if (p.metric === DURATION_METRIC) of(key).durationMs = Number(p.data.value);
     else if (p.metric === REQUEST_OUTCOME_METRIC && (REQUEST_OUTCOMES as readonly string[]).includes(tags.outcome ?? '')) of(key).outcome = tags.outcome as RequestOutcome;
