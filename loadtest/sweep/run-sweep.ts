@@ -7,6 +7,8 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
+import { MIN_REQUEST_DEADLINE_MS } from '../../instrumentation/defaults.ts';
+import { requestDeadlineMsFor } from '../../instrumentation/request-admission.ts';
 import { replaceFile } from '../../cli/replace-files.ts';
 import { STOPPED_EXIT_CODE } from '../../cli/stop-signals.ts';
 import { mainScenario, startInput } from '../main.ts';
@@ -26,6 +28,7 @@ import { runStep, type StepContext, type StepResult, stepTiming } from './step.t
 import { writeSweepReport } from './sweep-report.ts';
 import { type SweepFindings, sweepFindings } from './sweep-result.ts';
 import {
+  DEFAULT_SLO_P95_SECONDS,
   MAX_LOST_PERCENT,
   MAX_MULTIPLE_OF_PLAN,
   PLAN_TOLERANCE,
@@ -33,6 +36,7 @@ import {
   START_SHARE_OF_PLAN,
   SWEEP_RESOLUTION,
   type SweepOptions,
+  timeScaleOf,
 } from './sweep-options.ts';
 
 /** Time to start the stack, s (measured ~15 s on 2 busy cores). */
@@ -86,12 +90,16 @@ function measuredQuantities(steps: readonly StepResult[]): PlanQuantities {
 
 export async function runSweep(o: SweepOptions): Promise<number> {
   const began = Date.now();
-  const flags: StartOptions = { ...o, scenario: undefined, duration: o.windowSeconds, rate: 1, burstUsers: 0 };
   const target = await resolveAgentTarget({ agent: o.agent, tree: o.tree, calibrate: { messageTokens: o.tokens, outputTokensPerCall: WORKED_EXAMPLE.outputTokensPerCall } });
   const tree = o.tree ?? defaultTreeOf(target);
   const shape = treeShapeOf(target, tree);
   const criticalPath = shape ? criticalPathSeconds(shape, o.callSeconds) : 4 * o.callSeconds;
-  const timing = stepTiming(criticalPath, o.callSeconds, o.windowSeconds);
+  // The door's deadline and the SLO as the unscaled tree would have them, scaled like the call time.
+  const scale = timeScaleOf(o.callSeconds);
+  const deadlineMs = o.requestDeadlineMs ?? Math.max(MIN_REQUEST_DEADLINE_MS, Math.round(requestDeadlineMsFor((criticalPath * 1000) / scale) * scale));
+  const sloP95 = o.sloP95 ?? Number((DEFAULT_SLO_P95_SECONDS * scale).toFixed(2));
+  const flags: StartOptions = { ...o, scenario: undefined, duration: o.windowSeconds, rate: 1, burstUsers: 0, ...(o.admission === 'request' ? { requestDeadlineMs: deadlineMs } : {}) };
+  const timing = stepTiming(criticalPath, o.callSeconds, o.admission === 'request' ? deadlineMs / 1000 : 0, o.windowSeconds);
   const scenarioFor = (perMinute: number, duration: number, name: string) => {
     const s = mainScenario({ ...flags, rate: perMinute, duration }, tree, criticalPath);
     return scenarioForTarget(target, withTree({ ...s, name }, tree));
@@ -102,7 +110,7 @@ export async function runSweep(o: SweepOptions): Promise<number> {
   const steps = o.maxSteps + o.repeats;
   say(
     `time budget: up to ${steps} steps of ~${timing.wallSeconds} s (${timing.warmUpSeconds} s warm-up left out, ${timing.windowSeconds} s measured, the drain and a scrape) ` +
-      `+ ~${STACK_START_SECONDS} s to start the stack: at most ~${Math.ceil((steps * timing.wallSeconds + STACK_START_SECONDS) / 60)} min; ${tree} at ${o.callSeconds} s per call (critical path ${criticalPath.toFixed(1)} s)`,
+      `+ ~${STACK_START_SECONDS} s to start the stack: at most ~${Math.ceil((steps * timing.wallSeconds + STACK_START_SECONDS) / 60)} min; ${tree} at ${o.callSeconds} s per call (critical path ${criticalPath.toFixed(1)} s, request deadline ${deadlineMs / 1000} s, p95 SLO ${sloP95} s)`,
   );
 
   const runId = runIdFor('sweep');
@@ -128,7 +136,7 @@ export async function runSweep(o: SweepOptions): Promise<number> {
       repeats: o.repeats,
       maxLostShare: MAX_LOST_PERCENT / 100,
     };
-    const criteria = { maxLostPercent: MAX_LOST_PERCENT, maxPartialPercent: o.maxPartial, sloP95Seconds: o.sloP95 };
+    const criteria = { maxLostPercent: MAX_LOST_PERCENT, maxPartialPercent: o.maxPartial, sloP95Seconds: sloP95 };
     const context: StepContext = {
       targets: up.agentUrls,
       mockUrl: up.mockUrl,
@@ -184,7 +192,7 @@ export async function runSweep(o: SweepOptions): Promise<number> {
     const record: SweepRecord = {
       runId,
       tree,
-      parameters: { ...o },
+      parameters: { ...o, sloP95, ...(o.admission === 'request' ? { requestDeadlineMs: deadlineMs } : {}) },
       criteria,
       timing: { warmUpSeconds: timing.warmUpSeconds, windowSeconds: timing.windowSeconds },
       ...(planned && quantities ? { plan: { perMinute: planned.perMinute, binding: planned.binding, quantities } } : {}),

@@ -25,12 +25,14 @@ export interface StepTiming {
 const STEP_OVERHEAD_SECONDS = 5;
 
 /**
- * A step's timing for a tree whose critical path is `criticalPath` s: the warm-up holds two
- * requests' lives and a call (queues at the door have formed, the previous step's requests
- * have ended), at least 10 s; the window is `windowSeconds` (a provider window by default).
+ * A step's timing for a tree whose critical path is `criticalPath` s and whose requests wait
+ * at the door up to `deadlineSeconds`: the warm-up holds a request's deadline and its critical
+ * path (above the knee the door's queue has grown to its steady length: a request that
+ * arrived at the step's start is served or shed by then) and at least two requests' lives,
+ * at least 10 s; the window is `windowSeconds` (a provider window by default).
  */
-export function stepTiming(criticalPath: number, callSeconds: number, windowSeconds: number): StepTiming {
-  const warmUpSeconds = Math.ceil(Math.max(10, 2 * criticalPath + callSeconds));
+export function stepTiming(criticalPath: number, callSeconds: number, deadlineSeconds: number, windowSeconds: number): StepTiming {
+  const warmUpSeconds = Math.ceil(Math.max(10, deadlineSeconds + criticalPath + callSeconds, 2 * criticalPath + callSeconds));
   return { warmUpSeconds, windowSeconds, wallSeconds: warmUpSeconds + windowSeconds + Math.ceil(criticalPath) + STEP_OVERHEAD_SECONDS };
 }
 
