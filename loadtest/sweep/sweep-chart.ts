@@ -18,7 +18,7 @@ export interface ChartMarks {
 
 const W = 900;
 const H = 420;
-const M = { left: 64, right: 70, top: 24, bottom: 52 };
+const M = { left: 64, right: 70, top: 24, bottom: 40 };
 
 /** A "nice" upper bound for an axis holding `max`. */
 function niceMax(max: number): number {
@@ -43,7 +43,7 @@ export function sweepChart(steps: readonly ChartStep[], marks: ChartMarks): stri
   for (const t of ticks(zMax)) parts.push(`<text class="tick p95" x="${W - M.right + 8}" y="${z(t) + 4}">${fmt(t)} s</text>`);
   for (const t of ticks(xMax)) parts.push(`<text class="tick" x="${x(t)}" y="${H - M.bottom + 18}" text-anchor="middle">${fmt(t)}</text>`);
   parts.push(`<line class="axis" x1="${M.left}" x2="${W - M.right}" y1="${H - M.bottom}" y2="${H - M.bottom}"/>`);
-  parts.push(`<text class="label" x="${(W + M.left - M.right) / 2}" y="${H - 12}" text-anchor="middle">offered user requests/min</text>`);
+  parts.push(`<text class="label" x="${(W + M.left - M.right) / 2}" y="${H - 6}" text-anchor="middle">offered user requests/min</text>`);
   parts.push(`<text class="label" transform="translate(16 ${(H - M.bottom + M.top) / 2}) rotate(-90)" text-anchor="middle">served requests/min</text>`);
   parts.push(`<text class="label p95" transform="translate(${W - 10} ${(H - M.bottom + M.top) / 2}) rotate(90)" text-anchor="middle">p95 of served requests, s</text>`);
   // served = offered: what a tree with room to spare serves
@@ -73,15 +73,15 @@ export function sweepChart(steps: readonly ChartStep[], marks: ChartMarks): stri
     if (s.servedP95Seconds !== undefined) parts.push(`<rect class="p95-dot" x="${x(s.perMinute) - 3.5}" y="${z(s.servedP95Seconds) - 3.5}" width="7" height="7"/>`);
   }
   const legend = [
-    ['served', 'served/min (dot: a step; green passed, red failed)'],
+    ['served', 'served/min (a dot per step: green passed, red failed)'],
     ['p95-line', 'p95 of served requests (right axis)'],
     ['plan', "the plan's capacity"],
     ['knee', 'the measured knee'],
-    ['slo', 'the p95 SLO'],
+    ['slo', 'the p95 SLO (right axis)'],
   ]
-    .map(([cls, text], i) => `<g transform="translate(${M.left + 10 + i * 165} ${H - 32})"><line class="${cls}" x1="0" x2="18" y1="0" y2="0"/><text class="tick" x="22" y="4">${text}</text></g>`)
+    .map(([cls, text]) => `<span><svg width="22" height="10"><line class="${cls}" x1="0" x2="22" y1="5" y2="5"/></svg> ${text}</span>`)
     .join('');
-  return `<svg class="sweep-chart" viewBox="0 0 ${W} ${H + 10}" width="${W}" height="${H + 10}" role="img" aria-label="served requests and p95 against the offered rate">${parts.join('')}${legend}</svg>`;
+  return `<svg class="sweep-chart" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="served requests and p95 against the offered rate">${parts.join('')}</svg><div class="sweep-chart sweep-legend">${legend}</div>`;
 }
 
 /** The chart's styles. */
@@ -94,4 +94,5 @@ export const SWEEP_CHART_STYLE = `
 .sweep-chart .slo { stroke: #c2410c; stroke-dasharray: 3 3; }
 .sweep-chart .served { fill: none; stroke: #1f6feb; stroke-width: 2; } .sweep-chart .p95-line { fill: none; stroke: #555; stroke-width: 1.5; stroke-dasharray: 5 3; }
 .sweep-chart .step.pass { fill: #16a34a; } .sweep-chart .step.fail { fill: #dc2626; } .sweep-chart .p95-dot { fill: #555; }
-.sweep-chart .p95 { fill: #555; }`;
+.sweep-chart .p95 { fill: #555; }
+.sweep-legend { display: flex; flex-wrap: wrap; gap: 6px 18px; font: 12px sans-serif; color: #333; margin: 4px 0 0 64px; }`;
