@@ -66,7 +66,7 @@ export interface RequestFigures {
   shed: number;
   failed: number;
   unfinished: number;
-  /** Per minute of the window. */
+  /** Per minute: the offered rate × the share of the window's requests served (shed); the window's own count when no rate is given. */
   servedPerMinute: number;
   shedPerMinute: number;
   /** Shares of the started requests, percent. */
@@ -77,13 +77,19 @@ export interface RequestFigures {
   servedP95Seconds: number | undefined;
 }
 
-export function requestFigures(requests: readonly StepRequest[], from: number, to: number): RequestFigures {
+/**
+ * The figures of the requests that started in [from, to). Given the offered rate, per-minute
+ * figures are that rate × the share served (shed): a constant-rate window holds the rate's
+ * count ±1 arrival by its phase, and the share does not carry that ±1.
+ */
+export function requestFigures(requests: readonly StepRequest[], from: number, to: number, offeredPerMinute?: number): RequestFigures {
   const inWindow = requests.filter((r) => r.startedAt >= from && r.startedAt < to);
   const count = (o: RequestOutcome | undefined) => inWindow.filter((r) => r.outcome === o).length;
   const started = inWindow.length;
   const [served, partial, shed, failed, unfinished] = [count('served'), count('partial'), count('shed'), count('failed'), count(undefined)];
   const minutes = Math.max(1e-9, (to - from) / 60_000);
   const percent = (n: number) => (started === 0 ? 0 : (n / started) * 100);
+  const perMinute = (n: number) => (offeredPerMinute === undefined ? n / minutes : started === 0 ? 0 : (offeredPerMinute * n) / started);
   const durations = inWindow.filter((r) => r.outcome === 'served' && r.durationMs !== undefined).map((r) => r.durationMs as number);
   return {
     started,
@@ -92,8 +98,8 @@ export function requestFigures(requests: readonly StepRequest[], from: number, t
     shed,
     failed,
     unfinished,
-    servedPerMinute: served / minutes,
-    shedPerMinute: shed / minutes,
+    servedPerMinute: perMinute(served),
+    shedPerMinute: perMinute(shed),
     partialPercent: percent(partial),
     lostPercent: percent(shed + failed + unfinished),
     servedP95Seconds: durations.length === 0 ? undefined : percentile(durations.sort((a, b) => a - b), 0.95) / 1000,

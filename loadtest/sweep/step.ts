@@ -119,7 +119,7 @@ export async function runStep(c: StepContext, index: number, perMinute: number, 
   });
   const from = k6.testStartedAt + warmUpSeconds * 1000;
   const to = from + windowSeconds * 1000;
-  const requests = requestFigures(stepRequests(readFileSync(points, 'utf8')), from, to);
+  const requests = requestFigures(stepRequests(readFileSync(points, 'utf8')), from, to, perMinute);
   // One more scrape after the window's last sample.
   await new Promise((r) => setTimeout(r, (c.scrapeSeconds + 1) * 1000));
   const stack = await stackFigures(c.prometheusUrl, from, to, c.limiter);

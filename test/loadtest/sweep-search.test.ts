@@ -136,6 +136,8 @@ describe('a sweep step', () => {
     expect(f).toMatchObject({ started: 3, served: 1, shed: 1, unfinished: 1, partial: 0, servedP95Seconds: 2 });
     expect(f.lostPercent).toBeCloseTo(200 / 3, 6);
     expect(f.servedPerMinute).toBeCloseTo(1, 6);
+    // Given the offered rate: that rate × the share served.
+    expect(requestFigures(requests, t + 1000, t + 61_000, 30).servedPerMinute).toBeCloseTo(10, 6);
   });
 
   it('fails the knee criteria one by one, and names each', () => {
