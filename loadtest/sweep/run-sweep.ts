@@ -207,7 +207,8 @@ export async function runSweep(o: SweepOptions): Promise<number> {
     console.log('');
     console.log(
       knee
-        ? `knee: ${rate(knee.perMinute)} offered, ${rate(knee.servedPerMinute)} ± ${knee.plusMinus.toFixed(1)} served (${knee.passed} of ${knee.steps} steps at it passed; ${findings.reason})`
+        ? `knee: ${rate(knee.perMinute)} offered, ${rate(knee.servedPerMinute)} ± ${knee.plusMinus.toFixed(1)} served (${knee.passed} of ${knee.steps} steps at it passed); ` +
+            `${findings.bracket.high === undefined ? 'no rate failed' : `no rate from ${rate(findings.bracket.high)} up can pass`}; ${findings.reason}`
         : `knee: none (${findings.reason})`,
     );
     console.log(`saturated: ${findings.saturatedPerMinute === undefined ? 'no step shed more than allowed' : `${rate(findings.saturatedPerMinute)} served at most while shedding`}`);

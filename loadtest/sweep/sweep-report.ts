@@ -27,7 +27,8 @@ const n = (v: number | undefined, digits = 1) => (v === undefined || !Number.isF
 export function sweepPage(r: SweepRecord): string {
   const knee = r.findings.knee;
   const headline = knee
-    ? `Knee: ${n(knee.perMinute)} user requests/min offered, ${n(knee.servedPerMinute)} ± ${n(knee.plusMinus)}/min served (${knee.passed} of ${knee.steps} steps at it passed).`
+    ? `Knee: ${n(knee.perMinute)} user requests/min offered, ${n(knee.servedPerMinute)} ± ${n(knee.plusMinus)}/min served (${knee.passed} of ${knee.steps} steps at it passed)` +
+      `${r.findings.bracket.high === undefined ? '' : `; no rate from ${n(r.findings.bracket.high)}/min up can pass`}.`
     : `No knee: ${r.findings.reason}.`;
   const gap = r.gap ? `<p class="headline${r.gap.differs ? ' off' : ''}" id="plan-line">${esc(r.gap.line)}${r.gap.why ? `<br>${esc(r.gap.why)}` : ''}</p>` : '';
   const saturated = r.findings.saturatedPerMinute === undefined ? 'no step shed more than allowed' : `${n(r.findings.saturatedPerMinute)}/min served at most while shedding`;

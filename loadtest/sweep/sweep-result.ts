@@ -25,6 +25,8 @@ export interface SweepFindings {
   readonly knee: Knee | undefined;
   /** The most served per minute by a step that lost more than allowed; undefined when none did. */
   readonly saturatedPerMinute: number | undefined;
+  /** Where the search left the knee: the highest passing rate and the lowest rate that cannot pass (undefined when none failed). */
+  readonly bracket: { readonly low: number; readonly high: number | undefined };
   readonly reason: string;
 }
 
@@ -38,12 +40,14 @@ export function meanAndSpread(values: readonly number[]): { mean: number; sd: nu
 export function sweepFindings(steps: readonly ResultStep[], done: Extract<SearchDecision, { kind: 'done' }>): SweepFindings {
   const saturated = steps.filter((s) => s.check.lostTooMany).map((s) => s.servedPerMinute);
   const saturatedPerMinute = saturated.length ? Math.max(...saturated) : undefined;
-  if (done.knee === undefined) return { knee: undefined, saturatedPerMinute, reason: done.reason };
+  const bracket = done.bracket;
+  if (done.knee === undefined) return { knee: undefined, saturatedPerMinute, bracket, reason: done.reason };
   const at = steps.filter((s) => s.perMinute === done.knee);
   const { mean, sd } = meanAndSpread(at.map((s) => s.servedPerMinute));
   return {
     knee: { perMinute: done.knee, servedPerMinute: mean, plusMinus: sd, steps: at.length, passed: at.filter((s) => s.check.ok).length },
     saturatedPerMinute,
+    bracket,
     reason: done.reason,
   };
 }

@@ -13,6 +13,20 @@ import { expectNothingLeft, killStarted, runCommand } from './start-harness.ts';
 const dir = mkdtempSync(join(tmpdir(), 'qs-sweep-'));
 const FLAGS = ['--call-seconds', '0.3', '--tokens', '1000', '--replicas', '1', '--quota-tpm', '300000', '--window-seconds', '15', '--max-steps', '4', '--repeats', '1'];
 
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Waits up to `ms` for every pid to have exited. */
+async function waitForExit(pids: readonly number[], ms: number): Promise<void> {
+  for (let waited = 0; waited < ms && pids.some(alive); waited += 100) await new Promise((r) => setTimeout(r, 100));
+}
+
 afterAll(() => {
   killStarted();
   rmSync(dir, { recursive: true, force: true });
@@ -52,6 +66,8 @@ describe('quotascope sweep', () => {
     expect(html).toContain('class="knee"');
     expect(html).toContain('class="plan"');
     expect(existsSync(join(folder, 'sweep.png'))).toBe(true);
+    // Chromium's helper processes (the screenshot's) end a moment after the browser does.
+    await waitForExit(run.pids, 5000);
     await expectNothingLeft(run, { processes: 4, urls: 3 });
   });
 

@@ -41,7 +41,7 @@ const record: SweepRecord = {
   timing: { warmUpSeconds: 21, windowSeconds: 60 },
   plan: { perMinute: 28.7, binding: 'tokens', quantities: { tokensPerCall: 6280, callSeconds: 2, callsPerRequest: 5 } },
   steps: [step(1, 14.3, 14, true), step(2, 28.6, 28.4, true), step(3, 57.2, 29.1, false), step(4, 28.6, 28.8, true)],
-  findings: { knee: { perMinute: 28.6, servedPerMinute: 28.6, plusMinus: 0.3, steps: 2, passed: 2 }, saturatedPerMinute: 29.1, reason: 'bracketed within 3 %' },
+  findings: { knee: { perMinute: 28.6, servedPerMinute: 28.6, plusMinus: 0.3, steps: 2, passed: 2 }, saturatedPerMinute: 29.1, bracket: { low: 28.6, high: 29.4 }, reason: 'bracketed within 3 %' },
   gap: { plannedPerMinute: 28.7, measuredPerMinute: 28.6, plusMinus: 0.3, relativeError: -0.0035, differs: false, off: [], line: 'plan 28.7/min, measured 28.6 ± 0.3/min (−0.3 %)' },
   wallSeconds: 400,
 };
@@ -49,7 +49,7 @@ const record: SweepRecord = {
 describe('sweep page', () => {
   const html = sweepPage(record);
   it('opens with the knee and the plan beside it', () => {
-    expect(html).toContain('Knee: 28.6 user requests/min offered, 28.6 ± 0.3/min served (2 of 2 steps at it passed).');
+    expect(html).toContain('Knee: 28.6 user requests/min offered, 28.6 ± 0.3/min served (2 of 2 steps at it passed); no rate from 29.4/min up can pass.');
     expect(html).toContain('Saturated: 29.1/min served at most while shedding.');
     expect(html).toContain('plan 28.7/min, measured 28.6 ± 0.3/min (−0.3 %)');
   });
