@@ -34,7 +34,7 @@ export function sweepChart(steps: readonly ChartStep[], marks: ChartMarks): stri
   const xMax = niceMax(Math.max(...steps.map((s) => s.perMinute), marks.planPerMinute ?? 0, 1));
   const yMax = niceMax(Math.max(...steps.map((s) => s.servedPerMinute), marks.planPerMinute ?? 0, 1));
   const p95s = steps.map((s) => s.servedP95Seconds).filter((v): v is number => v !== undefined);
-  const zMax = niceMax(Math.max(...p95s, 1));
+  const zMax = niceMax(Math.max(...p95s, marks.sloP95Seconds, 1));
   const x = (v: number) => M.left + (v / xMax) * (W - M.left - M.right);
   const y = (v: number) => H - M.bottom - (v / yMax) * (H - M.top - M.bottom);
   const z = (v: number) => H - M.bottom - (v / zMax) * (H - M.top - M.bottom);
