@@ -14,7 +14,7 @@ const FLAGS: FlagSpecs<keyof SweepOptions> = {
   tree: { ...STACK_FLAGS.tree, help: "agent tree every request calls; with --agent the served app's name", defaultText: "review; with --agent the module's name" },
   requestDeadlineMs: { ...STACK_FLAGS.requestDeadlineMs, defaultText: "start's deadline for the tree, scaled like the call time (x call-seconds / 8)" },
   callSeconds: { flag: 'call-seconds', help: "model call latency at the mock, s (the worked example's 8 s scaled down so a sweep fits in minutes)", schema: field.callSeconds, value: 's' },
-  sloP95: { flag: 'slo-p95', help: "a knee step's served requests must have a p95 within this, s", schema: field.sloP95, value: 's', defaultText: '60 s scaled like the call time (60 x call-seconds / 8)' },
+  sloP95: { flag: 'slo-p95', help: "a knee step's served requests must have a p95 within this, s", schema: field.sloP95, value: 's', defaultText: "60 s scaled like the call time (60 x call-seconds / 8), or 1.5 x the tree's critical path when longer" },
   maxPartial: { flag: 'max-partial', help: 'a knee step may leave at most this percent of its requests partial', schema: field.maxPartial, value: 'pct' },
   require: { flag: 'require', help: 'exit 1 when the measured knee serves fewer user requests/min than this (a capacity gate for CI)', schema: field.require, value: 'n' },
   windowSeconds: { flag: 'window-seconds', help: "seconds each step measures after its warm-up (a provider quota window by default)", schema: field.windowSeconds, value: 's' },

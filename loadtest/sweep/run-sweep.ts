@@ -30,6 +30,7 @@ import { type SweepFindings, sweepFindings } from './sweep-result.ts';
 import {
   DEFAULT_SLO_P95_SECONDS,
   MAX_LOST_PERCENT,
+  SLO_CRITICAL_PATHS,
   MAX_MULTIPLE_OF_PLAN,
   PLAN_TOLERANCE,
   START_RATE_WITHOUT_PLAN,
@@ -97,7 +98,8 @@ export async function runSweep(o: SweepOptions): Promise<number> {
   // The door's deadline and the SLO as the unscaled tree would have them, scaled like the call time.
   const scale = timeScaleOf(o.callSeconds);
   const deadlineMs = o.requestDeadlineMs ?? Math.max(MIN_REQUEST_DEADLINE_MS, Math.round(requestDeadlineMsFor((criticalPath * 1000) / scale) * scale));
-  const sloP95 = o.sloP95 ?? Number((DEFAULT_SLO_P95_SECONDS * scale).toFixed(2));
+  // A deep tree's requests take longer than the scaled SLO alone: it leaves half its critical path again for the door.
+  const sloP95 = o.sloP95 ?? Number(Math.max(DEFAULT_SLO_P95_SECONDS * scale, SLO_CRITICAL_PATHS * criticalPath).toFixed(2));
   const flags: StartOptions = { ...o, scenario: undefined, duration: o.windowSeconds, rate: 1, burstUsers: 0, ...(o.admission === 'request' ? { requestDeadlineMs: deadlineMs } : {}) };
   const timing = stepTiming(criticalPath, o.callSeconds, o.admission === 'request' ? deadlineMs / 1000 : 0, o.windowSeconds);
   const scenarioFor = (perMinute: number, duration: number, name: string) => {

@@ -13,6 +13,9 @@ export const PROVIDER_WINDOW_SECONDS = 60;
 /** The served requests' p95 a knee step may have at the worked example's call time, s (the scenarios' interactive p95 threshold); scaled like the call time. */
 export const DEFAULT_SLO_P95_SECONDS = 60;
 
+/** The SLO's default is at least this many critical paths of the tree. */
+export const SLO_CRITICAL_PATHS = 1.5;
+
 /** How much faster than the worked example's calls a sweep's run: its call time over 8 s. Deadlines and the SLO default scale by it. */
 export const timeScaleOf = (callSeconds: number): number => callSeconds / WORKED_EXAMPLE.callSeconds;
 /** Percent of the offered requests a knee step may shed (or lose otherwise). */
