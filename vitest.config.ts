@@ -77,6 +77,7 @@ const e2e = [
   'test/loadtest/npm-start.test.ts',
   'test/loadtest/report-browser.test.ts',
   'test/loadtest/start-agent.test.ts',
+  'test/loadtest/sweep-e2e.test.ts',
   'test/package/**/*.test.ts',
 ];
 

@@ -13,6 +13,7 @@ import { planCommand } from './plan.ts';
 import { runCommand, standardHelp } from './run-command.ts';
 import { serveCommand } from './serve.ts';
 import { startCommand } from './start.ts';
+import { sweepCommand } from './sweep.ts';
 import { toolsCommand } from './tools.ts';
 
 /** A command implemented as `main(argv) → exit code` (it parses its own flags). */
@@ -66,6 +67,7 @@ export function buildProgram(extra: readonly MainCommand[] = MAIN_COMMANDS): Com
     .showSuggestionAfterError(true);
   for (const command of [
     startCommand(),
+    sweepCommand(),
     serveCommand(),
     agentCommand(),
     mockProviderCommand(),

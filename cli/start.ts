@@ -7,7 +7,8 @@ import { FlagSet, type FlagSpecs, optionFlag, perModelFlag } from './flags.ts';
 
 const field = startOptionsSchema.shape;
 
-const FLAGS: FlagSpecs<keyof StartOptions> = {
+/** start's flags; sweep takes its stack flags from here. */
+export const START_FLAGS: FlagSpecs<keyof StartOptions> = {
   agent: {
     flag: 'agent',
     help: 'run your own ADK agent: a TS/JS module exporting it (export rootAgent by default), served by serve with every model rate-limited, instead of the sample agent service',
@@ -58,7 +59,7 @@ const FLAGS: FlagSpecs<keyof StartOptions> = {
 
 export function startCommand(): Command {
   const command = new Command('start').description('run the whole stack on loopback: a fan-out burst, then steady traffic, a summary and a report');
-  const flags = new FlagSet(command, FLAGS, { envPrefix: 'QUOTASCOPE_START_' });
+  const flags = new FlagSet(command, START_FLAGS, { envPrefix: 'QUOTASCOPE_START_' });
   command.action(async () => {
     const parsed = startOptionsSchema.safeParse(flags.values());
     if (!parsed.success) throw new UsageError(flags.describe(parsed.error));

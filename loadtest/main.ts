@@ -34,7 +34,7 @@ const BUDGET_FRACTION = EX.budgetFraction;
  * covers the request deadline and one call, so a request admitted before the end finishes
  * (its wait at the door and its calls all end by its deadline).
  */
-function mainScenario(f: Flags, tree: string, criticalPath = 0): ScenarioFile {
+export function mainScenario(f: Flags, tree: string, criticalPath = 0): ScenarioFile {
   const burstGap = f.burstUsers > 0 ? Math.max(10, f.callSeconds * 3) : 0;
   const maxWait = f.maxWaitMs / 1000;
   const admitted = f.admission === 'request' ? requestDeadlineMsFor(criticalPath * 1000, f.requestDeadlineMs) / 1000 + f.callSeconds : 0;
@@ -99,7 +99,7 @@ function expectedTokensPerCall(flags: Flags, target: AgentTarget): PerModel {
 }
 
 /** The pipeline's run of the embedded stack: the mock with the run's quota and latency, the agent side's limiters, the plan's parameters. */
-function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): RunInput {
+export function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): RunInput {
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
   // The mock's call: its first token, then the output streamed (a tool turn's short answer ends soon after its first token).
   const latency = latencyOfFullAnswer(flags.callSeconds, OUTPUT_TOKENS);

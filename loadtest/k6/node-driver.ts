@@ -26,7 +26,8 @@ export function arrivalTimes(s: ScenarioFile): PlannedRequest[] {
   return out.sort((x, y) => x.at - y.at);
 }
 
-const percentile = (sorted: number[], p: number): number => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : 0);
+/** The nearest-rank quantile `p` of ascending `sorted` (0 when empty). */
+export const percentile = (sorted: readonly number[], p: number): number => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : 0);
 
 export async function runNodeDriver(s: ScenarioFile, target: string, onLine: (line: string) => void, signal?: AbortSignal): Promise<K6Summary> {
   const planned = arrivalTimes(s);

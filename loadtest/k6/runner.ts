@@ -45,6 +45,8 @@ export interface K6RunOptions {
   signal?: AbortSignal;
   /** More k6 outputs (`-o` values), e.g. `json=/abs/points.json` for per-tag samples. */
   outputs?: string[];
+  /** More environment for k6 (e.g. K6_SYSTEM_TAGS). */
+  env?: Record<string, string>;
 }
 
 export interface ThresholdResult {
@@ -158,7 +160,7 @@ export async function runK6(opts: K6RunOptions): Promise<K6Result> {
   }
 
   const args = ['run', '--tag', `testid=${opts.runId}`];
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), ...K6_ENV };
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), ...K6_ENV, ...opts.env };
   if (opts.prometheusUrl) {
     args.push('-o', 'experimental-prometheus-rw');
     env.K6_PROMETHEUS_RW_SERVER_URL = `${opts.prometheusUrl}/api/v1/write`;

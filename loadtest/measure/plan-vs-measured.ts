@@ -12,13 +12,13 @@ import { agentMetrics } from '../../agent/metrics.ts';
 import { jobs } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import type { TreeShape } from '../../agent/tree-shapes.ts';
-import { type ModelPlans, planModels } from '../planner/model-plans.ts';
-import { type PlanInput, plan } from '../planner/index.ts';
+import { type ModelPlan, type ModelPlans, planModels } from '../planner/model-plans.ts';
+import { type Plan, type PlanInput, plan } from '../planner/index.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
-import { type AgentShapes, fetchAgentShapes, type ModelShape, scrapedAgentUrl } from './agent-shapes.ts';
+import { type AgentShape, type AgentShapes, fetchAgentShapes, type ModelShape, scrapedAgentUrl } from './agent-shapes.ts';
 import type { GaugeProbe } from './gauge-probe.ts';
 import { query, queryScalar } from './prometheus-client.ts';
-import { type StackParameters, steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from './steady-state.ts';
+import { type StackParameters, type SteadyPhase, steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from './steady-state.ts';
 
 /** How the limiters admitted the run's work: whole requests (the default) or each call on its own. */
 export type Admission = 'request' | 'call';
@@ -157,6 +157,26 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   };
 }
 
+/** Each model's share of the tree planned against its own quota (its calibrated tokens per call when known). */
+export function planPerModel(models: readonly ModelShape[], phase: SteadyPhase, stack: StackParameters): ModelPlans {
+  return planModels(
+    models.map((m) => ({ model: m.model, limiter: m.limiter, calls: m.modelCallsPerRequest, width: m.shape.parallelBranches, agents: stack.agentsPerModel?.[m.model] })),
+    (share) => steadyPlanInput(phase, models.find((m) => m.model === share.model)?.shape as TreeShape, stack, share.model),
+  );
+}
+
+/** What the budget sustains for a tree of `shape`: user requests per minute, with the plan that binds (the binding model's, for a tree of several with limiters) and its limiter. */
+export function plannedCapacity(shape: AgentShape, phase: SteadyPhase, stack: StackParameters): { perMinute: number; plan: Plan; binding: string; limiter?: string } {
+  const models = shape.models?.filter((m) => m.limiter !== undefined) ?? [];
+  if (models.length > 0 && models.length === shape.models?.length) {
+    const plans = planPerModel(models, phase, stack);
+    const binding = plans.models.find((m) => m.model === plans.binding) as ModelPlan;
+    return { perMinute: binding.sustainedUserRequestsPerMinute, plan: binding.plan, binding: `${binding.plan.binding.axis} of ${binding.model}`, limiter: binding.limiter };
+  }
+  const p = plan(steadyPlanInput(phase, shape, stack));
+  return { perMinute: p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas, plan: p, binding: p.binding.axis };
+}
+
 /** One model's steady-state figures: its limiter's successful calls (per agent too) and calls in flight. */
 async function measureModel(
   prometheusUrl: string,
@@ -233,10 +253,7 @@ async function compareModels(
   probed: number | undefined,
 ): Promise<PlanVsMeasured> {
   const latencySeconds = r.stack.latencySeconds;
-  const plans = planModels(
-    models.map((m) => ({ model: m.model, limiter: m.limiter, calls: m.modelCallsPerRequest, width: m.shape.parallelBranches, agents: r.stack.agentsPerModel?.[m.model] })),
-    (share) => steadyPlanInput(phase, models.find((m) => m.model === share.model)?.shape as TreeShape, r.stack, share.model),
-  );
+  const plans = planPerModel(models, phase, r.stack);
   const rows: ComparisonRow[] = [];
   let callSecondsSum = 0;
   let callsSum = 0;

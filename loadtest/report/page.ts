@@ -43,7 +43,7 @@ const asset = (path: string): string => readFileSync(require.resolve(path), 'utf
 /** The page's browser side (plain JS, inlined as it is). */
 const PAGE_SCRIPT = new URL('./page-script.js', import.meta.url);
 
-const esc = (s: unknown): string => String(s).replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+export const esc = (s: unknown): string => String(s).replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 /** Text safe inside a <script> or <style> element. */
 const inline = (s: string): string => s.replace(/<\/(script|style)/gi, '<\\/$1');
 const iso = (t: number): string => new Date(t).toISOString().replace('.000Z', 'Z');
@@ -52,13 +52,13 @@ const ms = (v: number | undefined): string => (v === undefined ? '-' : v >= 1000
 const seconds = (v: number | undefined): string => (v === undefined ? '-' : ms(v * 1000));
 const percent = (v: number | undefined): string => (v === undefined ? '-' : `${(v * 100).toFixed(1)}%`);
 
-function table(head: string[], rows: string[][], className = ''): string {
+export function table(head: string[], rows: string[][], className = ''): string {
   const th = head.map((h) => `<th>${esc(h)}</th>`).join('');
   const body = rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('\n');
   return `<table class="${className}"><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
-function parametersSection(parameters: Record<string, unknown>): string {
+export function parametersSection(parameters: Record<string, unknown>): string {
   const rows = Object.entries(parameters)
     .filter(([, v]) => v !== undefined)
     .map(([k, v]) => [esc(k), esc(typeof v === 'object' ? JSON.stringify(v) : v)]);
