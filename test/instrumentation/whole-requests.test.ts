@@ -165,3 +165,50 @@ function countCalls(shape: Shape): number {
       return 2 + countCalls(shape.inner);
   }
 }
+
+describe('a cold learner whose first call hangs', () => {
+  it('holds the others no longer than its bounded turn: then the next request learns', async () => {
+    const clock = new ManualClock();
+    const delegate = new FakeLlm(async function* (call) {
+      // The very first call stalls (until its request is abandoned); the others take 100 ms.
+      if (call.index === 0) await new Promise((_, reject) => call.signal?.addEventListener('abort', () => reject(call.signal?.reason)));
+      await sleep(clock, 100, call.signal);
+      yield textResponse(`from ${agentOf(call)}`, TOKENS_PER_CALL);
+    });
+    const model = new RateLimitedLlm({
+      delegate,
+      name: 'gemini',
+      maxConcurrent: 4,
+      registry: new Registry(),
+      clock,
+      budget: new TokenBudget(100 * TOKENS_PER_CALL, { countedTokens: 'total', clock }),
+      expectedCallMs: 100,
+      maxCallMs: 3_600_000,
+    });
+    const tree = new SequentialAgent({ name: 'root', subAgents: [new LlmAgent({ name: 'a', model, instruction: 'A.' }), new LlmAgent({ name: 'b', model, instruction: 'B.' })] });
+    // Deadline 60 s; the turn: the chain of 2 calls at 100 ms with the door's margin, 300 ms.
+    const admission = new RequestAdmission({ requestDeadlineMs: 60_000, clock, log: () => {} });
+    const runner = new InMemoryRunner({ agent: tree, appName: 'test' });
+    const stalled = new AbortController();
+    const one = async (i: number, signal?: AbortSignal) => {
+      const session = await runner.sessionService.createSession({ appName: 'test', userId: 'u' });
+      const params = { userId: 'u', sessionId: session.id, newMessage: { role: 'user', parts: [{ text: `r${i}` }] }, abortSignal: signal };
+      for await (const _ of admission.runAsync(runner, params)) {
+        // drain
+      }
+    };
+    const learner = one(0, stalled.signal).catch(() => undefined);
+    await clock.advance(10);
+    const others = Promise.allSettled([1, 2, 3].map((i) => one(i)));
+    // Before the turn ends the others wait at the door: only the stalled call was made.
+    await clock.advance(200);
+    expect(delegate.calls.length).toBe(1);
+    // Past the turn (300 ms) the next request learns, and once it ends the rest are funded whole.
+    await drive(clock, others, 60_000);
+    expect(clock.now()).toBeLessThan(10_000);
+    for (const outcome of await others) expect(outcome.status).toBe('fulfilled');
+    stalled.abort(new Error('client left'));
+    await drive(clock, learner, 60_000);
+    model.close();
+  }, 60_000);
+});
