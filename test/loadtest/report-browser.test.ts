@@ -92,7 +92,18 @@ beforeAll(async () => {
     { port: 0, host: '127.0.0.1' },
   );
   // 2 permits for 4 parallel reviewers of ~0.4 s each: half of them wait longer than maxWait.
-  agent = await startAgentService({ providerUrl: mock.url, port: 0, host: '127.0.0.1', permits: 2, tokensPerMinute: 900_000, maxWaitMs: MAX_WAIT_MS, estimatedTokensPerCall: 1100 });
+  // An admitted request's calls wait until its deadline: 4 s (the calls' time stated), which the queue outgrows within the run.
+  agent = await startAgentService({
+    providerUrl: mock.url,
+    port: 0,
+    host: '127.0.0.1',
+    permits: 2,
+    tokensPerMinute: 900_000,
+    maxWaitMs: MAX_WAIT_MS,
+    estimatedTokensPerCall: 1100,
+    requestDeadlineMs: 4_000,
+    expectedCallMs: 400,
+  });
   prometheusUrl = await startPrometheus(group, {
     jobs: { [AGENT_JOB]: [agent.url.replace('http://', '')], [MOCK_JOB]: [mock.url.replace('http://', '')] },
     dataDir: join(dir, 'prometheus'),
