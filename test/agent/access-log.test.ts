@@ -38,7 +38,8 @@ describe('access log → trace', () => {
     const document = 'function add(a, b) { return eval(a + b); } // DOCUMENT-TEXT-MARKER';
     const userId = 'user.marker@example';
 
-    const stack = await startStack(fastMock(CALL_MS), { accessLog: logPath, apiKey: API_KEY, toolDelayMs: 20 });
+    // The limiter is told what a call costs (as `start` tells it), so no request waits at the door for a cold start's learner.
+    const stack = await startStack(fastMock(CALL_MS), { accessLog: logPath, apiKey: API_KEY, toolDelayMs: 20, expectedTokensPerCall: 2_000, expectedCallMs: CALL_MS });
     const sent: Record<string, number> = {};
     let t0 = 0;
     const send = async (key: string, atMs: number, tree: string, body: unknown) => {

@@ -45,7 +45,8 @@ async function replica(key: string, calls: number[], clients: BudgetRedisClient[
     await delay(20, call.signal);
     yield textResponse('ok', TOKENS_PER_CALL);
   });
-  const llm = new RateLimitedLlm({ delegate, name: 'gemini', maxConcurrent: 8, budget, registry, maxWaitMs: 3_000 });
+  // The calls' time is stated (20 ms): a cold replica plans its deadline with it, not the 20 s default.
+  const llm = new RateLimitedLlm({ delegate, name: 'gemini', maxConcurrent: 8, budget, registry, maxWaitMs: 3_000, expectedCallMs: 20 });
   return { budget, llm, tree: reviewTree(llm), admission: new RequestAdmission({ requestDeadlineMs: 2_500 }) };
 }
 

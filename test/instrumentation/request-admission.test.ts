@@ -15,6 +15,7 @@ import {
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { estimateInputTokens } from '../../instrumentation/estimator.ts';
 import { limiterMetrics, RateLimitedLlm, RequestAdmission, RequestShed, TokenBudget } from '../../instrumentation/index.ts';
 import { type FakeCall, FakeLlm, textResponse } from '../../instrumentation/testing.ts';
 import { delay, metricValue } from './helpers.ts';
@@ -54,7 +55,7 @@ interface Setup {
   readonly started: { agent: string; tag: string }[];
 }
 
-function setup(options: { permits: number; tokensPerMinute: number; callMs?: number; fail?: (call: FakeCall) => boolean }): Setup {
+function setup(options: { permits: number; tokensPerMinute: number; callMs?: number; maxWaitMs?: number; fail?: (call: FakeCall) => boolean }): Setup {
   const registry = new Registry();
   const started: { agent: string; tag: string }[] = [];
   const delegate = new FakeLlm(async function* (call) {
@@ -64,7 +65,8 @@ function setup(options: { permits: number; tokensPerMinute: number; callMs?: num
     yield textResponse(`from ${agentOf(call)}`, TOKENS_PER_CALL);
   });
   const budget = new TokenBudget(options.tokensPerMinute, { countedTokens: 'total' });
-  const llm = new RateLimitedLlm({ delegate, name: 'gemini', maxConcurrent: options.permits, budget, registry, maxWaitMs: 5_000 });
+  // The calls' time is stated: a cold limiter plans with it (the 20 s default would give the tests' 1 s deadlines 80 s).
+  const llm = new RateLimitedLlm({ delegate, name: 'gemini', maxConcurrent: options.permits, budget, registry, maxWaitMs: options.maxWaitMs ?? 5_000, expectedCallMs: options.callMs ?? 10 });
   return { registry, delegate, budget, llm, started };
 }
 
@@ -82,7 +84,7 @@ describe('RequestAdmission', () => {
     const s = setup({ permits: 10, tokensPerMinute: 600_000 });
     const tree = reviewTree(s.llm);
     const admission = new RequestAdmission({ requestDeadlineMs: 30_000 });
-    await runRequest(admission, tree, 'warm-up'); // learns 1000 tokens per call of each agent
+    await runRequest(admission, tree, 'warm-up'); // learns each agent's 1000 tokens per call, less its message's
     let levelBefore = 0;
     let levelInside = 0;
     const runner = new InMemoryRunner({ agent: tree, appName: 'test' });
@@ -90,17 +92,24 @@ describe('RequestAdmission', () => {
     let elapsedMs = 0;
     const before = performance.now();
     levelBefore = s.budget.available;
-    await admission.run(tree, async () => {
+    const message = { role: 'user', parts: [{ text: 'r2' }] };
+    await admission.run(
+      tree,
+      async () => {
       levelInside = s.budget.available;
       elapsedMs = performance.now() - before;
-      for await (const _ of runner.runAsync({ userId: 'u', sessionId: session.id, newMessage: { role: 'user', parts: [{ text: 'r2' }] } })) {
+      for await (const _ of runner.runAsync({ userId: 'u', sessionId: session.id, newMessage: message })) {
         // drain
       }
-    });
-    // 5 calls x 1000 tokens reserved at once; the bucket refills 10 tokens per ms meanwhile,
-    // so the level fell by 5,000 less at most what refilled while the door admitted it.
-    expect(levelBefore - levelInside).toBeGreaterThanOrEqual(5 * TOKENS_PER_CALL - Math.ceil(10 * elapsedMs) - 1);
-    expect(levelBefore - levelInside).toBeLessThanOrEqual(5 * TOKENS_PER_CALL);
+      },
+      { message },
+    );
+    // 5 calls, each at what its agent used beyond the warm-up's message plus this request's,
+    // reserved at once; the bucket refills 10 tokens per ms meanwhile, so the level fell by
+    // that less at most what refilled while the door admitted it.
+    const funded = 5 * (TOKENS_PER_CALL - estimateInputTokens({ contents: [{ parts: [{ text: 'warm-up' }] }] }) + estimateInputTokens({ contents: [message] }));
+    expect(levelBefore - levelInside).toBeGreaterThanOrEqual(funded - Math.ceil(10 * elapsedMs) - 1);
+    expect(levelBefore - levelInside).toBeLessThanOrEqual(funded);
     expect(await metricValue(s.registry, limiterMetrics.requests.name, { outcome: 'admitted' })).toBe(2);
     expect(await metricValue(s.registry, limiterMetrics.requests.name, { outcome: 'completed' })).toBe(2);
     expect(await metricValue(s.registry, limiterMetrics.wastedTokens.name, {})).toBe(0);
@@ -274,7 +283,10 @@ describe('RequestAdmission', () => {
   it("a cold limiter's deadline knows the tree: the expected call time (a prior, else the default) before any call was measured", () => {
     const deep = new SequentialAgent({
       name: 'deep',
-      subAgents: Array.from({ length: 8 }, (_, i) => new LlmAgent({ name: `step_${i}`, model: setup({ permits: 2, tokensPerMinute: 60_000 }).llm, instruction: 'Step.' })),
+      subAgents: Array.from(
+        { length: 8 },
+        (_, i) => new LlmAgent({ name: `step_${i}`, model: new RateLimitedLlm({ delegate: new FakeLlm(async function* () {}), name: 'cold', maxConcurrent: 1, registry: new Registry() }), instruction: 'Step.' }),
+      ),
     });
     const admission = new RequestAdmission({ requestDeadlineMs: 60_000, log: () => {} });
     // 8 sequential calls at the stated default of 20 s: a 160 s chain, before any call ran.
@@ -325,7 +337,8 @@ describe('RequestAdmission properties', () => {
         fc.integer({ min: 1, max: 5 }),
         fc.integer({ min: 3, max: 40 }),
         async (shape, permits, concurrent, budgetCalls) => {
-          const s = setup({ permits, tokensPerMinute: budgetCalls * TOKENS_PER_CALL, callMs: 2 });
+          // A short maxWait: the warm-up learns call by call on a budget of a few calls a minute, each call waiting at most that long.
+          const s = setup({ permits, tokensPerMinute: budgetCalls * TOKENS_PER_CALL, callMs: 2, maxWaitMs: 500 });
           const root = new SequentialAgent({ name: 'root', subAgents: [buildTree(shape, s.llm, { next: 0 })] });
           const admission = new RequestAdmission({ requestDeadlineMs: 1_000 });
           await runRequest(admission, root, 'warm-up').catch(() => undefined);
