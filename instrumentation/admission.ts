@@ -104,11 +104,7 @@ export class AdmissionControl {
         share.starting?.callStarted();
         const excess = this.#excessOver(call, funded);
         if (excess > 0) return this.#topUp(call, permit, share, funded, excess);
-        const roomMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0;
-        if (roomMs > 0) return this.#chargeWhenRoom(call, permit, share, funded, roomMs);
-        // Counted in the rolling window now, when the provider counts it.
-        share.budget.chargeWindow?.(share.ticket, funded);
-        return admitted(permit, funded, undefined, true);
+        return this.#chargeFunded(call, permit, share, funded);
       }
       reserved = this.#estimate(call.request, call.agent);
       if (!budget) return admitted(permit, reserved, undefined);
@@ -143,8 +139,8 @@ export class AdmissionControl {
 
   /**
    * A funded call larger than its share: take the difference from the budget (waiting for it,
-   * in its request's admission order, within the call's deadline), then go on as a funded call.
-   * The difference is the request's own: settled with its share when the request ends.
+   * ahead of the requests at the door, within the call's deadline), then go on as a funded
+   * call. The difference is the request's own: settled with its share when the request ends.
    */
   async #topUp(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, excess: number): Promise<Admission> {
     const budget = share.budget;
@@ -156,10 +152,15 @@ export class AdmissionControl {
       return this.#refuse(call, error, call.deadlineIsRequest ? 'request_deadline' : 'budget');
     }
     share.toppedUp += excess;
-    const roomMs = budget.windowRoomInMs?.(share.ticket, funded) ?? 0;
-    if (roomMs > 0) return this.#chargeWhenRoom(call, permit, share, funded, roomMs);
-    budget.chargeWindow?.(share.ticket, funded);
-    return admitted(permit, funded + excess, undefined, true);
+    return this.#chargeFunded(call, permit, share, funded, excess);
+  }
+
+  /** A funded call's share counted in the rolling window now, when the provider counts it, or once its room is due. */
+  #chargeFunded(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, toppedUp = 0): Admission | Promise<Admission> {
+    const roomMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0;
+    if (roomMs > 0) return this.#chargeWhenRoom(call, permit, share, funded, roomMs, toppedUp);
+    share.budget.chargeWindow?.(share.ticket, funded);
+    return admitted(permit, funded + toppedUp, undefined, true);
   }
 
   /**
@@ -167,7 +168,7 @@ export class AdmissionControl {
    * full: holding its permit, it waits for the room (held for it from its due time on), within
    * its deadline, then is counted.
    */
-  async #chargeWhenRoom(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, roomMs: number): Promise<Admission> {
+  async #chargeWhenRoom(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, roomMs: number, toppedUp: number): Promise<Admission> {
     const clock = this.#options.clock;
     for (let waitMs = roomMs; waitMs > 0; waitMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0) {
       const left = call.deadline - clock.now();
@@ -183,7 +184,7 @@ export class AdmissionControl {
       }
     }
     share.budget.chargeWindow?.(share.ticket, funded);
-    return admitted(permit, funded, undefined, true);
+    return admitted(permit, funded + toppedUp, undefined, true);
   }
 
   /** Calls queued for a permit or for budget: the limiter's `waiting`. */

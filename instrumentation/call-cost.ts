@@ -1,9 +1,9 @@
 // What one model call of each agent costs on one limiter, learned from the calls it
 // finished: counted tokens per call per agent beyond its request's own message (every call
-// of a tree carries the user's message, so a request funds each call at what the agent's
-// recent calls used beyond theirs, at most, plus its own message), and the call time. Request admission funds a
-// whole request with it (calls per agent x tokens per call) and knows from the call time how
-// long a request's critical path takes. Memory is bounded: a fixed window of recent calls per
+// of a tree carries the user's message, so a request funds each call at the most the agent's
+// recent calls used beyond theirs, plus its own message), and the call time. Request
+// admission funds a whole request with it (calls per agent x tokens per call) and knows from
+// the call time how long a request's critical path takes. Memory is bounded: a fixed window of recent calls per
 // agent, and agents are the tree's (a few names).
 // Before a limiter has finished a call it knows nothing, so it starts from a prior: a call
 // time (expectedCallMs: a calibration's, else DEFAULT_EXPECTED_CALL_MS) and, when declared,
@@ -33,7 +33,6 @@ export class CallCostModel {
   readonly #tokens = new Map<string, number[]>();
   readonly #offsets = new Map<string, number[]>();
   #meanCallMs: number | undefined;
-  readonly #onObserved = new Set<() => void>();
 
   constructor(prior: CallCostPrior = {}) {
     this.#prior = prior;
@@ -48,13 +47,6 @@ export class CallCostModel {
     if (Number.isFinite(callMs) && callMs >= 0) {
       this.#meanCallMs = this.#meanCallMs === undefined ? callMs : this.#meanCallMs + CALL_TIME_WEIGHT * (callMs - this.#meanCallMs);
     }
-    for (const listener of this.#onObserved) listener();
-  }
-
-  /** Call `listener` after each finished call is noted (a cost may be known from then on); returns the unsubscribe. */
-  onObserved(listener: () => void): () => void {
-    this.#onObserved.add(listener);
-    return () => this.#onObserved.delete(listener);
   }
 
   /** Note when a call of `agent` started (was admitted), ms after its request was admitted. */

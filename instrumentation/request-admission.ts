@@ -275,10 +275,11 @@ export class RequestAdmission {
     const shares = new Map<object, FundedShare>();
     const taken: FundedShare[] = [];
     const learning: (() => void)[] = [];
+    const messageTokens = messageTokensOf(options.message);
     const leaveDoor = plan.limiters.map(({ llm }) => llm.doorWaiters.enter(arrivedAt));
     try {
       for (const limiter of plan.limiters) {
-        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning, messageTokens: messageTokensOf(options.message), chainMs: chainWithMarginMs(plan.depth, callMs) });
+        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning, messageTokens, chainMs: chainWithMarginMs(plan.depth, callMs) });
         if (!share) continue;
         shares.set(limiter.llm, share);
         taken.push(share);
@@ -296,7 +297,7 @@ export class RequestAdmission {
       for (const leave of leaveDoor) leave();
     }
     this.#count(plan, 'admitted', arrivedAt);
-    const request = new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares, messageTokensOf(options.message) ?? 0);
+    const request = new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares, messageTokens ?? 0);
     if (learning.length > 0) this.#learners.set(request, learning);
     return request;
   }

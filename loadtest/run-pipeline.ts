@@ -155,14 +155,5 @@ export async function runPipeline(input: RunInput, reporter: RunReporter): Promi
     const exitCode = measured.problem?.exitCode ?? driven.exitCode;
     return { runId, reportDir, aborted: false, exitCode, driverExitCode: driven.exitCode, agent, ...measured, ...recorded };
   };
-  const running = run().catch((error: unknown) => {
-    if (shutdown.signal.aborted) return stopped;
-    throw error;
-  });
-  shutdown.track(running);
-  try {
-    return await running;
-  } finally {
-    await shutdown.close();
-  }
+  return shutdown.runToEnd(run, stopped);
 }

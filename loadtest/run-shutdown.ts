@@ -15,6 +15,11 @@ export interface RunShutdown {
   track(run: Promise<unknown>): void;
   /** Stops every child process and removes the signal handlers (the run is over). */
   close(): Promise<void>;
+  /**
+   * Runs `run` as the tracked run, then closes; resolves to `stopped` when a signal aborted
+   * the run and it threw.
+   */
+  runToEnd<T>(run: () => Promise<T>, stopped: T): Promise<T>;
 }
 
 /**
@@ -32,7 +37,7 @@ export function runShutdown(group: ProcessGroup, say: (line: string) => void): R
     void Promise.all([group.stopAll(), Promise.race([running.catch(() => {}), deadline])]).then(() => process.exit(STOPPED_EXIT_CODE));
   };
   for (const sig of STOP_SIGNALS) process.on(sig, onSignal);
-  return {
+  const shutdown: RunShutdown = {
     signal: aborter.signal,
     track(run) {
       running = run;
@@ -41,5 +46,18 @@ export function runShutdown(group: ProcessGroup, say: (line: string) => void): R
       await group.stopAll();
       for (const sig of STOP_SIGNALS) process.off(sig, onSignal);
     },
+    async runToEnd(run, stopped) {
+      const ran = run().catch((error: unknown) => {
+        if (aborter.signal.aborted) return stopped;
+        throw error;
+      });
+      shutdown.track(ran);
+      try {
+        return await ran;
+      } finally {
+        await shutdown.close();
+      }
+    },
   };
+  return shutdown;
 }

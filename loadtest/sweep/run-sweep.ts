@@ -229,14 +229,5 @@ export async function runSweep(o: SweepOptions): Promise<number> {
     if (require) console.log(require.line);
     return knee || results.some((s) => s.served > 0) ? 0 : 1;
   };
-  const running = run().catch((error: unknown) => {
-    if (shutdown.signal.aborted) return STOPPED_EXIT_CODE;
-    throw error;
-  });
-  shutdown.track(running);
-  try {
-    return await running;
-  } finally {
-    await shutdown.close();
-  }
+  return shutdown.runToEnd(run, STOPPED_EXIT_CODE);
 }
