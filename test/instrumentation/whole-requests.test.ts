@@ -117,11 +117,15 @@ describe('whole requests on random trees', () => {
           const model = new RateLimitedLlm({
             delegate,
             name: 'gemini',
-            maxConcurrent: o.permits,
+            // Permits for every request's widest step at once: a local budget's door counts tokens,
+            // not permits, so a request admitted past what the permits serve in time can still be cut.
+            maxConcurrent: o.permits * widthOf(shape),
             registry,
             clock,
             budget,
             expectedTokensPerCall: o.expected ? TOKENS_PER_CALL : undefined,
+            // A learner's calls, admitted one by one, reserve what a call uses (the default estimate adds 1,000 output tokens, beyond a budget of whole requests).
+            estimatedTokens: TOKENS_PER_CALL,
           });
           const admission = new RequestAdmission({ requestDeadlineMs: o.deadlineMs, clock, log: () => {} });
           const tree = new SequentialAgent({ name: 'root', subAgents: [buildTree(shape, model, { next: 0 }, tools)] });
@@ -133,7 +137,7 @@ describe('whole requests on random trees', () => {
             for await (const event of admission.runAsync(runner, params)) if (event.errorCode) errors.push(`${event.author}: ${event.errorCode}`);
             return errors;
           };
-          const outcomes = await drive(clock, Promise.allSettled(Array.from({ length: o.concurrent }, (_, i) => one(i))), 3_600_000);
+          const outcomes = await drive(clock, Promise.allSettled(Array.from({ length: Math.min(o.concurrent, o.permits) }, (_, i) => one(i))), 3_600_000);
           for (const outcome of outcomes) {
             if (outcome.status === 'rejected') expect(outcome.reason).toBeInstanceOf(RequestShed);
             else expect(outcome.value).toEqual([]);
@@ -150,6 +154,22 @@ describe('whole requests on random trees', () => {
     );
   }, 300_000);
 });
+
+/** Most calls of one request of `shape` in flight at once (an AgentTool caller waits while its tool runs). */
+function widthOf(shape: Shape): number {
+  switch (shape.kind) {
+    case 'llm':
+      return 1;
+    case 'seq':
+      return Math.max(...shape.children.map(widthOf));
+    case 'par':
+      return shape.children.reduce((sum, c) => sum + widthOf(c), 0);
+    case 'loop':
+      return widthOf(shape.body);
+    case 'tool':
+      return widthOf(shape.inner);
+  }
+}
 
 /** Model calls of one request of `shape` (an AgentTool caller: its call, the tool's calls, its call after). */
 function countCalls(shape: Shape): number {
