@@ -65,6 +65,20 @@ export class PermitDoor {
     return waited;
   }
 
+  /**
+   * Enter, then `reserve` while holding the door: the request's pass with what the reservation
+   * gave. A reservation that fails leaves the door at once, so the next request may go.
+   */
+  async reserveThrough<T>(calls: number, options: WaitOptions, reserve: () => Promise<T>): Promise<{ readonly pass: DoorPass; readonly value: T }> {
+    const pass = await this.enter(calls, options);
+    try {
+      return { pass, value: await reserve() };
+    } catch (error) {
+      pass.leave();
+      throw error;
+    }
+  }
+
   #letIn(): void {
     if (this.#starting) return;
     const head = this.#waiters.head();
