@@ -14,7 +14,8 @@
 // (every sequential call: steps, loop iterations, AgentTool turns, workflow edges) times the
 // limiter's expected call time (call-cost.ts: what calls measured, else the prior it was
 // given, else DEFAULT_EXPECTED_CALL_MS), and no request's deadline is shorter than that chain
-// with its margin. Each call is funded at no less than its own request's message (every call
+// with its margin; the request's deadlines are computed once, at the door (request-deadlines.ts).
+// Each call is funded at no less than its own request's message (every call
 // of the tree carries it), and a call that starts larger than its share is topped up from the
 // budget before it is sent (admission.ts).
 //
@@ -23,6 +24,11 @@
 // tree's agents, one request at a time has its calls on that limiter admitted one by one (as
 // `call` admission does) and teaches it; the others wait at the door until a call has taught
 // a cost, or the learner's bounded turn ran out (cold-start.ts).
+//
+// The pipeline, per request: plan the tree (once per root) -> its deadlines -> on each limiter
+// of the tree, in name order, its door (limiter-door.ts: local or shared, chosen once per
+// limiter; cold -> learning -> warm) funds a share or sheds the request -> the request runs
+// with its shares (admitted-request.ts, funded-share.ts) -> settled when it ends.
 //
 // The invariant: an admitted request ends partial only when the provider fails one of its
 // calls after retries, never because the limiter ran out of time or budget for it.
