@@ -93,7 +93,7 @@ export const STEP_DOWN_STEP_WINDOWS = 0.1;
 export const STEP_DOWN_SPACING_WINDOWS = 0.25;
 
 /**
- * Request admission's deadlines (request-deadlines.ts). The door waits for a request to be
+ * Request admission's deadlines (admission/request-deadlines.ts). The door waits for a request to be
  * funded at most until its deadline less DOOR_CRITICAL_PATH_MARGIN times its critical path at
  * the expected call time (room for calls above the mean and for permit waits once admitted),
  * or less DOOR_SEEN_PATH_MARGIN times its path as seen (each agent's mean start after

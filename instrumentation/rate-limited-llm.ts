@@ -11,20 +11,20 @@
 // provider call ends, and a call held past maxCallMs is reclaimed and counted.
 //
 // This file keeps the generator, the pump and the channel, and the call path that ties the
-// concepts together: admission (admission.ts), the retry decision (retry-policy.ts) and what
+// concepts together: admission (admission/call-admission.ts), the retry decision (retry-policy.ts) and what
 // watches a call (call-observers.ts).
 import type { BaseLlmConnection, LlmRequest, LlmResponse } from '@google/adk';
 import { BaseLlm } from '@google/adk';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
-import { type Admission, AdmissionControl } from './admission.ts';
-import { type AdmittedRequest, currentRequest } from './admitted-request.ts';
+import { type Admission, AdmissionControl } from './admission/call-admission.ts';
+import { type AdmittedRequest, currentRequest } from './admission/admitted-request.ts';
 import type { Budget } from './budget.ts';
-import { BUDGET_FUNDED } from './funded-share.ts';
+import { BUDGET_FUNDED } from './admission/funded-share.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
-import { CallCostModel } from './call-cost.ts';
+import { CallCostModel } from './admission/call-cost.ts';
 import { CallState } from './call-state.ts';
-import { DoorWaiters } from './door-waiters.ts';
+import { DoorWaiters } from './admission/door-waiters.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import { type CountedTokens, countedTokensSchema, countsInput, countTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS, MAX_EXPECTED_TOKENS_PER_CALL } from './defaults.ts';
@@ -36,7 +36,7 @@ import type { QuotaStepDown } from './limits/quota-step-down.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
 import { PermitSweeper } from './permit-sweeper.ts';
 import { quotaNamedBy } from './rate-limit-errors.ts';
-import { callCutoff, permitReclaimAt } from './request-deadlines.ts';
+import { callCutoff, permitReclaimAt } from './admission/request-deadlines.ts';
 import { ResponseChannel } from './response-channel.ts';
 import { RetryPolicy, type RetrySettings } from './retry-policy.ts';
 import { FairSemaphore } from './semaphore.ts';

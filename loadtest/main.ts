@@ -6,7 +6,7 @@
 import { formatPerModel, mapPerModel, type PerModel } from '../agent/per-model.ts';
 import type { TreeShape } from '../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
-import { chainDeadlineMs, requestDeadlineMsFor } from '../instrumentation/request-deadlines.ts';
+import { chainDeadlineMs, requestDeadlineMsFor } from '../instrumentation/admission/request-deadlines.ts';
 import type { K6Summary } from './k6/runner.ts';
 import { formatHttpFailed, formatStatusCounts } from './k6/summary-text.ts';
 import { formatComparison } from './measure/plan-vs-measured.ts';

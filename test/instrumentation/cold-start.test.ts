@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { flushMicrotasks, ManualClock } from '../../instrumentation/clock.ts';
-import { ColdStart, type ColdStartTurn } from '../../instrumentation/cold-start.ts';
+import { ColdStart, type ColdStartTurn } from '../../instrumentation/admission/cold-start.ts';
 import { DeadlineExceeded } from '../../instrumentation/errors.ts';
 
 /** A cold start whose limiter learns a cost when the test says so. */

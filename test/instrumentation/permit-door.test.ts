@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DeadlineExceeded } from '../../instrumentation/errors.ts';
-import { PermitDoor } from '../../instrumentation/permit-door.ts';
+import { PermitDoor } from '../../instrumentation/admission/permit-door.ts';
 import { FairSemaphore, type Permit } from '../../instrumentation/semaphore.ts';
 import { flushMicrotasks, ManualClock } from '../../instrumentation/clock.ts';
 

@@ -16,7 +16,7 @@ import {
   permitReclaimAt,
   requestDeadlineMsFor,
   requestDeadlines,
-} from '../../instrumentation/request-deadlines.ts';
+} from '../../instrumentation/admission/request-deadlines.ts';
 
 const timing = fc.record({
   arrivedAt: fc.integer({ min: 0, max: 1_000_000 }),

@@ -16,16 +16,15 @@
 //   cold -> learning -> warm when the turn taught a cost; -> cold when it ended without one,
 //   and the next waiter learns. A limiter given expectedTokensPerCall starts warm. Warm is
 //   final: a learned cost is never forgotten.
-import type { BudgetTicket, Budget, UsePart } from './budget.ts';
-import type { Clock } from './clock.ts';
+import type { Budget, BudgetTicket, UsePart } from '../budget.ts';
+import type { Clock } from '../clock.ts';
 import { ColdStart, type ColdStartTurn } from './cold-start.ts';
-import { countsInput } from './counted-tokens.ts';
-import { DEFAULT_REQUEST_DEADLINE_MS, DEFAULT_UNAVAILABLE_RETRY_MS, DEFAULT_WINDOW_MS } from './defaults.ts';
-import { CentralBudgetUnavailable, DeadlineExceeded, RequestShed, type ShedReason } from './errors.ts';
+import { countsInput } from '../counted-tokens.ts';
+import { DEFAULT_REQUEST_DEADLINE_MS, DEFAULT_UNAVAILABLE_RETRY_MS, DEFAULT_WINDOW_MS } from '../defaults.ts';
+import { CentralBudgetUnavailable, DeadlineExceeded, RequestShed, type ShedReason } from '../errors.ts';
 import { FundedShare } from './funded-share.ts';
-import type { DoorPass } from './permit-door.ts';
-import { PermitDoor } from './permit-door.ts';
-import type { RateLimitedLlm } from './rate-limited-llm.ts';
+import { type DoorPass, PermitDoor } from './permit-door.ts';
+import type { RateLimitedLlm } from '../rate-limited-llm.ts';
 import type { RequestDeadlines } from './request-deadlines.ts';
 
 /** How a request is funded on a limiter with a budget. */

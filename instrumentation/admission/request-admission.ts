@@ -17,7 +17,7 @@
 // with its margin; the request's deadlines are computed once, at the door (request-deadlines.ts).
 // Each call is funded at no less than its own request's message (every call
 // of the tree carries it), and a call that starts larger than its share is topped up from the
-// budget before it is sent (admission.ts).
+// budget before it is sent (call-admission.ts).
 //
 // A limiter given an expected cost per call funds a cold burst whole from it and reconciles
 // when the calls report. One with none has no cost to fund with: while it knows none of its
@@ -35,17 +35,17 @@
 import type { Event, LlmRequest, Runner, RunnableRoot } from '@google/adk';
 import { z } from 'zod';
 import { AdmittedRequest, currentRequest, runInRequest } from './admitted-request.ts';
-import { type Clock, realClock } from './clock.ts';
-import { DEFAULT_SHED_FIRST_LANES } from './defaults.ts';
-import { RequestShed } from './errors.ts';
-import { estimateInputTokens } from './estimator.ts';
+import { type Clock, realClock } from '../clock.ts';
+import { DEFAULT_SHED_FIRST_LANES } from '../defaults.ts';
+import { RequestShed } from '../errors.ts';
+import { estimateInputTokens } from '../estimator.ts';
 import type { FundedShare } from './funded-share.ts';
-import { limiterOptionFields, optionProblems } from './limiter-options.ts';
+import { limiterOptionFields, optionProblems } from '../limiter-options.ts';
 import { DoorQueue, type FundingDoor, LimiterDoor } from './limiter-door.ts';
-import { isRateLimitedLlm, type RateLimitedLlm } from './rate-limited-llm.ts';
+import { isRateLimitedLlm, type RateLimitedLlm } from '../rate-limited-llm.ts';
 import { deadlineMsFor, requestDeadlines } from './request-deadlines.ts';
-import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from './tree/tree-count.ts';
-import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
+import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from '../tree/tree-count.ts';
+import { llmAgentsOf, walkAgentTree } from '../tree/tree-walk.ts';
 
 export interface RequestAdmissionOptions {
   /**

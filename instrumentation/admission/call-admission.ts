@@ -12,16 +12,16 @@
 // rule, above the agent's funded tokens per call) first takes the difference from the budget,
 // waiting for it if need be: it is never sent on credit.
 import type { LlmRequest } from '@google/adk';
-import type { Budget, BudgetTicket } from './budget.ts';
-import type { CallWatch } from './call-observers.ts';
-import { type Clock, sleep } from './clock.ts';
-import { countsInput } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS } from './defaults.ts';
-import { estimateInputTokens } from './estimator.ts';
+import type { Budget, BudgetTicket } from '../budget.ts';
+import type { CallWatch } from '../call-observers.ts';
+import { type Clock, sleep } from '../clock.ts';
+import { countsInput } from '../counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS } from '../defaults.ts';
+import { estimateInputTokens } from '../estimator.ts';
 import type { CallFunding, FundedShare } from './funded-share.ts';
-import { BudgetRequestTooLarge, DeadlineExceeded, RateLimitTimeout, type TimeoutReason } from './errors.ts';
-import type { TokenEstimator } from './estimator.ts';
-import type { FairSemaphore, Permit } from './semaphore.ts';
+import { BudgetRequestTooLarge, DeadlineExceeded, RateLimitTimeout, type TimeoutReason } from '../errors.ts';
+import type { TokenEstimator } from '../estimator.ts';
+import type { FairSemaphore, Permit } from '../semaphore.ts';
 
 /** A call admitted: its permit, its reservation and the budget's ticket for it (none without a budget). */
 export interface Admitted {

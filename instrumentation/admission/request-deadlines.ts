@@ -22,7 +22,7 @@ import {
   DOOR_CRITICAL_PATH_MARGIN,
   DOOR_SEEN_PATH_MARGIN,
   MAX_REQUEST_DEADLINE_MS,
-} from './defaults.ts';
+} from '../defaults.ts';
 
 /** A request's deadlines, computed once at the door; absolute times are on the admission's clock. */
 export interface RequestDeadlines {
