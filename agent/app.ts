@@ -10,7 +10,7 @@ import { LogLevel, setLogLevel } from '@google/adk';
 import express, { type Express, type RequestHandler } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { RunnableRoot } from '@google/adk';
-import type { RequestAdmission } from '../instrumentation/request-admission.ts';
+import type { RequestAdmission } from '../instrumentation/admission/request-admission.ts';
 import { type AccessLog, openAccessLog } from './access-log.ts';
 import { bodyErrorHandler } from './body-errors.ts';
 import { AgentConfigError, type AgentServiceOptions } from './config.ts';

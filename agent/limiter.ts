@@ -48,7 +48,7 @@ import {
 import { QuotaStepDown } from '../instrumentation/limits/quota-step-down.ts';
 import { type BudgetRedisClient, connectBudgetRedis, redactUrl, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { CentralBudgetConflict, centralProblemText } from '../instrumentation/errors.ts';
-import { RequestAdmission } from '../instrumentation/request-admission.ts';
+import { RequestAdmission } from '../instrumentation/admission/request-admission.ts';
 import { type BudgetWindow, batchLanePermits, type LimiterOptions, type ModelLimiterOptions, type QuotaSharing } from './config.ts';
 
 /** The lane whose permits are capped (the request body's trafficClass value). */

@@ -9,7 +9,7 @@ import { type Span, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { type AccessLog, type AccessLogRecord, type Arrival, arrivalNow, sinceArrival } from './access-log.ts';
 import { RequestShed } from '../instrumentation/errors.ts';
-import type { RequestAdmission } from '../instrumentation/request-admission.ts';
+import type { RequestAdmission } from '../instrumentation/admission/request-admission.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { type BranchResult, collectBranchOutcomes, fillMissingFromCallReports } from './outcomes.ts';
 import { jsonBody } from './json-body.ts';

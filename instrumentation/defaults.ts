@@ -91,3 +91,18 @@ export const STEP_DOWN_HOLD_WINDOWS = 2;
 export const STEP_DOWN_STEP = 0.05;
 export const STEP_DOWN_STEP_WINDOWS = 0.1;
 export const STEP_DOWN_SPACING_WINDOWS = 0.25;
+
+/**
+ * Request admission's deadlines (admission/request-deadlines.ts). The door waits for a request to be
+ * funded at most until its deadline less DOOR_CRITICAL_PATH_MARGIN times its critical path at
+ * the expected call time (room for calls above the mean and for permit waits once admitted),
+ * or less DOOR_SEEN_PATH_MARGIN times its path as seen (each agent's mean start after
+ * admission, plus a call: it already holds those waits) when that is more. An unset request
+ * deadline is at least AUTO_DEADLINE_CRITICAL_PATHS critical paths, and so is a configured one
+ * shorter than the chain with its door margin.
+ */
+export const DOOR_CRITICAL_PATH_MARGIN = 1.5;
+export const DOOR_SEEN_PATH_MARGIN = 1.2;
+export const AUTO_DEADLINE_CRITICAL_PATHS = 2;
+/** Retry-after of a request shed while a shared budget is unreachable and fails closed (when it names none), ms. */
+export const DEFAULT_UNAVAILABLE_RETRY_MS = 5_000;

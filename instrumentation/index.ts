@@ -25,7 +25,7 @@ export {
   MIN_REQUEST_DEADLINE_MS,
 } from './defaults.ts';
 export { ERROR_CODES, RateLimitExhausted, RateLimitTimeout, RequestShed, type ShedReason } from './errors.ts';
-export { RequestAdmission, type RequestAdmissionOptions, type RequestRunOptions } from './request-admission.ts';
+export { RequestAdmission, type RequestAdmissionOptions, type RequestRunOptions } from './admission/request-admission.ts';
 export { redactUrl } from './redact-url.ts';
 export { type TokenEstimator, UsageEstimator } from './estimator.ts';
 export type { AdaptiveLimit } from './limits/adaptive-limit.ts';

@@ -11,18 +11,20 @@
 // provider call ends, and a call held past maxCallMs is reclaimed and counted.
 //
 // This file keeps the generator, the pump and the channel, and the call path that ties the
-// concepts together: admission (admission.ts), the retry decision (retry-policy.ts) and what
+// concepts together: admission (admission/call-admission.ts), the retry decision (retry-policy.ts) and what
 // watches a call (call-observers.ts).
 import type { BaseLlmConnection, LlmRequest, LlmResponse } from '@google/adk';
 import { BaseLlm } from '@google/adk';
 import { context } from '@opentelemetry/api';
 import { z } from 'zod';
-import { type Admission, AdmissionControl } from './admission.ts';
-import { type AdmittedRequest, currentRequest } from './admitted-request.ts';
+import { type Admission, AdmissionControl } from './admission/call-admission.ts';
+import { type AdmittedRequest, currentRequest } from './admission/admitted-request.ts';
 import type { Budget } from './budget.ts';
+import { BUDGET_FUNDED } from './admission/funded-share.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
-import { CallCostModel } from './call-cost.ts';
-import { DoorWaiters } from './door-waiters.ts';
+import { CallCostModel } from './admission/call-cost.ts';
+import { CallState } from './call-state.ts';
+import { DoorWaiters } from './admission/door-waiters.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import { type CountedTokens, countedTokensSchema, countsInput, countTokens } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_MAX_CALL_MS, MAX_EXPECTED_TOKENS_PER_CALL } from './defaults.ts';
@@ -32,11 +34,12 @@ import { limiterOptionFields, optionProblems } from './limiter-options.ts';
 import type { AdaptiveLimit } from './limits/adaptive-limit.ts';
 import type { QuotaStepDown } from './limits/quota-step-down.ts';
 import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
-import { type HeldCall, PermitSweeper } from './permit-sweeper.ts';
+import { PermitSweeper } from './permit-sweeper.ts';
 import { quotaNamedBy } from './rate-limit-errors.ts';
+import { callCutoff, permitReclaimAt } from './admission/request-deadlines.ts';
 import { ResponseChannel } from './response-channel.ts';
 import { RetryPolicy, type RetrySettings } from './retry-policy.ts';
-import { FairSemaphore, type Permit } from './semaphore.ts';
+import { FairSemaphore } from './semaphore.ts';
 import { GenAiTelemetry, type TelemetryOptions } from './telemetry.ts';
 
 export type { CallOutcome, CallReport } from './call-observers.ts';
@@ -139,67 +142,6 @@ function validateOptions(options: RateLimitedLlmOptions): void {
   const budgets = options.budget?.countedTokens;
   if (own !== undefined && budgets !== undefined && own !== budgets) {
     throw new TypeError(`RateLimitedLlm options: countedTokens: ${String(own)} differs from the budget's (${String(budgets)}); set it on the budget`);
-  }
-}
-
-function usageOf(response: LlmResponse): Usage | undefined {
-  const u = response.usageMetadata;
-  if (!u) return undefined;
-  const input = u.promptTokenCount;
-  const output = u.candidatesTokenCount === undefined && u.thoughtsTokenCount === undefined
-    ? undefined
-    : (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
-  const total = u.totalTokenCount ?? (input ?? 0) + (output ?? 0);
-  if (u.totalTokenCount === undefined && input === undefined && output === undefined) return undefined;
-  return { total, input, output };
-}
-
-/**
- * One model call's shared state: between the consumer-facing generator, the call the wrapper
- * drives, and the sweeper that reclaims a permit held too long. A class, so the hot path
- * allocates one object instead of a closure per concern.
- */
-class CallState implements HeldCall {
-  /** The provider call is over (permit released, tokens settled). */
-  ended = false;
-  /** When the permit is reclaimed if still held (set on admission). */
-  deadline = Number.POSITIVE_INFINITY;
-  permit: Permit | undefined;
-  /** Set by the running delegate step: makes it give up at once when the call is aborted. */
-  interrupt: ((reason: unknown) => void) | undefined;
-  /** Its signal goes to the delegate and to every wait. */
-  readonly controller = new AbortController();
-  /** A response reached the consumer's buffer (a retry would show output twice). */
-  yielded = false;
-  /** Usage of the final (non-partial) response, and of the last partial one that reported usage. */
-  finalUsage: Usage | undefined;
-  lastPartialUsage: Usage | undefined;
-  readonly #onReclaim: (state: CallState) => void;
-
-  constructor(onReclaim: (state: CallState) => void) {
-    this.#onReclaim = onReclaim;
-  }
-
-  /**
-   * Abort the provider call. Every abort goes through here, which also stops the running
-   * delegate step without an event listener (Node's EventTarget listeners are costly on the hot path).
-   */
-  cancel(reason: unknown): void {
-    if (this.controller.signal.aborted) return;
-    this.controller.abort(reason);
-    this.interrupt?.(reason);
-  }
-
-  reclaim(): void {
-    this.#onReclaim(this);
-  }
-
-  /** Note a response from the delegate. Streamed partials carry usage too: keep the final response's, else the last seen. Never sum. */
-  sawResponse(response: LlmResponse): void {
-    this.yielded = true;
-    const u = usageOf(response);
-    if (u && !response.partial) this.finalUsage = u;
-    else if (u) this.lastPartialUsage = u;
   }
 }
 
@@ -380,22 +322,20 @@ export class RateLimitedLlm extends BaseLlm {
     const start = this.#clock.now();
     const stopFollowing = callerSignal && followCallerAbort(callerSignal, state);
     const watch = this.#observers.start(request, agent, request.model ?? this.model);
-    // A call of an admitted request is never cut for time by the limiter: its request was
-    // admitted because it can finish, so the call waits (in admission order) until the later
-    // of maxWait and its request's deadline. Cutting it would end the request partial.
-    const waitDeadline = start + this.maxWaitMs;
-    const requestDeadline = inRequest ? Math.max(waitDeadline, inRequest.deadline) : waitDeadline;
+    // A call of an admitted request is never cut for time by the limiter: it waits (in
+    // admission order) until the later of maxWait and its request's deadline.
+    const cutoff = callCutoff(start, this.maxWaitMs, inRequest?.deadline);
     const pending = this.#admission.admit({
       request,
       agent,
       lane: lane === undefined ? undefined : { lane },
       start,
-      deadline: requestDeadline,
-      deadlineIsRequest: requestDeadline > waitDeadline,
+      deadline: cutoff.deadline,
+      deadlineIsRequest: cutoff.isRequest,
       signal: state.controller.signal,
       watch,
       priority: inRequest?.admittedAt,
-      share: inRequest?.shareOf(this),
+      funding: inRequest?.fundingOf(this, agent) ?? BUDGET_FUNDED,
     });
     // Uncontended calls are admitted synchronously; only a call that must wait pays for the async path.
     const admission = pending instanceof Promise ? await pending : pending;
@@ -410,7 +350,7 @@ export class RateLimitedLlm extends BaseLlm {
       if (inRequest) this.callCost.observeStart(agent, admittedAt - inRequest.admittedAt);
       state.permit = admission.permit;
       // The safety net: one sweeper per wrapper reclaims a permit still held at the deadline.
-      state.deadline = admittedAt + this.maxCallMs;
+      state.deadline = permitReclaimAt(admittedAt, this.maxCallMs);
       this.#sweeper.add(state);
       result = await this.#attempts(request, stream, state, channel, timing.waitMs, watch);
     }

@@ -6,8 +6,7 @@
 import { formatPerModel, mapPerModel, type PerModel } from '../agent/per-model.ts';
 import type { TreeShape } from '../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
-import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
-import { requestDeadlineMsFor } from '../instrumentation/request-admission.ts';
+import { chainDeadlineMs, requestDeadlineMsFor } from '../instrumentation/admission/request-deadlines.ts';
 import type { K6Summary } from './k6/runner.ts';
 import { formatHttpFailed, formatStatusCounts } from './k6/summary-text.ts';
 import { formatComparison } from './measure/plan-vs-measured.ts';
@@ -78,7 +77,7 @@ export function deadlineNote(f: Flags, shape: TreeShape | undefined, tree: strin
   if (!shape || f.admission !== 'request' || f.requestDeadlineMs === undefined) return undefined;
   const criticalPath = criticalPathSeconds(shape, f.callSeconds);
   if (f.requestDeadlineMs / 1000 > criticalPath) return undefined;
-  const suggested = Math.min(MAX_REQUEST_DEADLINE_MS, Math.ceil(2 * criticalPath) * 1000);
+  const suggested = chainDeadlineMs(criticalPath, 1000);
   return (
     `the request deadline (${f.requestDeadlineMs / 1000} s) is not longer than ${tree}'s critical path (${Number(criticalPath.toFixed(1))} s at ${f.callSeconds} s per call): ` +
     `no admitted request can finish in time, so the run will shed or cut short every one; pass --request-deadline-ms ${suggested} (twice the critical path) to give requests room`

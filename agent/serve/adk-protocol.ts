@@ -8,7 +8,7 @@ import { type Event, type Runner, StreamingMode } from '@google/adk';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import { z } from 'zod';
 import { RequestShed } from '../../instrumentation/errors.ts';
-import type { RequestAdmission } from '../../instrumentation/request-admission.ts';
+import type { RequestAdmission } from '../../instrumentation/admission/request-admission.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import { describeThrown, recordRunOutcome } from '../native-run.ts';
 import { jsonBody } from '../json-body.ts';

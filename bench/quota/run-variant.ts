@@ -6,7 +6,7 @@ import { collectBranchOutcomes } from '../../agent/outcomes.ts';
 import { buildTree } from '../../agent/trees.ts';
 import { documentForTokens } from '../../loadtest/k6/document.ts';
 import { RequestShed } from '../../instrumentation/errors.ts';
-import type { RequestAdmission } from '../../instrumentation/request-admission.ts';
+import type { RequestAdmission } from '../../instrumentation/admission/request-admission.ts';
 import { startChild, stopChild } from '../support/child-process.ts';
 import { createReplicaModels, type VariantName, type VariantSettings } from './variants.ts';
 

@@ -30,7 +30,7 @@ import { ProviderGemini } from '../../agent/provider-model.ts';
 import { estimateInputTokens } from '../../instrumentation/estimator.ts';
 import { AimdLimit, type Budget, RateLimitedLlm, TokenBudget } from '../../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../../instrumentation/redis.ts';
-import { RequestAdmission } from '../../instrumentation/request-admission.ts';
+import { RequestAdmission } from '../../instrumentation/admission/request-admission.ts';
 
 export const VARIANTS = [
   'no limiter (SDK retries)',

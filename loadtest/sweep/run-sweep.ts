@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 import { MIN_REQUEST_DEADLINE_MS } from '../../instrumentation/defaults.ts';
-import { requestDeadlineMsFor } from '../../instrumentation/request-admission.ts';
+import { requestDeadlineMsFor } from '../../instrumentation/admission/request-deadlines.ts';
 import { replaceFile } from '../../cli/replace-files.ts';
 import { STOPPED_EXIT_CODE } from '../../cli/stop-signals.ts';
 import { mainScenario, startInput } from '../main.ts';

@@ -1,7 +1,7 @@
 // The door's leading signal: how long the oldest request waiting at the door has waited,
 // from its arrival, until it leaves (admitted, shed or abandoned).
 import { describe, expect, it } from 'vitest';
-import { DoorWaiters } from '../../instrumentation/door-waiters.ts';
+import { DoorWaiters } from '../../instrumentation/admission/door-waiters.ts';
 
 describe('DoorWaiters', () => {
   it('tells the oldest wait of the requests at the door now, and 0 once they left', () => {

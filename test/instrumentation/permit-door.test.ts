@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DeadlineExceeded } from '../../instrumentation/errors.ts';
-import { PermitDoor } from '../../instrumentation/permit-door.ts';
+import { PermitDoor } from '../../instrumentation/admission/permit-door.ts';
 import { FairSemaphore, type Permit } from '../../instrumentation/semaphore.ts';
 import { flushMicrotasks, ManualClock } from '../../instrumentation/clock.ts';
 
@@ -78,6 +78,26 @@ describe('PermitDoor', () => {
     expect(smallPassed).toBe(true);
     expect(door.waiting).toBe(0);
     for (const permit of permits) permit.release();
+  });
+
+  it('reserveThrough: a reservation that fails behind the door leaves it, so the next request goes; one that succeeds holds it', async () => {
+    const clock = new ManualClock();
+    const semaphore = new FairSemaphore(2, { clock });
+    const door = new PermitDoor(semaphore, clock);
+    const refused = new Error('budget refused');
+    const failed = door.reserveThrough(1, {}, () => Promise.reject(refused)).catch((error: unknown) => error);
+    expect(await failed).toBe(refused);
+    const through = await door.reserveThrough(1, {}, () => Promise.resolve('ticket'));
+    expect(through.value).toBe('ticket');
+    let next = false;
+    void door.enter(1, {}).then(() => {
+      next = true;
+    });
+    await flushMicrotasks();
+    expect(next).toBe(false); // the first request through still starts
+    through.pass.leave();
+    await flushMicrotasks();
+    expect(next).toBe(true);
   });
 
   it('property: a request that passes finds free the permits its first calls need (up to the limit), and every request passes or gives up', async () => {

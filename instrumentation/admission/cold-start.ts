@@ -13,8 +13,8 @@
 // States: idle (nobody learns) → learning (one turn, at most turnMs) → when the turn ends (the
 // learner's request ended, or the turn ran out): every waiter released when a cost is known,
 // else idle and the next waiter learns.
-import type { Clock, TimerHandle } from './clock.ts';
-import { WaiterQueue, type WaitOptions } from './waiter-queue.ts';
+import type { Clock, TimerHandle } from '../clock.ts';
+import { WaiterQueue, type WaitOptions } from '../waiter-queue.ts';
 
 /** What a request at a cold limiter does: learn (its calls are admitted one by one), or ask again for a learned cost. */
 export type ColdStartTurn = { readonly kind: 'learn'; done(): void } | { readonly kind: 'learned' };

@@ -5,9 +5,9 @@
 // run that request at once. So a request asks the shared budget only once this replica can
 // start its first calls: nobody before it is still starting, and the permits those calls need
 // are free. A static share is this replica's alone, so its requests do not pass this door.
-import type { Clock } from './clock.ts';
-import type { FairSemaphore } from './semaphore.ts';
-import { WaiterQueue, type WaitOptions } from './waiter-queue.ts';
+import type { Clock } from '../clock.ts';
+import type { FairSemaphore } from '../semaphore.ts';
+import { WaiterQueue, type WaitOptions } from '../waiter-queue.ts';
 
 /** A request through the door: it holds the door until its first calls started, one of its calls ended, or it left. */
 export interface DoorPass {
@@ -63,6 +63,20 @@ export class PermitDoor {
     const waited = this.#waiters.wait(Math.max(1, calls), options);
     this.#letIn();
     return waited;
+  }
+
+  /**
+   * Enter, then `reserve` while holding the door: the request's pass with what the reservation
+   * gave. A reservation that fails leaves the door at once, so the next request may go.
+   */
+  async reserveThrough<T>(calls: number, options: WaitOptions, reserve: () => Promise<T>): Promise<{ readonly pass: DoorPass; readonly value: T }> {
+    const pass = await this.enter(calls, options);
+    try {
+      return { pass, value: await reserve() };
+    } catch (error) {
+      pass.leave();
+      throw error;
+    }
   }
 
   #letIn(): void {

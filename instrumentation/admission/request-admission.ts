@@ -14,9 +14,10 @@
 // (every sequential call: steps, loop iterations, AgentTool turns, workflow edges) times the
 // limiter's expected call time (call-cost.ts: what calls measured, else the prior it was
 // given, else DEFAULT_EXPECTED_CALL_MS), and no request's deadline is shorter than that chain
-// with its margin. Each call is funded at no less than its own request's message (every call
+// with its margin; the request's deadlines are computed once, at the door (request-deadlines.ts).
+// Each call is funded at no less than its own request's message (every call
 // of the tree carries it), and a call that starts larger than its share is topped up from the
-// budget before it is sent (admission.ts).
+// budget before it is sent (call-admission.ts).
 //
 // A limiter given an expected cost per call funds a cold burst whole from it and reconciles
 // when the calls report. One with none has no cost to fund with: while it knows none of its
@@ -24,27 +25,27 @@
 // `call` admission does) and teaches it; the others wait at the door until a call has taught
 // a cost, or the learner's bounded turn ran out (cold-start.ts).
 //
+// The pipeline, per request: plan the tree (once per root) -> its deadlines -> on each limiter
+// of the tree, in name order, its door (limiter-door.ts: local or shared, chosen once per
+// limiter; cold -> learning -> warm) funds a share or sheds the request -> the request runs
+// with its shares (admitted-request.ts, funded-share.ts) -> settled when it ends.
+//
 // The invariant: an admitted request ends partial only when the provider fails one of its
 // calls after retries, never because the limiter ran out of time or budget for it.
 import type { Event, LlmRequest, Runner, RunnableRoot } from '@google/adk';
-import { AdmittedRequest, currentRequest, type FundedShare, runInRequest } from './admitted-request.ts';
-import type { BudgetTicket, UsePart } from './budget.ts';
-import { type Clock, realClock } from './clock.ts';
-import { countsInput } from './counted-tokens.ts';
-import { estimateInputTokens } from './estimator.ts';
-import {
-  DEFAULT_REQUEST_DEADLINE_MS,
-  DEFAULT_SHED_FIRST_LANES,
-  MAX_REQUEST_DEADLINE_MS,
-} from './defaults.ts';
-import { CentralBudgetUnavailable, DeadlineExceeded, RequestShed, type ShedReason } from './errors.ts';
 import { z } from 'zod';
-import { limiterOptionFields, optionProblems } from './limiter-options.ts';
-import { type DoorPass, PermitDoor } from './permit-door.ts';
-import { ColdStart, type ColdStartTurn } from './cold-start.ts';
-import { isRateLimitedLlm, type RateLimitedLlm } from './rate-limited-llm.ts';
-import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from './tree/tree-count.ts';
-import { llmAgentsOf, walkAgentTree } from './tree/tree-walk.ts';
+import { AdmittedRequest, currentRequest, runInRequest } from './admitted-request.ts';
+import { type Clock, realClock } from '../clock.ts';
+import { DEFAULT_SHED_FIRST_LANES } from '../defaults.ts';
+import { RequestShed } from '../errors.ts';
+import { estimateInputTokens } from '../estimator.ts';
+import type { FundedShare } from './funded-share.ts';
+import { limiterOptionFields, optionProblems } from '../limiter-options.ts';
+import { DoorQueue, type FundingDoor, LimiterDoor } from './limiter-door.ts';
+import { isRateLimitedLlm, type RateLimitedLlm } from '../rate-limited-llm.ts';
+import { deadlineMsFor, requestDeadlines } from './request-deadlines.ts';
+import { callsByAgent, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from '../tree/tree-count.ts';
+import { llmAgentsOf, walkAgentTree } from '../tree/tree-walk.ts';
 
 export interface RequestAdmissionOptions {
   /**
@@ -83,20 +84,6 @@ interface TreeLimiter {
   readonly calls: ReadonlyMap<string, number> | undefined;
 }
 
-/** What funding a request on each limiter knows of its door. */
-interface FundingDoor {
-  readonly doorDeadline: number;
-  readonly shedFirst: boolean;
-  readonly arrivedAt: number;
-  readonly signal: AbortSignal | undefined;
-  /** The request learns a cost on these limiters: each ends its turn. */
-  readonly learning: (() => void)[];
-  /** Counted tokens of the request's own message: no call is funded at less. */
-  readonly messageTokens: number | undefined;
-  /** The request's chain with its margin, ms: the longest it learns a cold limiter's cost for the others. */
-  readonly chainMs: number;
-}
-
 /** What admission needs of a tree, read once per root. */
 interface TreePlan {
   /** Sorted by limiter name: every request reserves in the same order. */
@@ -107,15 +94,6 @@ interface TreePlan {
   readonly name: string;
 }
 
-/**
- * The door waits for a request to be funded at most until its deadline less this many times
- * the expected duration of its critical path, which leaves room for call times above the mean
- * and for permit waits once admitted.
- */
-const CRITICAL_PATH_MARGIN = 1.5;
-/** The margin on the critical path as seen (mean starts): it already holds the waits the calls' time leaves out. */
-const SEEN_PATH_MARGIN = 1.2;
-
 /** A user message, as ADK carries it (the limiter package depends on ADK alone). */
 type Content = LlmRequest['contents'][number];
 
@@ -124,24 +102,12 @@ function messageTokensOf(message: Content | undefined): number | undefined {
   return message === undefined ? undefined : estimateInputTokens({ contents: [message] });
 }
 
-/** Retry-after of a request shed while the shared budget is unreachable and fails closed. */
-const UNAVAILABLE_RETRY_MS = 5_000;
-
-/** Unset deadline: at least this many times the tree's critical path. */
-const AUTO_DEADLINE_PATHS = 2;
-
 // The numbers a user sets: the request deadline is the limiter option of that name (one
 // definition, shared with the services and flags); objects are checked by use.
 const optionsSchema = z.looseObject({
   requestDeadlineMs: limiterOptionFields.shape.requestDeadlineMs,
   toolTurns: z.int().min(0).max(100).optional(),
 });
-
-/** A request's deadline, ms: the one configured, else DEFAULT_REQUEST_DEADLINE_MS or AUTO_DEADLINE_PATHS critical paths when longer (at most MAX_REQUEST_DEADLINE_MS). */
-export function requestDeadlineMsFor(criticalPathMs: number, configuredMs?: number): number {
-  if (configuredMs !== undefined) return configuredMs;
-  return Math.min(MAX_REQUEST_DEADLINE_MS, Math.max(DEFAULT_REQUEST_DEADLINE_MS, Math.ceil(AUTO_DEADLINE_PATHS * criticalPathMs)));
-}
 
 export class RequestAdmission {
   /** The configured deadline; undefined: the default, lengthened for deep trees. */
@@ -153,14 +119,12 @@ export class RequestAdmission {
   /** Trees whose configured deadline was found shorter than their chain (warned once). */
   readonly #lengthened = new WeakSet<TreePlan>();
   readonly #plans = new WeakMap<object, TreePlan>();
-  /** Per limiter with a shared budget: the way to it, one request at a time (see permit-door.ts). */
-  readonly #doors = new WeakMap<RateLimitedLlm, PermitDoor>();
-  /** Per limiter that has learned no cost yet: one request at a time learns it. */
-  readonly #coldStarts = new WeakMap<RateLimitedLlm, ColdStart>();
+  /** Per limiter with a budget: its door, of a kind chosen once (limiter-door.ts). */
+  readonly #doors = new WeakMap<RateLimitedLlm, LimiterDoor>();
   /** What an admitted request that learns a cost ends when it ends. */
   readonly #learners = new WeakMap<AdmittedRequest, (() => void)[]>();
   /** Requests of lanes not shed first that wait at the door now. */
-  #waiting = 0;
+  readonly #queue = new DoorQueue();
 
   constructor(options: RequestAdmissionOptions = {}) {
     const parsed = optionsSchema.safeParse(options);
@@ -176,7 +140,7 @@ export class RequestAdmission {
 
   /** Requests waiting at the door to be funded right now. */
   get waiting(): number {
-    return this.#waiting;
+    return this.#queue.waiting;
   }
 
   /**
@@ -237,13 +201,10 @@ export class RequestAdmission {
   /**
    * The deadline of a request whose critical path is `depth` calls of `callMs` each: the
    * configured one (else the default, lengthened for deep trees), and never shorter than the
-   * chain with its door margin, which a request needs to finish at all.
+   * chain with its door margin, which a request needs to finish at all (request-deadlines.ts).
    */
   deadlineFor(depth: number, callMs: number): number {
-    const deadlineMs = requestDeadlineMsFor(depth * callMs, this.requestDeadlineMs);
-    // Shorter than the chain and its margin: twice the chain, as an unset one on a deep tree.
-    if (deadlineMs >= chainWithMarginMs(depth, callMs)) return deadlineMs;
-    return Math.min(MAX_REQUEST_DEADLINE_MS, Math.ceil(AUTO_DEADLINE_PATHS * depth * callMs));
+    return deadlineMsFor(depth, callMs, this.requestDeadlineMs);
   }
 
   /**
@@ -260,7 +221,18 @@ export class RequestAdmission {
     const clock = this.#clock;
     const arrivedAt = options.arrivedAt ?? clock.now();
     const callMs = expectedCallMsOf(plan);
-    const deadlineMs = this.deadlineFor(plan.depth, callMs);
+    // A lane shed first never waits at the door; the others wait while the deadline leaves time for the tree.
+    const shedFirst = options.lane !== undefined && this.shedFirstLanes.has(options.lane);
+    const deadlines = requestDeadlines({
+      arrivedAt,
+      now: clock.now(),
+      depth: plan.depth,
+      callMs,
+      seenPathMs: seenPathMsOf(plan, callMs),
+      configuredMs: this.requestDeadlineMs,
+      shedFirst,
+    });
+    const deadlineMs = deadlines.requestMs;
     if (this.requestDeadlineMs !== undefined && deadlineMs > this.requestDeadlineMs && !this.#lengthened.has(plan)) {
       this.#lengthened.add(plan);
       this.#log(
@@ -268,28 +240,22 @@ export class RequestAdmission {
       );
     }
     for (const { llm } of plan.limiters) llm.metrics.requestDeadline.set({ limiter: llm.name }, deadlineMs / 1000);
-    const deadline = arrivedAt + deadlineMs;
-    const shedFirst = options.lane !== undefined && this.shedFirstLanes.has(options.lane);
-    // A lane shed first never waits at the door; the others wait while the deadline leaves time for the tree.
-    const doorDeadline = shedFirst ? clock.now() : deadline - doorMarginMs(plan, callMs);
     const shares = new Map<object, FundedShare>();
     const taken: FundedShare[] = [];
-    const learning: (() => void)[] = [];
     const messageTokens = messageTokensOf(options.message);
+    const door: FundingDoor = { deadlines, shedFirst, signal: options.signal, learning: [], messageTokens };
     const leaveDoor = plan.limiters.map(({ llm }) => llm.doorWaiters.enter(arrivedAt));
     try {
       for (const limiter of plan.limiters) {
-        const share = await this.#fund(limiter, { doorDeadline, shedFirst, arrivedAt, signal: options.signal, learning, messageTokens, chainMs: chainWithMarginMs(plan.depth, callMs) });
+        const share = await this.#fund(limiter, door);
         if (!share) continue;
         shares.set(limiter.llm, share);
         taken.push(share);
       }
     } catch (error) {
-      for (const { budget, ticket, starting } of taken) {
-        starting?.leave();
-        budget.reconcile(ticket, 0);
-      }
-      for (const done of learning) done();
+      // Nothing of a shed request was used: every share taken goes back whole.
+      for (const share of taken) share.settle();
+      for (const done of door.learning) done();
       if (error instanceof RequestShed) this.#count(plan, 'shed', arrivedAt);
       else if (options.signal?.aborted) this.#count(plan, 'abandoned', arrivedAt); // the client left while waiting at the door
       throw error;
@@ -297,108 +263,21 @@ export class RequestAdmission {
       for (const leave of leaveDoor) leave();
     }
     this.#count(plan, 'admitted', arrivedAt);
-    const request = new AdmittedRequest(arrivedAt, clock.now(), deadline, options.lane, shares, messageTokens ?? 0);
-    if (learning.length > 0) this.#learners.set(request, learning);
+    const request = new AdmittedRequest(arrivedAt, clock.now(), deadlines.request, options.lane, shares, messageTokens ?? 0);
+    if (door.learning.length > 0) this.#learners.set(request, door.learning);
     return request;
   }
 
-  /** Reserve a request's tokens on one limiter, or shed it; undefined when the limiter admits its calls one by one. */
-  async #fund(
-    { llm, calls }: TreeLimiter,
-    door: FundingDoor,
-  ): Promise<FundedShare | undefined> {
+  /** Reserve a request's tokens on one limiter through its door, or shed it; undefined when the limiter admits its calls one by one. */
+  #fund({ llm, calls }: TreeLimiter, door: FundingDoor): Promise<FundedShare | undefined> | undefined {
     const budget = llm.budget;
     if (!budget || !calls) return undefined;
-    const tokensPerCall = costsOf(llm, calls, door.messageTokens) ?? (await this.#coldStart(llm, calls, door));
-    if (!tokensPerCall) {
-      // Calls admitted one by one from a shared budget that refuses them all: shed whole instead.
-      const refused = await budget.refusal?.();
-      if (refused) throw new RequestShed(llm.name, 'budget_unavailable', refused.retryAfterMs ?? UNAVAILABLE_RETRY_MS);
-      return undefined;
+    let limiterDoor = this.#doors.get(llm);
+    if (!limiterDoor) {
+      limiterDoor = new LimiterDoor(llm, budget, this.#clock, this.#queue);
+      this.#doors.set(llm, limiterDoor);
     }
-    let tokens = 0;
-    for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
-    tokens = Math.ceil(tokens);
-    const useSchedule = scheduleOf(llm, calls, tokensPerCall);
-    const now = this.#clock.now();
-    const shed = (reason: ShedReason, retryAfterMs: number) => new RequestShed(llm.name, reason, retryAfterMs);
-    if (tokens > budget.capacity) throw shed('too_large', budget.windowMs ?? 60_000);
-    const fundableInMs = budget.fundableInMs?.(tokens, useSchedule);
-    if (door.shedFirst && this.#waiting > 0) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
-    // A lane shed first goes only if it can be funded now; the others if in time for their door deadline.
-    if (fundableInMs !== undefined && (door.shedFirst ? fundableInMs > 0 : now + fundableInMs > door.doorDeadline)) {
-      throw shed(door.shedFirst ? 'lane' : 'deadline', fundableInMs);
-    }
-    let ticket: BudgetTicket;
-    let starting: DoorPass | undefined;
-    if (door.shedFirst) {
-      const now = budget.tryReserve(tokens, { windowAtUse: true, useSchedule });
-      if (!now) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
-      ticket = now;
-    } else {
-      this.#waiting++;
-      try {
-        const wait = { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt, windowAtUse: true, useSchedule };
-        // A shared budget is asked only once this replica can start the request's first calls.
-        if (budget.central !== undefined) starting = await this.#doorOf(llm).enter(firstCallsOf(llm, calls), wait);
-        ticket = await budget.reserve(tokens, wait);
-      } catch (error) {
-        starting?.leave();
-        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
-        // Nothing can be funded while the shared budget fails closed: turned away whole, like any shed request.
-        if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', error.retryAfterMs ?? UNAVAILABLE_RETRY_MS);
-        throw error;
-      } finally {
-        this.#waiting--;
-      }
-    }
-    return { budget, ticket, tokensPerCall, spent: 0, toppedUp: 0, starting };
-  }
-
-  /**
-   * At a limiter that has learned no cost: learn on this request (undefined: its calls there
-   * are admitted one by one), or wait at the door until a learner's request taught the costs.
-   * A request already learning on another limiter does not wait (two learners never wait on
-   * each other); it learns here too when nobody does.
-   */
-  async #coldStart(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, door: FundingDoor): Promise<Map<string, number> | undefined> {
-    let cold = this.#coldStarts.get(llm);
-    if (!cold) {
-      cold = new ColdStart(this.#clock, () => llm.callCost.known);
-      this.#coldStarts.set(llm, cold);
-    }
-    if (door.learning.length > 0) {
-      const done = cold.tryLearn(door.chainMs);
-      if (done) door.learning.push(done);
-      return undefined;
-    }
-    // A lane shed first never waits at the door: while another request learns, its calls are admitted one by one too.
-    if (door.shedFirst && cold.learning) return undefined;
-    let turn: ColdStartTurn;
-    this.#waiting++;
-    try {
-      turn = await cold.enter({ deadline: door.shedFirst ? undefined : door.doorDeadline, signal: door.signal, priority: door.arrivedAt, turnMs: door.chainMs });
-    } catch (error) {
-      // Shed while another request learns: it may ask again when that learner's turn ends at the latest.
-      if (error instanceof DeadlineExceeded) throw new RequestShed(llm.name, 'deadline', Math.max(1, cold.turnLeftMs()));
-      throw error;
-    } finally {
-      this.#waiting--;
-    }
-    if (turn.kind === 'learn') {
-      door.learning.push(turn.done);
-      return undefined;
-    }
-    return costsOf(llm, calls, door.messageTokens);
-  }
-
-  #doorOf(llm: RateLimitedLlm): PermitDoor {
-    let door = this.#doors.get(llm);
-    if (!door) {
-      door = new PermitDoor(llm.semaphore, this.#clock);
-      this.#doors.set(llm, door);
-    }
-    return door;
+    return limiterDoor.fund(calls, door);
   }
 
   #count(plan: TreePlan, outcome: 'admitted' | 'shed' | 'abandoned', arrivedAt: number): void {
@@ -428,58 +307,13 @@ function expectedCallMsOf(plan: TreePlan): number {
   return Math.max(0, ...plan.limiters.map(({ llm }) => llm.callCost.expectedCallMs));
 }
 
-/** A chain of `depth` calls of `callMs` each, with the door's margin: the least a request needs to finish. */
-function chainWithMarginMs(depth: number, callMs: number): number {
-  return CRITICAL_PATH_MARGIN * depth * callMs;
-}
-
-/**
- * Funded tokens per call of each agent (call-cost.ts: learned beyond the request's message,
- * plus this request's where the limiter counts input); undefined while the limiter knows none.
- */
-function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, messageTokens: number | undefined): Map<string, number> | undefined {
-  if (!llm.callCost.known) return undefined;
-  const message = messageTokens !== undefined && countsInput(llm.countedTokens) ? messageTokens : 0;
-  const costs = new Map<string, number>();
-  for (const agent of calls.keys()) costs.set(agent, llm.callCost.fundPerCall(agent, message) ?? message);
-  return costs;
-}
-
-/**
- * What a request must have left of its deadline when it is admitted, to end whole: its depth
- * in calls with a margin, or, when longer, what its calls were seen to take (each agent's mean
- * start after admission, plus a call) with a smaller one. The second counts what the calls'
- * time leaves out (the tree's own steps, waits for a permit): with short calls those alone
- * outlast the first margin.
- */
-function doorMarginMs(plan: TreePlan, callMs: number): number {
+/** The tree's path as its calls were seen: the latest of each agent's mean start after admission, plus a call, ms (0 before any). */
+function seenPathMsOf(plan: TreePlan, callMs: number): number {
   let seen = 0;
   for (const { llm, calls } of plan.limiters) {
     for (const agent of calls?.keys() ?? []) seen = Math.max(seen, (llm.callCost.meanStartOffsetMs(agent) ?? 0) + callMs);
   }
-  return Math.max(CRITICAL_PATH_MARGIN * plan.depth * callMs, SEEN_PATH_MARGIN * seen);
-}
-
-/** Calls a request starts at once on one limiter: its agents' whose calls start before a call could end (unknown: at once). */
-function firstCallsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): number {
-  const halfCallMs = (llm.callCost.meanCallMs ?? 0) / 2;
-  let first = 0;
-  for (const [agent, n] of calls) if ((llm.callCost.startOffsetMs(agent) ?? 0) <= halfCallMs) first += n;
-  return first;
-}
-
-/**
- * When a request's tokens on one limiter are used: each agent's calls from the earliest start
- * learned for it (at admission while unknown), so the later calls' share is held against
- * the window only from then.
- */
-function scheduleOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, tokensPerCall: ReadonlyMap<string, number>): UsePart[] {
-  const byOffset = new Map<number, number>();
-  for (const [agent, n] of calls) {
-    const afterMs = llm.callCost.startOffsetMs(agent) ?? 0;
-    byOffset.set(afterMs, (byOffset.get(afterMs) ?? 0) + n * (tokensPerCall.get(agent) ?? 0));
-  }
-  return [...byOffset].map(([afterMs, tokens]) => ({ afterMs, tokens }));
+  return seen;
 }
 
 /** The tree's rate-limited models and the calls a request makes on each. */

@@ -8,22 +8,7 @@
 // reservation. When the request ends the share is settled against what its calls counted:
 // the unused part returns, an overrun is taken as debt.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Budget, BudgetTicket } from './budget.ts';
-import type { DoorPass } from './permit-door.ts';
-
-/** A request's reservation on one limiter's budget. */
-export interface FundedShare {
-  readonly budget: Budget;
-  readonly ticket: BudgetTicket;
-  /** Counted tokens per call of each agent, as funded (what a call of that agent is charged up front). */
-  readonly tokensPerCall: ReadonlyMap<string, number>;
-  /** Counted tokens the request's calls on this limiter really used so far. */
-  spent: number;
-  /** Tokens its calls took from the budget beyond the share (calls larger than funded): already charged, so settled apart. */
-  toppedUp: number;
-  /** Through a shared budget's door: told as the request's calls take permits, and when it ends. */
-  readonly starting?: DoorPass;
-}
+import { BUDGET_FUNDED, type CallFunding, type FundedShare } from './funded-share.ts';
 
 /** What a limiter tells its request about one finished call. */
 export interface RequestCall {
@@ -65,9 +50,9 @@ export class AdmittedRequest {
     this.#shares = shares;
   }
 
-  /** The share funded for `limiter`, or undefined when its calls are admitted one by one. */
-  shareOf(limiter: object): FundedShare | undefined {
-    return this.#shares.get(limiter);
+  /** How a call of `agent` on `limiter` is paid: from the share funded there for that agent, else by the budget alone. */
+  fundingOf(limiter: object, agent: string): CallFunding {
+    return this.#shares.get(limiter)?.fundingOf(agent) ?? BUDGET_FUNDED;
   }
 
   /** Record a finished (or refused) call of this request on `limiter`. */
@@ -79,7 +64,7 @@ export class AdmittedRequest {
     if (!share) return;
     share.spent += call.countedTokens;
     // A call that ended closes the request's start: what it calls next waits on its own.
-    share.starting?.leave();
+    share.endStart();
   }
 
   /** Whether every call so far ended ok. */
@@ -91,10 +76,7 @@ export class AdmittedRequest {
   settle(): void {
     if (this.#settled) return;
     this.#settled = true;
-    for (const share of this.#shares.values()) {
-      share.starting?.leave();
-      share.budget.reconcile(share.ticket, Math.max(0, share.spent - share.toppedUp));
-    }
+    for (const share of this.#shares.values()) share.settle();
   }
 }
 

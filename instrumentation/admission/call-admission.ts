@@ -12,16 +12,16 @@
 // rule, above the agent's funded tokens per call) first takes the difference from the budget,
 // waiting for it if need be: it is never sent on credit.
 import type { LlmRequest } from '@google/adk';
-import type { FundedShare } from './admitted-request.ts';
-import type { Budget, BudgetTicket } from './budget.ts';
-import type { CallWatch } from './call-observers.ts';
-import { type Clock, sleep } from './clock.ts';
-import { countsInput } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS } from './defaults.ts';
-import { estimateInputTokens } from './estimator.ts';
-import { BudgetRequestTooLarge, DeadlineExceeded, RateLimitTimeout, type TimeoutReason } from './errors.ts';
-import type { TokenEstimator } from './estimator.ts';
-import type { FairSemaphore, Permit } from './semaphore.ts';
+import type { Budget, BudgetTicket } from '../budget.ts';
+import type { CallWatch } from '../call-observers.ts';
+import { type Clock, sleep } from '../clock.ts';
+import { countsInput } from '../counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS } from '../defaults.ts';
+import { estimateInputTokens } from '../estimator.ts';
+import type { CallFunding, FundedShare } from './funded-share.ts';
+import { BudgetRequestTooLarge, DeadlineExceeded, RateLimitTimeout, type TimeoutReason } from '../errors.ts';
+import type { TokenEstimator } from '../estimator.ts';
+import type { FairSemaphore, Permit } from '../semaphore.ts';
 
 /** A call admitted: its permit, its reservation and the budget's ticket for it (none without a budget). */
 export interface Admitted {
@@ -57,8 +57,8 @@ export interface AdmissionRequest {
   readonly watch: CallWatch;
   /** Permit order (lower first): its request's admission time; undefined: the call's arrival. */
   readonly priority: number | undefined;
-  /** Its request's funded share on this limiter, which pays for the call instead of the budget. */
-  readonly share: FundedShare | undefined;
+  /** How the call is paid: its request's funded share on this limiter (instead of the budget), or the budget. */
+  readonly funding: CallFunding;
 }
 
 export interface AdmissionControlOptions {
@@ -98,10 +98,9 @@ export class AdmissionControl {
     const { budget } = this.#options;
     let reserved: number;
     try {
-      const share = call.share;
-      const funded = share?.tokensPerCall.get(call.agent);
-      if (share && funded !== undefined) {
-        share.starting?.callStarted();
+      if (call.funding.kind === 'share') {
+        const { share, tokens: funded } = call.funding;
+        share.callStarted();
         const excess = this.#excessOver(call, funded);
         if (excess > 0) return this.#topUp(call, permit, share, funded, excess);
         return this.#chargeFunded(call, permit, share, funded);

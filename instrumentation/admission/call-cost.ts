@@ -13,7 +13,7 @@
 // It also learns when each agent's calls start after their request is admitted (the earliest
 // of its recent calls), so a request's later calls are held against the window only from then.
 
-import { DEFAULT_EXPECTED_CALL_MS } from './defaults.ts';
+import { DEFAULT_EXPECTED_CALL_MS } from '../defaults.ts';
 
 /** Calls remembered per agent. */
 const WINDOW = 50;
