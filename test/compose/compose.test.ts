@@ -132,6 +132,21 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('still passes the three settings on under their former shell names (AGENT_*), which the agent reads as aliases', async () => {
+    const result = await composeConfig({
+      ...envWithout('SCENARIO'),
+      GRAFANA_ADMIN_PASSWORD: password,
+      AGENT_ADMISSION: 'call',
+      AGENT_REQUEST_DEADLINE_MS: '90000',
+      AGENT_QUOTA_SHARING: 'central',
+    });
+    expect(result.code).toBe(0);
+    const set = (parseYaml(result.stdout) as { services: Record<string, Service> }).services;
+    const parsed = parseCliConfig([], containerEnv(set['agent-1']));
+    if (parsed === 'help') throw new Error('unexpected --help');
+    expect(parsed.service).toMatchObject({ admission: 'call', requestDeadlineMs: 90_000, quotaSharing: 'central' });
+  });
+
   it('gives the 3 agent replicas the planner\'s static quota shares of the worked example', () => {
     const p = plan(reviewAgentExample);
     const agents = Object.entries(services).filter(([name]) => name.startsWith('agent-'));
