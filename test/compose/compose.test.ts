@@ -55,6 +55,13 @@ function envWithout(name: string): NodeJS.ProcessEnv {
 
 let services: Record<string, Service>;
 
+/** The services as `docker-compose config` sets them with `shell` added to the environment it reads. */
+async function composedServices(shell: NodeJS.ProcessEnv): Promise<Record<string, Service>> {
+  const result = await composeConfig({ ...envWithout('SCENARIO'), GRAFANA_ADMIN_PASSWORD: password, ...shell });
+  expect(result.code).toBe(0);
+  return (parseYaml(result.stdout) as { services: Record<string, Service> }).services;
+}
+
 /** A container's environment as compose sets it: a variable without a value (the shell had none) is not set. */
 function containerEnv(service: Service): Record<string, string> {
   return Object.fromEntries(Object.entries(service.environment ?? {}).filter((entry): entry is [string, string] => entry[1] !== null));
@@ -115,15 +122,7 @@ describe('docker-compose.yml', () => {
     if (defaults === 'help') throw new Error('unexpected --help');
     expect(defaults.service).toMatchObject({ admission: 'request', quotaSharing: 'static' });
     expect(defaults.service.requestDeadlineMs).toBeUndefined(); // unset: the service's own default
-    const result = await composeConfig({
-      ...envWithout('SCENARIO'),
-      GRAFANA_ADMIN_PASSWORD: password,
-      QUOTASCOPE_AGENT_ADMISSION: 'call',
-      QUOTASCOPE_AGENT_REQUEST_DEADLINE_MS: '90000',
-      QUOTASCOPE_AGENT_QUOTA_SHARING: 'central',
-    });
-    expect(result.code).toBe(0);
-    const set = (parseYaml(result.stdout) as { services: Record<string, Service> }).services;
+    const set = await composedServices({ QUOTASCOPE_AGENT_ADMISSION: 'call', QUOTASCOPE_AGENT_REQUEST_DEADLINE_MS: '90000', QUOTASCOPE_AGENT_QUOTA_SHARING: 'central' });
     for (const name of ['agent-1', 'agent-2', 'agent-3']) {
       const parsed = parseCliConfig([], containerEnv(set[name]));
       if (parsed === 'help') throw new Error('unexpected --help');
@@ -133,15 +132,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('still passes the three settings on under their former shell names (AGENT_*), which the agent reads as aliases', async () => {
-    const result = await composeConfig({
-      ...envWithout('SCENARIO'),
-      GRAFANA_ADMIN_PASSWORD: password,
-      AGENT_ADMISSION: 'call',
-      AGENT_REQUEST_DEADLINE_MS: '90000',
-      AGENT_QUOTA_SHARING: 'central',
-    });
-    expect(result.code).toBe(0);
-    const set = (parseYaml(result.stdout) as { services: Record<string, Service> }).services;
+    const set = await composedServices({ AGENT_ADMISSION: 'call', AGENT_REQUEST_DEADLINE_MS: '90000', AGENT_QUOTA_SHARING: 'central' });
     const parsed = parseCliConfig([], containerEnv(set['agent-1']));
     if (parsed === 'help') throw new Error('unexpected --help');
     expect(parsed.service).toMatchObject({ admission: 'call', requestDeadlineMs: 90_000, quotaSharing: 'central' });
