@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
 import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { ROLLING_WINDOW_SCRIPT } from '../instrumentation/redis-token-budget.ts';
-import { startRedisServer } from '../test/support/redis-server.ts';
+import { startRedisServer } from '../scripts/redis-server.ts';
 import type { BenchModule, BenchRow } from './types.ts';
 
 const run = promisify(execFile);

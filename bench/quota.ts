@@ -15,7 +15,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LogLevel, setLogLevel } from '@google/adk';
-import { startRedisServer } from '../test/support/redis-server.ts';
+import { startRedisServer } from '../scripts/redis-server.ts';
 import { DEFAULT_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { plan } from '../loadtest/planner/index.ts';
 import { sampleTreeShapes } from '../agent/sample-shapes.ts';

@@ -225,7 +225,7 @@ async function runBench(args: RunnerArgs): Promise<number> {
 
 export function benchCommand(): Command {
   const command = new Command('bench').description('run the benchmark modules; print a table per group and write every figure as JSON');
-  const flags = new FlagSet(command, FLAGS, { envPrefix: 'BENCH_' });
+  const flags = new FlagSet(command, FLAGS, { formerEnvPrefix: 'BENCH_' });
   command.action(async () => {
     process.exitCode = await runBench(flags.values() as unknown as RunnerArgs);
   });

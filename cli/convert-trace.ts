@@ -7,7 +7,7 @@ import { FlagSet } from './flags.ts';
 import { replaceFile } from './replace-files.ts';
 
 const FLAGS = {
-  out: { flag: 'out', env: 'CONVERT_TRACE_OUT', value: 'file', help: 'write the trace (JSON lines) here', schema: z.string().min(1).optional(), defaultText: 'stdout' },
+  out: { flag: 'out', formerEnv: 'CONVERT_TRACE_OUT', value: 'file', help: 'write the trace (JSON lines) here', schema: z.string().min(1).optional(), defaultText: 'stdout' },
 } as const;
 
 export function convertTraceCommand(): Command {

@@ -22,7 +22,7 @@ export function dashboardsCommand(): Command {
   const command = new Command('dashboards')
     .description('generate the Grafana dashboards, alert rules and their promtool tests')
     .option('--check', 'write nothing; exit 1 naming every file that is stale, missing or extra');
-  const flags = new FlagSet(command, FLAGS, { envPrefix: 'DASHBOARDS_' });
+  const flags = new FlagSet(command, FLAGS, { formerEnvPrefix: 'DASHBOARDS_' });
   command.action(async (options: { check?: boolean }) => {
     const { config, out } = flags.values() as { config?: string; out?: string };
     if (config !== undefined && out === undefined) throw new UsageError(`${flags.nameOf('config')} needs --out DIR (dashboards/generated/ holds the defaults)`);

@@ -1,6 +1,9 @@
 // Commander options built from zod schemas: a flag's default is its schema's default, its
 // value is checked by its schema as it is parsed, and --help shows both with the env
 // variable. Errors name the flag or the env variable the bad value came from.
+// Every flag's env variable follows one rule (envName): QUOTASCOPE_<COMMAND>_<FLAG>. A name
+// read before that rule is still read, as a deprecated alias that logs one line naming the
+// new name; the new name wins when both are set.
 import { type Command, CommanderError, Option } from 'commander';
 import type { z } from 'zod';
 import { formatPerModel, type PerModel } from '../agent/per-model.ts';
@@ -14,8 +17,10 @@ export interface FlagSpec {
   readonly help: string;
   /** Checks the value (and bounds it); its default, if any, is the flag's default. */
   readonly schema?: z.ZodType;
-  /** Environment variable read when the flag is not given. */
-  readonly env?: string;
+  /** false: the flag reads no env variable (else envName's). */
+  readonly env?: false;
+  /** The flag's env variable before the one rule (envName): read when the new one is not set, with a line naming the new one. */
+  readonly formerEnv?: string;
   /** Placeholder in --help, e.g. `url` (default `value`). */
   readonly value?: string;
   /** Turns the text into the value the schema checks (default: number, boolean or text, whichever the schema takes). */
@@ -28,12 +33,17 @@ export interface FlagSpec {
 
 export type FlagSpecs<K extends string> = Readonly<Record<K, FlagSpec>>;
 
-/** The HTTP server limits both servers take, with one wording; `envPrefix` names their env variables (PREFIX_HEADERS_TIMEOUT_MS). */
+/** The env variable of a command's flag, the one rule: `agent --max-wait-ms` → QUOTASCOPE_AGENT_MAX_WAIT_MS. */
+export function envName(command: string, flag: string): string {
+  return `QUOTASCOPE_${command}_${flag}`.toUpperCase().replaceAll('-', '_');
+}
+
+/** The HTTP server limits both servers take, with one wording; `formerEnvPrefix` names their env variables before the one rule (PREFIX_HEADERS_TIMEOUT_MS). */
 export function serverLimitFlags(
   schemas: Readonly<Record<'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections', z.ZodType>>,
-  envPrefix?: string,
+  formerEnvPrefix?: string,
 ): FlagSpecs<'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'> {
-  const env = (name: string) => (envPrefix === undefined ? {} : { env: `${envPrefix}_${name}` });
+  const env = (name: string) => (formerEnvPrefix === undefined ? {} : { formerEnv: `${formerEnvPrefix}_${name}` });
   return {
     headersTimeoutMs: { flag: 'headers-timeout-ms', ...env('HEADERS_TIMEOUT_MS'), help: 'longest a client may take to send headers, ms', schema: schemas.headersTimeoutMs, value: 'ms' },
     requestTimeoutMs: { flag: 'request-timeout-ms', ...env('REQUEST_TIMEOUT_MS'), help: 'longest a client may take to send a whole request, ms', schema: schemas.requestTimeoutMs, value: 'ms' },
@@ -130,8 +140,10 @@ export function issueText(error: z.ZodError): string {
 }
 
 export interface FlagSetOptions {
-  /** Env variable of a flag without its own: the prefix, then the flag in capitals (`--max-wait` → PREFIX_MAX_WAIT). */
-  readonly envPrefix?: string;
+  /** The env variables before the one rule, of flags without a formerEnv of their own: the prefix, then the flag in capitals (`--max-wait` → PREFIX_MAX_WAIT). */
+  readonly formerEnvPrefix?: string;
+  /** Where the line about a deprecated env variable goes (default console.warn). */
+  readonly warn?: (line: string) => void;
   /** What an error message starts with, given the key and where the value came from (default: the origin). */
   readonly errorPrefix?: (key: string, origin: string) => string;
 }
@@ -145,9 +157,11 @@ export class FlagSet<K extends string> {
 
   constructor(command: Command, specs: FlagSpecs<K>, options: FlagSetOptions = {}) {
     this.#command = command;
+    const warn = options.warn ?? console.warn;
     for (const [key, given] of Object.entries(specs) as [K, FlagSpec][]) {
-      const env = given.env ?? (options.envPrefix ? `${options.envPrefix}${given.flag.toUpperCase().replaceAll('-', '_')}` : undefined);
-      const spec: FlagSpec = { ...given, env };
+      const env = given.env === false ? undefined : envName(command.name(), given.flag);
+      const formerEnv = given.formerEnv ?? (options.formerEnvPrefix ? `${options.formerEnvPrefix}${given.flag.toUpperCase().replaceAll('-', '_')}` : undefined);
+      const spec: FlagSpec = { ...given, ...(formerEnv === undefined || formerEnv === env ? {} : { formerEnv }) };
       const placeholder = spec.switch ? `[${spec.value ?? 'true|false'}]` : `<${spec.value ?? 'value'}>`;
       const choices = choicesOf(spec.schema);
       const fallback = schemaDefault(spec.schema);
@@ -155,19 +169,33 @@ export class FlagSet<K extends string> {
       const option = new Option(`--${spec.flag} ${placeholder}`, choices ? `${spec.help} (${choices.join(' | ')})` : spec.help);
       if (fallback !== undefined) option.default(fallback, shown);
       else option.defaultValueDescription = shown; // a default in words only: shown, never set
-      if (spec.env) option.env(spec.env);
+      if (env) option.env(env);
+      if (env && spec.formerEnv) readFormerEnv(option, env, spec.formerEnv);
       if (spec.switch) option.preset('true');
       const flagOrigin = `--${spec.flag}`;
       // Commander emits these just before it parses a value, so the parser knows its source.
       command.on(`option:${option.name()}`, () => this.#origin.set(key, flagOrigin));
-      if (spec.env) {
-        const env = spec.env;
-        command.on(`optionEnv:${option.name()}`, () => this.#origin.set(key, env));
+      // The line about a former name is said once the value parsed (a bad one is the error's one line).
+      let deprecation: string | undefined;
+      if (env) {
+        command.on(`optionEnv:${option.name()}`, () => {
+          const read = option.envVar ?? env;
+          this.#origin.set(key, read);
+          if (spec.formerEnv && spec.formerEnv in process.env) {
+            deprecation =
+              read === spec.formerEnv
+                ? `[quotascope] ${spec.formerEnv} is deprecated: set ${env} instead`
+                : `[quotascope] ${spec.formerEnv} is deprecated and ignored: ${env} is set`;
+          }
+        });
       }
       option.argParser((text: string) => {
         const origin = this.#origin.get(key) ?? flagOrigin;
         const prefix = options.errorPrefix ? options.errorPrefix(key, origin) : origin;
-        return this.#parse(spec, text, prefix);
+        const value = this.#parse(spec, text, prefix);
+        if (deprecation) warn(deprecation);
+        deprecation = undefined;
+        return value;
       });
       command.addOption(option);
       this.#flags.set(key, { spec, option });
@@ -219,8 +247,8 @@ export class FlagSet<K extends string> {
   originOf(key: K): string {
     const given = this.isGiven(key) ? this.#origin.get(key) : undefined;
     if (given) return given;
-    const { spec } = this.#flag(key);
-    return spec.env ? `--${spec.flag} (${spec.env})` : `--${spec.flag}`;
+    const { option, spec } = this.#flag(key);
+    return option.envVar ? `--${spec.flag} (${option.envVar})` : `--${spec.flag}`;
   }
 
   /** One line for a whole-object schema error: the first issue, named by the flag of its first path segment. */
@@ -236,6 +264,19 @@ export class FlagSet<K extends string> {
     if (!flag) throw new Error(`no flag for ${key}`);
     return flag;
   }
+}
+
+/**
+ * The option reads `formerEnv` when `env` is not set: commander reads `option.envVar` from
+ * process.env as it parses (after the flags), so the name is chosen then.
+ */
+function readFormerEnv(option: Option, env: string, formerEnv: string): void {
+  Object.defineProperty(option, 'envVar', {
+    get: () => (env in process.env || !(formerEnv in process.env) ? env : formerEnv),
+    set: () => {},
+    configurable: true,
+    enumerable: true,
+  });
 }
 
 /**

@@ -119,7 +119,7 @@ export function loadtestCommand(): Command {
     .argument('<scenario>', `a name in loadtest/scenarios (${scenarioNames()}) or a path`)
     .option('--k8s', 'render a k6-operator TestRun for the scenario instead (or --evaluate a finished one); `loadtest <scenario> --k8s --help` lists its flags')
     .option('--plan', 'then print the plan beside the measured steady state (needs --prometheus scraping the agent service; quota and latency are read from --mock-url)');
-  const flags = new FlagSet(command, FLAGS, { envPrefix: 'LOADTEST_' });
+  const flags = new FlagSet(command, FLAGS, { formerEnvPrefix: 'LOADTEST_' });
   command.action(async (scenario: string, options: { plan?: boolean }) => {
     process.exitCode = await run(scenario, flags.values() as Options, options.plan === true);
   });

@@ -1,6 +1,6 @@
 // `quotascope mock-provider`: starts the mock provider. Configuration comes from a YAML or
-// JSON file (--config), then MOCK_PROVIDER_* environment variables, then flags; later
-// sources win. Each flag's default and bounds are the config schema's.
+// JSON file (--config), then QUOTASCOPE_MOCK_PROVIDER_* environment variables (formerly
+// MOCK_PROVIDER_*, still read), then flags; later sources win. Each flag's default and bounds are the config schema's.
 import { Command } from 'commander';
 import { z } from 'zod';
 import { ConfigError, type Distribution, faultsSchema, type MockConfig, mockConfigSchema, type ServerLimits, serverLimitsSchema } from '../mock-provider/config.ts';
@@ -128,7 +128,7 @@ const LIMIT_KEYS = ['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs'
 const LISTEN_KEYS = ['port', 'host', 'config', 'adminToken', ...LIMIT_KEYS] as const satisfies readonly Key[];
 const isListenKey = (key: Key): key is (typeof LISTEN_KEYS)[number] => (LISTEN_KEYS as readonly Key[]).includes(key);
 
-const ENV_PREFIX = 'MOCK_PROVIDER_';
+const FORMER_ENV_PREFIX = 'MOCK_PROVIDER_';
 
 export interface ListenOptions {
   readonly port: number;
@@ -145,7 +145,7 @@ export interface MockSettings {
 
 function defineFlags(command: Command): FlagSet<Key> {
   // A config field's error names the flag (or env variable) and the field.
-  return new FlagSet(command, SPECS, { envPrefix: ENV_PREFIX, errorPrefix: (key, origin) => (isListenKey(key as Key) ? origin : `${origin}: ${key}`) });
+  return new FlagSet(command, SPECS, { formerEnvPrefix: FORMER_ENV_PREFIX, errorPrefix: (key, origin) => (isListenKey(key as Key) ? origin : `${origin}: ${key}`) });
 }
 
 /** The --config file as the first layer over the defaults (a UsageError when it cannot be read). */
@@ -218,7 +218,7 @@ export function mockProviderCommand(): Command {
       'after',
       [
         '',
-        'Sources, later ones winning: --config file (YAML or JSON) < MOCK_PROVIDER_* env < flags.',
+        'Sources, later ones winning: --config file (YAML or JSON) < QUOTASCOPE_MOCK_PROVIDER_* env (formerly MOCK_PROVIDER_*) < flags.',
         'Timeline steps (a quota incident to replay) are set in the config file or with PUT /admin/config.',
         'Endpoints: POST /{v1,v1beta}/models/{model}:generateContent | :streamGenerateContent?alt=sse | :countTokens,',
         '           POST /v1/chat/completions, GET/PUT /admin/config, POST /admin/reset, GET /metrics, GET /healthz',

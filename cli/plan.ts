@@ -217,7 +217,7 @@ export function planCommand(): Command {
     .description('size the limiter of an agent tree that fans out model calls against a provider quota')
     .option('--json', 'print the plan as JSON')
     .addHelpText('after', '\nGive the calls per request, or the tree: parallel branches × calls per branch + sequential steps.');
-  const flags = new FlagSet(command, FLAGS, { envPrefix: 'PLAN_' });
+  const flags = new FlagSet(command, FLAGS, { formerEnvPrefix: 'PLAN_' });
   command.action(async (options: { json?: boolean }) => {
     const agent = flags.values().agent as string | undefined;
     if (agent === undefined) {

@@ -1,7 +1,7 @@
 // `quotascope serve --agent FILE[#export]`: serves a user's ADK agent (ADK API-server
 // protocol and the native run endpoint) with every model rate-limited, until SIGINT/SIGTERM.
-// The listener, provider and limiter flags are the `agent` command's (same env variables,
-// defaults and bounds). A bad flag, file, export or tree exits 2 before anything listens.
+// The listener, provider and limiter flags are the `agent` command's (same defaults and
+// bounds; env variables QUOTASCOPE_SERVE_*, and the agent's former names as aliases). A bad flag, file, export or tree exits 2 before anything listens.
 import { Command } from 'commander';
 import { AgentConfigError } from '../agent/config.ts';
 import { redactUrl } from '../instrumentation/redact-url.ts';
@@ -17,12 +17,14 @@ const field = serveOptionsSchema.shape;
 const FLAGS = {
   agent: {
     flag: 'agent',
+    env: false,
     value: 'file[#export]',
     help: 'TS or JS module exporting the root agent (a BaseAgent or a Workflow); export rootAgent by default',
     schema: field.agent.optional(),
   },
   appName: {
     flag: 'app-name',
+    env: false,
     value: 'name',
     help: 'app name for /list-apps and /v1/agents/NAME/run',
     schema: field.appName,
@@ -30,21 +32,21 @@ const FLAGS = {
   },
   importTimeoutMs: {
     flag: 'import-timeout-ms',
-    env: 'SERVE_IMPORT_TIMEOUT_MS',
+    formerEnv: 'SERVE_IMPORT_TIMEOUT_MS',
     value: 'ms',
     help: 'importing the module may take this long (a top-level await that never settles ends here), ms',
     schema: field.importTimeoutMs,
   },
   maxSessions: {
     flag: 'max-sessions',
-    env: 'SERVE_MAX_SESSIONS',
+    formerEnv: 'SERVE_MAX_SESSIONS',
     value: 'n',
     help: 'ADK sessions kept in memory; one more evicts the session idle longest (agent_sessions_evicted_total)',
     schema: field.maxSessions,
   },
   sessionIdleMs: {
     flag: 'session-idle-ms',
-    env: 'SERVE_SESSION_IDLE_MS',
+    formerEnv: 'SERVE_SESSION_IDLE_MS',
     value: 'ms',
     help: 'a session unused this long is evicted, ms',
     schema: field.sessionIdleMs,

@@ -59,7 +59,7 @@ export const START_FLAGS: FlagSpecs<keyof StartOptions> = {
 
 export function startCommand(): Command {
   const command = new Command('start').description('run the whole stack on loopback: a fan-out burst, then steady traffic, a summary and a report');
-  const flags = new FlagSet(command, START_FLAGS, { envPrefix: 'QUOTASCOPE_START_' });
+  const flags = new FlagSet(command, START_FLAGS);
   command.action(async () => {
     const parsed = startOptionsSchema.safeParse(flags.values());
     if (!parsed.success) throw new UsageError(flags.describe(parsed.error));

@@ -25,7 +25,7 @@ const FLAGS: FlagSpecs<keyof SweepOptions> = {
 
 export function sweepCommand(): Command {
   const command = new Command('sweep').description("measure the rate a tree sustains on start's stack (double, then bisect steady rates) and set it beside the plan");
-  const flags = new FlagSet(command, FLAGS, { envPrefix: 'QUOTASCOPE_SWEEP_' });
+  const flags = new FlagSet(command, FLAGS);
   command.action(async () => {
     const parsed = sweepOptionsSchema.safeParse(flags.values());
     if (!parsed.success) throw new UsageError(flags.describe(parsed.error));

@@ -20,13 +20,16 @@ export type CountedTokens = CountedTokenKind | ((usage: Usage) => number);
 
 export const countedTokensSchema = z.union([z.enum(COUNTED_TOKEN_KINDS), z.function()]);
 
+/** What a function of usage may give: a finite number of tokens, >= 0. */
+const countedTokensValue = z.number().min(0);
+
 /** The tokens of `usage` that count, or undefined when the provider did not report them. */
 export function countTokens(counted: CountedTokens, usage: Usage | undefined): number | undefined {
   if (!usage) return undefined;
   if (counted === 'total') return usage.total;
   if (counted === 'input') return usage.input;
   const tokens = counted(usage);
-  if (!Number.isFinite(tokens) || tokens < 0) throw new RangeError(`countedTokens gave ${tokens}, need a finite number >= 0`);
+  if (!countedTokensValue.safeParse(tokens).success) throw new RangeError(`countedTokens gave ${tokens}, need a finite number >= 0`);
   return tokens;
 }
 

@@ -106,3 +106,31 @@ export const DOOR_SEEN_PATH_MARGIN = 1.2;
 export const AUTO_DEADLINE_CRITICAL_PATHS = 2;
 /** Retry-after of a request shed while a shared budget is unreachable and fails closed (when it names none), ms. */
 export const DEFAULT_UNAVAILABLE_RETRY_MS = 5_000;
+
+/**
+ * AIMD (limits/aimd.ts): the permits' factor on a congestion signal, the window limit's factor
+ * on one that names no retry delay, how far below its share of a filled window a 429 naming a
+ * retry delay puts the window limit, the additive step's factor per further clean window, and
+ * the windows a measured ceiling is trusted. A window holding AIMD_NEARLY_FULL of its limit
+ * counts as bound. Bounds: tokenGrowth in [1, AIMD_MAX_TOKEN_GROWTH], ceilingWindows in
+ * [1, AIMD_MAX_CEILING_WINDOWS].
+ */
+export const AIMD_BACKOFF_RATIO = 0.9;
+export const AIMD_TOKEN_BACKOFF_RATIO = 0.8;
+export const AIMD_SHARE_MARGIN = 0.05;
+export const AIMD_TOKEN_GROWTH = 16;
+export const AIMD_MAX_TOKEN_GROWTH = 32;
+export const AIMD_CEILING_WINDOWS = 9;
+export const AIMD_MAX_CEILING_WINDOWS = 1_000;
+export const AIMD_NEARLY_FULL = 0.9;
+
+/** The longest hold, climb step or spacing a quota step-down takes, ms (a day). */
+export const STEP_DOWN_MAX_MS = 86_400_000;
+
+/** Part of the quota a static split between replicas uses (limits/replica-share.ts): 10 % kept for estimate error and bursts. */
+export const DEFAULT_REPLICA_HEADROOM = 0.9;
+
+/** UsageEstimator: output tokens assumed before any usage was seen, the quantile of recent output reserved, and the calls remembered per agent. */
+export const DEFAULT_INITIAL_OUTPUT_TOKENS = 1_000;
+export const DEFAULT_OUTPUT_QUANTILE = 0.95;
+export const DEFAULT_ESTIMATE_WINDOW = 100;

@@ -14,7 +14,9 @@
 // (starting from 0), so the reservation is the request's input and output is never reserved.
 import type { LlmRequest } from '@google/adk';
 import { type CountedTokens, countsOutput } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS } from './defaults.ts';
+import { z } from 'zod';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_ESTIMATE_WINDOW, DEFAULT_INITIAL_OUTPUT_TOKENS, DEFAULT_OUTPUT_QUANTILE } from './defaults.ts';
+import { parseOptions } from './limiter-options.ts';
 
 interface PartLike {
   text?: unknown;
@@ -52,15 +54,22 @@ export interface TokenEstimator {
 export interface UsageEstimatorOptions {
   /** The budget's counted tokens (default DEFAULT_COUNTED_TOKENS): input-only reserves no output. */
   readonly countedTokens?: CountedTokens;
-  /** Output tokens assumed for an agent before any usage was seen, when output counts (default 1000). */
+  /** Output tokens assumed for an agent before any usage was seen, when output counts (default DEFAULT_INITIAL_OUTPUT_TOKENS, 1000). */
   readonly initialOutputTokens?: number;
-  /** Quantile of recent output usage to reserve (default 0.95). */
+  /** Quantile of recent output usage to reserve (default DEFAULT_OUTPUT_QUANTILE, 0.95). */
   readonly quantile?: number;
-  /** Calls remembered per agent (default 100). */
+  /** Calls remembered per agent (default DEFAULT_ESTIMATE_WINDOW, 100). */
   readonly window?: number;
   /** Upper bound of any estimate, usually the budget's capacity. */
   readonly maxTokens?: number;
 }
+
+/** The learning's numbers (initialOutputTokens is 0 when output does not count, whatever was given). */
+const estimatorOptionsSchema = z.object({
+  initialOutputTokens: z.number().min(0),
+  quantile: z.number().gt(0).max(1).default(DEFAULT_OUTPUT_QUANTILE),
+  window: z.number().min(1).default(DEFAULT_ESTIMATE_WINDOW),
+});
 
 /** Input by the counting rule + a learned per-agent quantile of the rest of the counted usage. */
 export class UsageEstimator implements TokenEstimator {
@@ -74,13 +83,12 @@ export class UsageEstimator implements TokenEstimator {
 
   constructor(options: UsageEstimatorOptions = {}) {
     this.countedTokens = options.countedTokens ?? DEFAULT_COUNTED_TOKENS;
-    this.initialOutputTokens = countsOutput(this.countedTokens) ? (options.initialOutputTokens ?? 1000) : 0;
-    this.quantile = options.quantile ?? 0.95;
-    this.window = options.window ?? 100;
+    const initialOutputTokens = countsOutput(this.countedTokens) ? (options.initialOutputTokens ?? DEFAULT_INITIAL_OUTPUT_TOKENS) : 0;
+    const checked = parseOptions('UsageEstimator', estimatorOptionsSchema, { ...options, initialOutputTokens });
+    this.initialOutputTokens = checked.initialOutputTokens;
+    this.quantile = checked.quantile;
+    this.window = checked.window;
     this.maxTokens = options.maxTokens ?? Number.POSITIVE_INFINITY;
-    if (!(this.quantile > 0 && this.quantile <= 1)) throw new RangeError('quantile must be in (0, 1]');
-    if (!(this.window >= 1)) throw new RangeError('window must be >= 1');
-    if (!(this.initialOutputTokens >= 0)) throw new RangeError('initialOutputTokens must be >= 0');
   }
 
   /** The learned estimate beyond the rule's input for an agent (the configured start until usage is seen). */

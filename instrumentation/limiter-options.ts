@@ -25,6 +25,13 @@ export function optionProblems(error: z.ZodError): string {
   return error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`).join('; ');
 }
 
+/** `input` as `schema` parses it (defaults filled in); else a RangeError `<owner> options: field: problem; …`. */
+export function parseOptions<T extends z.ZodType>(owner: string, schema: T, input: unknown): z.output<T> {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) throw new RangeError(`${owner} options: ${optionProblems(parsed.error)}`);
+  return parsed.data;
+}
+
 /** What a user reads about an option: its help, the unit (or kind) of its value, and its default in words when the schema has none to show. */
 export interface OptionHelp {
   readonly description: string;

@@ -2,8 +2,10 @@
 // may be at most `ratio` of the calls made over a sliding window, plus a small floor so a
 // quiet client can still retry. When the provider answers 429 to everything,
 // load grows by at most ~10 % instead of multiplying by maxAttempts.
+import { z } from 'zod';
 import { type Clock, realClock } from './clock.ts';
 import { DEFAULT_MIN_RETRIES, DEFAULT_RETRY_RATIO, DEFAULT_RETRY_WINDOW_MS } from './defaults.ts';
+import { parseOptions } from './limiter-options.ts';
 
 export interface RetryBudgetOptions {
   /** Retries allowed per call made in the window (default 0.1). */
@@ -14,6 +16,12 @@ export interface RetryBudgetOptions {
   readonly minRetries?: number;
   readonly clock?: Clock;
 }
+
+const retryBudgetOptionsSchema = z.object({
+  ratio: z.number().min(0).default(DEFAULT_RETRY_RATIO),
+  windowMs: z.number().gt(0).default(DEFAULT_RETRY_WINDOW_MS),
+  minRetries: z.number().min(0).default(DEFAULT_MIN_RETRIES),
+});
 
 // The window is kept as a ring of slots so counting stays O(slots), not O(calls).
 const SLOTS = 10;
@@ -29,12 +37,7 @@ export class RetryBudget {
   #slot = 0;
 
   constructor(options: RetryBudgetOptions = {}) {
-    this.ratio = options.ratio ?? DEFAULT_RETRY_RATIO;
-    this.windowMs = options.windowMs ?? DEFAULT_RETRY_WINDOW_MS;
-    this.minRetries = options.minRetries ?? DEFAULT_MIN_RETRIES;
-    if (!(this.ratio >= 0) || !(this.windowMs > 0) || !(this.minRetries >= 0)) {
-      throw new RangeError('retry budget needs ratio >= 0, windowMs > 0 and minRetries >= 0');
-    }
+    ({ ratio: this.ratio, windowMs: this.windowMs, minRetries: this.minRetries } = parseOptions('RetryBudget', retryBudgetOptionsSchema, options));
     this.#clock = options.clock ?? realClock;
     this.#slotStart = this.#clock.now();
   }

@@ -8,6 +8,7 @@
 // Admission is FIFO among ELIGIBLE waiters: a waiter whose lane is at its cap is skipped
 // (it never blocks the ones behind it) and keeps its place for when its lane frees up.
 // With no cap configured the queue is exactly the strict FIFO above.
+import { z } from 'zod';
 import { type Clock, realClock } from './clock.ts';
 import { WaiterQueue } from './waiter-queue.ts';
 
@@ -241,8 +242,11 @@ function hasRoom(lane: LaneState): boolean {
   return lane.limit === undefined || lane.held < lane.limit;
 }
 
+/** A semaphore's limit, or a lane's. */
+const permitLimit = z.int().min(1);
+
 function assertLimit(limit: number, what = 'limit'): void {
-  if (!Number.isInteger(limit) || limit < 1) {
+  if (!permitLimit.safeParse(limit).success) {
     throw new RangeError(`semaphore ${what} must be an integer >= 1, got ${limit}`);
   }
 }

@@ -31,7 +31,20 @@
 //   about ceilingWindows + 2 windows of the last 429.
 import type { Budget } from '../budget.ts';
 import { type Clock, realClock } from '../clock.ts';
-import { DEFAULT_WINDOW_MS } from '../defaults.ts';
+import { z } from 'zod';
+import {
+  AIMD_BACKOFF_RATIO,
+  AIMD_CEILING_WINDOWS,
+  AIMD_MAX_CEILING_WINDOWS,
+  AIMD_MAX_TOKEN_GROWTH,
+  AIMD_NEARLY_FULL,
+  AIMD_SHARE_MARGIN,
+  AIMD_TOKEN_BACKOFF_RATIO,
+  AIMD_TOKEN_GROWTH,
+  DEFAULT_WINDOW_MS,
+  MAX_WINDOW_MS,
+} from '../defaults.ts';
+import { parseOptions } from '../limiter-options.ts';
 import type { AdaptiveLimit, CallSample } from './adaptive-limit.ts';
 import { AdmissionLog } from './admission-log.ts';
 
@@ -43,7 +56,7 @@ export interface AimdOptions {
   readonly initial: number;
   readonly min?: number;
   readonly max: number;
-  /** Factor applied to the permits on a congestion signal (default 0.9). */
+  /** Factor applied to the permits on a congestion signal (default AIMD_BACKOFF_RATIO, 0.9). */
   readonly backoffRatio?: number;
   /** A call slower than this counts as congestion, ms (default: none). */
   readonly latencyThresholdMs?: number;
@@ -51,19 +64,41 @@ export interface AimdOptions {
   readonly budget?: Budget;
   /** Lowest window limit (default 10 % of the budget's capacity); the highest is the capacity. */
   readonly minTokens?: number;
-  /** Factor applied to the window limit on a congestion signal that names no retry delay (default 0.8). */
+  /** Factor applied to the window limit on a congestion signal that names no retry delay (default AIMD_TOKEN_BACKOFF_RATIO, 0.8). */
   readonly tokenBackoffRatio?: number;
-  /** How far below its share of the filled window a 429 naming a retry delay puts the window limit (default 0.05). */
+  /** How far below its share of the filled window a 429 naming a retry delay puts the window limit (default AIMD_SHARE_MARGIN, 0.05). */
   readonly shareMargin?: number;
   /** The window limit's first additive step above a forgotten ceiling, and the gap below a trusted one (default 2 % of the capacity). */
   readonly tokenStep?: number;
-  /** The step's factor per further clean window (default 16). */
+  /** The step's factor per further clean window (default AIMD_TOKEN_GROWTH, 16). */
   readonly tokenGrowth?: number;
-  /** Windows a ceiling is trusted: no probe above it before (default 9). */
+  /** Windows a ceiling is trusted: no probe above it before (default AIMD_CEILING_WINDOWS, 9). */
   readonly ceilingWindows?: number;
   /** The window decisions are made in, ms (default: the budget's windowMs, else a minute). */
   readonly windowMs?: number;
   readonly clock?: Clock;
+}
+
+/** The options' numbers, each bounded (windowMs: the option, else the budget's, else a minute). */
+const aimdOptionsSchema = z
+  .object({
+    min: z.int().min(1).default(1),
+    max: z.int().min(1),
+    backoffRatio: z.number().gt(0).lt(1).default(AIMD_BACKOFF_RATIO),
+    windowMs: z.int().min(1).max(MAX_WINDOW_MS),
+    tokenBackoffRatio: z.number().gt(0).lt(1).default(AIMD_TOKEN_BACKOFF_RATIO),
+    shareMargin: z.number().min(0).lt(0.5).default(AIMD_SHARE_MARGIN),
+    tokenGrowth: z.number().min(1).max(AIMD_MAX_TOKEN_GROWTH).default(AIMD_TOKEN_GROWTH),
+    ceilingWindows: z.int().min(1).max(AIMD_MAX_CEILING_WINDOWS).default(AIMD_CEILING_WINDOWS),
+  })
+  .refine((options) => options.min <= options.max, { path: ['max'], error: 'must be >= min' });
+
+/** The window limit's bounds, given a budget: in (0, its capacity]; by default a tenth of it, and steps of a fiftieth. */
+function tokenFieldsSchema(capacity: number) {
+  return z.object({
+    minTokens: z.number().gt(0).max(capacity).default(capacity / 10),
+    tokenStep: z.number().gt(0).max(capacity).default(capacity / 50),
+  });
 }
 
 export class AimdLimit implements AdaptiveLimit {
@@ -97,49 +132,27 @@ export class AimdLimit implements AdaptiveLimit {
   #hearsAdmissions = false;
 
   constructor(options: AimdOptions) {
-    this.min = options.min ?? 1;
-    this.max = options.max;
-    this.backoffRatio = options.backoffRatio ?? 0.9;
-    this.latencyThresholdMs = options.latencyThresholdMs ?? Number.POSITIVE_INFINITY;
-    if (!(Number.isInteger(this.min) && this.min >= 1 && Number.isInteger(this.max) && this.max >= this.min)) {
-      throw new RangeError(`AIMD limit needs integers 1 <= min <= max, got min=${this.min} max=${this.max}`);
-    }
-    if (!(this.backoffRatio > 0 && this.backoffRatio < 1)) throw new RangeError(`backoffRatio must be in (0, 1), got ${this.backoffRatio}`);
-    this.#clock = options.clock ?? realClock;
     const budget = options.budget;
+    const checked = parseOptions('AimdLimit', aimdOptionsSchema, { ...options, windowMs: options.windowMs ?? budget?.windowMs ?? DEFAULT_WINDOW_MS });
+    this.min = checked.min;
+    this.max = checked.max;
+    this.backoffRatio = checked.backoffRatio;
+    this.latencyThresholdMs = options.latencyThresholdMs ?? Number.POSITIVE_INFINITY;
+    this.#clock = options.clock ?? realClock;
     if (budget && (typeof budget.setWindowLimit !== 'function' || budget.windowLimit === undefined)) {
       throw new TypeError('AIMD budget: needs windowLimit and setWindowLimit (TokenBudget, RedisTokenBudget)');
     }
     this.#budget = budget as AdaptiveBudget | undefined;
-    this.windowMs = options.windowMs ?? budget?.windowMs ?? DEFAULT_WINDOW_MS;
-    if (!(Number.isInteger(this.windowMs) && this.windowMs >= 1 && this.windowMs <= 3_600_000)) {
-      throw new RangeError(`AIMD windowMs must be a whole number of ms in [1, 3600000], got ${this.windowMs}`);
-    }
-    this.tokenBackoffRatio = options.tokenBackoffRatio ?? 0.8;
-    if (!(this.tokenBackoffRatio > 0 && this.tokenBackoffRatio < 1)) {
-      throw new RangeError(`tokenBackoffRatio must be in (0, 1), got ${this.tokenBackoffRatio}`);
-    }
-    this.shareMargin = options.shareMargin ?? 0.05;
-    if (!(this.shareMargin >= 0 && this.shareMargin < 0.5)) throw new RangeError(`shareMargin must be in [0, 0.5), got ${this.shareMargin}`);
-    this.tokenGrowth = options.tokenGrowth ?? 16;
-    this.ceilingWindows = options.ceilingWindows ?? 9;
-    if (!(Number.isInteger(this.ceilingWindows) && this.ceilingWindows >= 1 && this.ceilingWindows <= 1_000)) {
-      throw new RangeError(`ceilingWindows must be an integer in [1, 1000], got ${this.ceilingWindows}`);
-    }
-    if (!(this.tokenGrowth >= 1 && this.tokenGrowth <= 32)) throw new RangeError(`tokenGrowth must be in [1, 32], got ${this.tokenGrowth}`);
+    this.windowMs = checked.windowMs;
+    this.tokenBackoffRatio = checked.tokenBackoffRatio;
+    this.shareMargin = checked.shareMargin;
+    this.tokenGrowth = checked.tokenGrowth;
+    this.ceilingWindows = checked.ceilingWindows;
     const capacity = budget?.capacity;
     this.maxTokens = capacity;
-    this.minTokens = capacity === undefined ? undefined : (options.minTokens ?? capacity / 10);
-    this.tokenStep = capacity === undefined ? 0 : (options.tokenStep ?? capacity / 50);
-    if (capacity !== undefined) {
-      const minTokens = this.minTokens as number;
-      if (!(Number.isFinite(minTokens) && minTokens > 0 && minTokens <= capacity)) {
-        throw new RangeError(`minTokens must be in (0, the budget's capacity ${capacity}], got ${minTokens}`);
-      }
-      if (!(Number.isFinite(this.tokenStep) && this.tokenStep > 0 && this.tokenStep <= capacity)) {
-        throw new RangeError(`tokenStep must be in (0, the budget's capacity ${capacity}], got ${this.tokenStep}`);
-      }
-    }
+    const tokens = capacity === undefined ? undefined : parseOptions('AimdLimit', tokenFieldsSchema(capacity), options);
+    this.minTokens = tokens?.minTokens;
+    this.tokenStep = tokens?.tokenStep ?? 0;
     this.#limit = clamp(Math.round(options.initial), this.min, this.max);
     this.#windowStart = this.#clock.now();
     this.#admitted = new AdmissionLog(this.windowMs);
@@ -257,7 +270,7 @@ export class AimdLimit implements AdaptiveLimit {
   #budgetBinds(): boolean {
     const budget = this.#budget;
     if (!budget) return false;
-    return budget.waiting > 0 || (budget.windowTokens ?? 0) >= 0.9 * budget.windowLimit;
+    return budget.waiting > 0 || (budget.windowTokens ?? 0) >= AIMD_NEARLY_FULL * budget.windowLimit;
   }
 
   /** Every window that ended since the last: a clean one in which the budget bound raises the window limit. */

@@ -19,6 +19,7 @@
 //   step of the ceiling every stepMs, back to the ceiling.
 // The limit is a function of time and the 429s heard (limitAt); a timer moves the budget's
 // window limit when it changes.
+import { z } from 'zod';
 import type { Budget } from '../budget.ts';
 import { type Clock, realClock, type TimerHandle, unrefTimer } from '../clock.ts';
 import {
@@ -26,12 +27,14 @@ import {
   STEP_DOWN_HOLD_WINDOWS,
   STEP_DOWN_MARGIN,
   STEP_DOWN_MAX_CUT,
+  STEP_DOWN_MAX_MS,
   STEP_DOWN_MIN_FRACTION,
   STEP_DOWN_NEAR_FRACTION,
   STEP_DOWN_SPACING_WINDOWS,
   STEP_DOWN_STEP,
   STEP_DOWN_STEP_WINDOWS,
 } from '../defaults.ts';
+import { parseOptions } from '../limiter-options.ts';
 import type { NamedQuota } from '../rate-limit-errors.ts';
 
 /** A budget whose window limit can be moved (TokenBudget, RedisTokenBudget). */
@@ -66,6 +69,23 @@ export interface RateLimitSignal {
 /** What a 429 did: cut the limit, held it (the caller's own, but too soon for another cut), or nothing (shared capacity). */
 export type StepDownVerdict = 'cut' | 'held' | 'shared';
 
+/** A part of the limit or ceiling, in (0, 1]. */
+const part = z.number().gt(0).max(1);
+/** A time, ms, from `min` to a day. */
+const duration = (min: number) => z.number().min(min).max(STEP_DOWN_MAX_MS);
+
+/** The options' numbers, each bounded (the times' defaults are parts of the budget's window, filled in before). */
+const stepDownOptionsSchema = z.object({
+  maxCut: part.default(STEP_DOWN_MAX_CUT),
+  minFraction: part.default(STEP_DOWN_MIN_FRACTION),
+  margin: z.number().min(0).max(1).default(STEP_DOWN_MARGIN),
+  nearFraction: part.default(STEP_DOWN_NEAR_FRACTION),
+  step: part.default(STEP_DOWN_STEP),
+  holdMs: duration(0),
+  stepMs: duration(1),
+  spacingMs: duration(0),
+});
+
 export class QuotaStepDown {
   /** The configured tokens per window: the limit the step down returns to. */
   readonly ceiling: number;
@@ -99,15 +119,20 @@ export class QuotaStepDown {
     const windowMs = budget.windowMs ?? DEFAULT_WINDOW_MS;
     this.windowMs = windowMs;
     this.ceiling = budget.windowLimit;
-    this.maxCut = part('maxCut', options.maxCut ?? STEP_DOWN_MAX_CUT);
-    const minFraction = part('minFraction', options.minFraction ?? STEP_DOWN_MIN_FRACTION);
-    this.floor = this.ceiling * minFraction;
-    this.margin = part('margin', options.margin ?? STEP_DOWN_MARGIN, true);
-    this.nearFraction = part('nearFraction', options.nearFraction ?? STEP_DOWN_NEAR_FRACTION);
-    this.step = part('step', options.step ?? STEP_DOWN_STEP);
-    this.holdMs = duration('holdMs', options.holdMs ?? STEP_DOWN_HOLD_WINDOWS * windowMs, 0);
-    this.stepMs = duration('stepMs', options.stepMs ?? STEP_DOWN_STEP_WINDOWS * windowMs, 1);
-    this.spacingMs = duration('spacingMs', options.spacingMs ?? STEP_DOWN_SPACING_WINDOWS * windowMs, 0);
+    const checked = parseOptions('QuotaStepDown', stepDownOptionsSchema, {
+      ...options,
+      holdMs: options.holdMs ?? STEP_DOWN_HOLD_WINDOWS * windowMs,
+      stepMs: options.stepMs ?? STEP_DOWN_STEP_WINDOWS * windowMs,
+      spacingMs: options.spacingMs ?? STEP_DOWN_SPACING_WINDOWS * windowMs,
+    });
+    this.maxCut = checked.maxCut;
+    this.floor = this.ceiling * checked.minFraction;
+    this.margin = checked.margin;
+    this.nearFraction = checked.nearFraction;
+    this.step = checked.step;
+    this.holdMs = checked.holdMs;
+    this.stepMs = checked.stepMs;
+    this.spacingMs = checked.spacingMs;
   }
 
   /** The tokens per window now. */
@@ -180,18 +205,4 @@ export class QuotaStepDown {
     this.#timer = this.#clock.setTimeout(() => this.#apply(), next - now);
     unrefTimer(this.#timer);
   }
-}
-
-function part(name: string, value: number, zero = false): number {
-  if (!(Number.isFinite(value) && (zero ? value >= 0 : value > 0) && value <= 1)) {
-    throw new RangeError(`QuotaStepDown ${name} must be in ${zero ? '[0' : '(0'}, 1], got ${value}`);
-  }
-  return value;
-}
-
-function duration(name: string, value: number, min: number): number {
-  if (!(Number.isFinite(value) && value >= min && value <= 24 * 3_600_000)) {
-    throw new RangeError(`QuotaStepDown ${name} must be a number of ms in [${min}, 86400000], got ${value}`);
-  }
-  return value;
 }

@@ -2,6 +2,9 @@
 // RateLimitedLlm: every replica gets headroom × quota / N, so the fleet together stays
 // under the quota without coordination (the worked example: 90 % of 1 M TPM over 3
 // replicas = 300 k TPM each).
+import { z } from 'zod';
+import { DEFAULT_REPLICA_HEADROOM } from '../defaults.ts';
+import { parseOptions } from '../limiter-options.ts';
 
 export interface QuotaShareInput {
   /** The provider's tokens-per-minute quota for the whole fleet. */
@@ -9,7 +12,7 @@ export interface QuotaShareInput {
   /** Concurrency the whole fleet may use. */
   readonly maxConcurrent: number;
   readonly replicas: number;
-  /** Fraction of the quota to use (default 0.9: keep 10 % for estimate error and bursts). */
+  /** Fraction of the quota to use (default DEFAULT_REPLICA_HEADROOM, 0.9: keep 10 % for estimate error and bursts). */
   readonly headroom?: number;
 }
 
@@ -18,16 +21,17 @@ export interface QuotaShare {
   readonly maxConcurrent: number;
 }
 
+const quotaShareInputSchema = z.object({
+  tokensPerMinute: z.number().gt(0),
+  maxConcurrent: z.number().min(1),
+  replicas: z.int().min(1),
+  headroom: z.number().gt(0).max(1).default(DEFAULT_REPLICA_HEADROOM),
+});
+
 export function replicaShare(input: QuotaShareInput): QuotaShare {
-  const headroom = input.headroom ?? 0.9;
-  if (!(Number.isInteger(input.replicas) && input.replicas >= 1)) {
-    throw new RangeError(`replicas must be an integer >= 1, got ${input.replicas}`);
-  }
-  if (!(headroom > 0 && headroom <= 1)) throw new RangeError(`headroom must be in (0, 1], got ${headroom}`);
-  if (!(input.tokensPerMinute > 0)) throw new RangeError(`tokensPerMinute must be > 0, got ${input.tokensPerMinute}`);
-  if (!(input.maxConcurrent >= 1)) throw new RangeError(`maxConcurrent must be >= 1, got ${input.maxConcurrent}`);
+  const { tokensPerMinute, maxConcurrent, replicas, headroom } = parseOptions('replicaShare', quotaShareInputSchema, input);
   return {
-    tokensPerMinute: Math.floor((input.tokensPerMinute * headroom) / input.replicas),
-    maxConcurrent: Math.max(1, Math.floor(input.maxConcurrent / input.replicas)),
+    tokensPerMinute: Math.floor((tokensPerMinute * headroom) / replicas),
+    maxConcurrent: Math.max(1, Math.floor(maxConcurrent / replicas)),
   };
 }

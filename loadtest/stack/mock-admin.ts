@@ -1,9 +1,10 @@
 // The mock provider's admin API as the load-test side uses it: read and patch the live
 // config. The admin API answers loopback clients without a token; across a network (docker
-// compose) the mock requires MOCK_PROVIDER_ADMIN_TOKEN, sent here as a bearer token.
+// compose) the mock requires its admin token (QUOTASCOPE_MOCK_PROVIDER_ADMIN_TOKEN, formerly
+// MOCK_PROVIDER_ADMIN_TOKEN, which the mock still reads), sent here as a bearer token.
 
 function adminHeaders(): Record<string, string> {
-  const token = process.env.MOCK_PROVIDER_ADMIN_TOKEN;
+  const token = process.env.QUOTASCOPE_MOCK_PROVIDER_ADMIN_TOKEN ?? process.env.MOCK_PROVIDER_ADMIN_TOKEN;
   return token ? { authorization: `Bearer ${token}` } : {};
 }
 

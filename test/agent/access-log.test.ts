@@ -152,12 +152,12 @@ describe('access log → trace', () => {
 });
 
 describe('access log configuration', () => {
-  it('off by default; --access-log over AGENT_ACCESS_LOG; empty is rejected by name', () => {
+  it('off by default; --access-log over QUOTASCOPE_AGENT_ACCESS_LOG; empty is rejected by name', () => {
     const none = parseCliConfig([], {});
     expect(none !== 'help' && none.service.accessLog).toBeUndefined();
-    const fromEnv = parseCliConfig([], { AGENT_ACCESS_LOG: '/tmp/a.jsonl' });
+    const fromEnv = parseCliConfig([], { QUOTASCOPE_AGENT_ACCESS_LOG: '/tmp/a.jsonl' });
     expect(fromEnv !== 'help' && fromEnv.service.accessLog).toBe('/tmp/a.jsonl');
-    const fromFlag = parseCliConfig(['--access-log', '-'], { AGENT_ACCESS_LOG: '/tmp/a.jsonl' });
+    const fromFlag = parseCliConfig(['--access-log', '-'], { QUOTASCOPE_AGENT_ACCESS_LOG: '/tmp/a.jsonl' });
     expect(fromFlag !== 'help' && fromFlag.service.accessLog).toBe('-');
     expect(() => parseServiceOptions({ accessLog: '' })).toThrow(/accessLog/);
   });

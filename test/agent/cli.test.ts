@@ -45,7 +45,7 @@ describe('agent CLI', () => {
     const child = spawn(
       process.execPath,
       ['cli/quotascope.ts', 'agent', '--port', String(port), '--replicas', '2', '--provider-url', mock.url, '--permits', '3'],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PROVIDER_API_KEY: 'sekret-key-4711' } },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, QUOTASCOPE_AGENT_API_KEY: 'sekret-key-4711' } },
     );
     children.push(child);
     let output = '';

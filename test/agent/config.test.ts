@@ -18,7 +18,7 @@ describe('agent configuration', () => {
   });
 
   it('flags win over env; replicas split the budget unless a share is given', () => {
-    const env = { AGENT_PORT: '9000', LIMITER_PERMITS: '3', PROVIDER_URL: 'http://127.0.0.1:1' };
+    const env = { QUOTASCOPE_AGENT_PORT: '9000', QUOTASCOPE_AGENT_PERMITS: '3', QUOTASCOPE_AGENT_PROVIDER_URL: 'http://127.0.0.1:1' };
     const c = parseCliConfig(['--port', '9100', '--replicas', '3'], env);
     if (c === 'help') throw new Error('unexpected help');
     expect(c.service.port).toBe(9100);
@@ -34,7 +34,7 @@ describe('agent configuration', () => {
     if (d === 'help') throw new Error('unexpected help');
     expect(d.service.countedTokens).toBe('input');
     expect(d.service.quotaWindowMs).toBe(60_000);
-    const c = parseCliConfig(['--counted-tokens', 'total'], { LIMITER_QUOTA_WINDOW_MS: '6000' });
+    const c = parseCliConfig(['--counted-tokens', 'total'], { QUOTASCOPE_AGENT_QUOTA_WINDOW_MS: '6000' });
     if (c === 'help') throw new Error('unexpected help');
     expect(c.service.countedTokens).toBe('total');
     expect(c.service.quotaWindowMs).toBe(6000);
@@ -50,7 +50,7 @@ describe('agent configuration', () => {
     expect(() => parseCliConfig(['--bogus'], {})).toThrow(AgentConfigError);
     expect(() => parseServiceOptions({ permits: -1 })).toThrow(/permits/);
     expect(() => parseCliConfig(['--streaming', 'maybe'], {})).toThrow(/--streaming/);
-    const streaming = parseCliConfig([], { AGENT_STREAMING: 'true' });
+    const streaming = parseCliConfig([], { QUOTASCOPE_AGENT_STREAMING: 'true' });
     expect(streaming !== 'help' && streaming.service.streaming).toBe(true);
   });
 
@@ -74,12 +74,12 @@ describe('agent configuration', () => {
   it('--budget-window picks the token budget guard: rolling by default, bucket on request', async () => {
     const defaults = parseCliConfig([], {});
     expect(defaults !== 'help' && defaults.service.budgetWindow).toBe('rolling');
-    const fromFlag = parseCliConfig(['--budget-window', 'bucket'], { AGENT_BUDGET_WINDOW: 'rolling' });
+    const fromFlag = parseCliConfig(['--budget-window', 'bucket'], { QUOTASCOPE_AGENT_BUDGET_WINDOW: 'rolling' });
     expect(fromFlag !== 'help' && fromFlag.service.budgetWindow).toBe('bucket');
-    const fromEnv = parseCliConfig([], { AGENT_BUDGET_WINDOW: 'bucket' });
+    const fromEnv = parseCliConfig([], { QUOTASCOPE_AGENT_BUDGET_WINDOW: 'bucket' });
     expect(fromEnv !== 'help' && fromEnv.service.budgetWindow).toBe('bucket');
     expect(() => parseCliConfig(['--budget-window', 'sliding'], {})).toThrow(/--budget-window/);
-    expect(() => parseCliConfig([], { AGENT_BUDGET_WINDOW: 'fixed' })).toThrow(/AGENT_BUDGET_WINDOW/);
+    expect(() => parseCliConfig([], { QUOTASCOPE_AGENT_BUDGET_WINDOW: 'fixed' })).toThrow(/QUOTASCOPE_AGENT_BUDGET_WINDOW/);
     for (const [budgetWindow, rolling] of [['rolling', true], ['bucket', false]] as const) {
       const delegate = new FakeLlm(async function* () {
         yield textResponse('ok', 10);

@@ -125,12 +125,12 @@ describe('--batch-max-permits', () => {
 
     const fromFlag = parseCliConfig(['--permits', '8', '--batch-max-permits', '3'], {});
     expect(fromFlag !== 'help' && batchLanePermits(fromFlag.service)).toBe(3);
-    const fromEnv = parseCliConfig([], { AGENT_BATCH_MAX_PERMITS: 'off' });
+    const fromEnv = parseCliConfig([], { QUOTASCOPE_AGENT_BATCH_MAX_PERMITS: 'off' });
     expect(fromEnv !== 'help' && fromEnv.service.batchMaxPermits).toBe('off');
 
     expect(() => parseCliConfig(['--batch-max-permits', 'half'], {})).toThrow(/--batch-max-permits/);
     expect(() => parseCliConfig(['--permits', '4', '--batch-max-permits', '5'], {})).toThrow(/--batch-max-permits: must be <= permits \(4\)/);
-    expect(() => parseCliConfig([], { AGENT_BATCH_MAX_PERMITS: '0' })).toThrow(/AGENT_BATCH_MAX_PERMITS/);
+    expect(() => parseCliConfig([], { QUOTASCOPE_AGENT_BATCH_MAX_PERMITS: '0' })).toThrow(/QUOTASCOPE_AGENT_BATCH_MAX_PERMITS/);
     expect(() => parseServiceOptions({ batchMaxPermits: 2.5 })).toThrow(AgentConfigError);
   });
 });

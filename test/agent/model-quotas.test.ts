@@ -50,7 +50,7 @@ describe('per-model flags of serve and agent', () => {
     expect(served !== 'help' && served.tokensPerMinute).toEqual({ [FLASH]: 900_000, [PRO]: 450_000 });
     const mixed = parseServeArgs(['--agent', 'a.ts', '--tokens-per-minute', `900000,${PRO}=450000`, '--quota-scope', 'model'], {});
     expect(mixed !== 'help' && mixed.tokensPerMinute).toEqual({ '*': 900_000, [PRO]: 450_000 });
-    const agent = parseCliConfig([], { LIMITER_TOKENS_PER_MINUTE: `${PRO}=1000` });
+    const agent = parseCliConfig([], { QUOTASCOPE_AGENT_TOKENS_PER_MINUTE: `${PRO}=1000` });
     expect(agent !== 'help' && agent.service.tokensPerMinute).toEqual({ [PRO]: 1000 });
   });
 

@@ -153,15 +153,15 @@ describe('the quota-sharing switch is validated', () => {
   it('flags and env, with errors naming where the value came from', () => {
     const central = parseCliConfig(['--quota-sharing', 'central', '--redis-url', 'redis://127.0.0.1:6379'], {});
     expect(central !== 'help' && central.service).toMatchObject({ quotaSharing: 'central', redisUrl: 'redis://127.0.0.1:6379' });
-    const fromEnv = parseCliConfig([], { AGENT_QUOTA_SHARING: 'adaptive', LIMITER_ADAPTIVE_MAX_PERMITS: '20' });
+    const fromEnv = parseCliConfig([], { QUOTASCOPE_AGENT_QUOTA_SHARING: 'adaptive', QUOTASCOPE_AGENT_ADAPTIVE_MAX_PERMITS: '20' });
     expect(fromEnv !== 'help' && fromEnv.service).toMatchObject({ quotaSharing: 'adaptive', adaptiveMaxPermits: 20 });
     const defaults = parseCliConfig([], {});
     expect(defaults !== 'help' && defaults.service.quotaSharing).toBe('static');
 
     expect(() => parseCliConfig(['--quota-sharing', 'gossip'], {})).toThrow(/--quota-sharing/);
-    expect(() => parseCliConfig([], { AGENT_QUOTA_SHARING: 'gossip' })).toThrow(/AGENT_QUOTA_SHARING/);
+    expect(() => parseCliConfig([], { QUOTASCOPE_AGENT_QUOTA_SHARING: 'gossip' })).toThrow(/QUOTASCOPE_AGENT_QUOTA_SHARING/);
     expect(() => parseCliConfig(['--quota-sharing', 'central'], {})).toThrow(AgentConfigError);
-    expect(() => parseCliConfig(['--quota-sharing', 'central'], {})).toThrow(/--redis-url \(REDIS_URL\): required when quotaSharing is "central"/);
+    expect(() => parseCliConfig(['--quota-sharing', 'central'], {})).toThrow(/--redis-url \(QUOTASCOPE_AGENT_REDIS_URL\): required when quotaSharing is "central"/);
     expect(() => parseCliConfig(['--quota-sharing', 'central', '--redis-url', 'http://x'], {})).toThrow(/--redis-url/);
     expect(() => parseCliConfig(['--permits', '10', '--adaptive-max-permits', '5'], {})).toThrow(/--adaptive-max-permits/);
   });
@@ -172,10 +172,10 @@ describe('the quota-sharing switch is validated', () => {
     expect(defaults !== 'help' && defaults.service.maxWaiting).toBeUndefined();
     const closed = parseCliConfig(['--central-outage', 'fail-closed', '--max-waiting', '50'], {});
     expect(closed !== 'help' && closed.service).toMatchObject({ centralOutage: 'fail-closed', maxWaiting: 50 });
-    const fromEnv = parseCliConfig([], { AGENT_CENTRAL_OUTAGE: 'fail-closed', LIMITER_MAX_WAITING: '7' });
+    const fromEnv = parseCliConfig([], { QUOTASCOPE_AGENT_CENTRAL_OUTAGE: 'fail-closed', QUOTASCOPE_AGENT_MAX_WAITING: '7' });
     expect(fromEnv !== 'help' && fromEnv.service).toMatchObject({ centralOutage: 'fail-closed', maxWaiting: 7 });
     expect(() => parseCliConfig(['--central-outage', 'fail-sometimes'], {})).toThrow(/--central-outage/);
-    expect(() => parseCliConfig([], { AGENT_CENTRAL_OUTAGE: 'open' })).toThrow(/AGENT_CENTRAL_OUTAGE/);
+    expect(() => parseCliConfig([], { QUOTASCOPE_AGENT_CENTRAL_OUTAGE: 'open' })).toThrow(/QUOTASCOPE_AGENT_CENTRAL_OUTAGE/);
     for (const bad of ['0', '1.5', '1000000', 'lots']) expect(() => parseCliConfig(['--max-waiting', bad], {})).toThrow(/--max-waiting/);
   });
 });

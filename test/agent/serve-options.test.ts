@@ -9,7 +9,7 @@ describe('parseServeArgs', () => {
   it('takes the agent service limiter flags over their env variables, with the same defaults', () => {
     const options = parseServeArgs(
       ['--agent', 'agents/my_agent.ts#root_agent', '--permits', '4', '--batch-max-permits', 'off', '--app-name', 'my_app'],
-      { LIMITER_PERMITS: '9', LIMITER_MAX_WAIT_MS: '1500', AGENT_QUOTA_SHARING: 'adaptive' },
+      { QUOTASCOPE_SERVE_PERMITS: '9', QUOTASCOPE_SERVE_MAX_WAIT_MS: '1500', QUOTASCOPE_SERVE_QUOTA_SHARING: 'adaptive' },
     );
     expect(options).toMatchObject({
       agent: 'agents/my_agent.ts#root_agent',
@@ -33,7 +33,7 @@ describe('parseServeArgs', () => {
     expect(() => parseServeArgs(['--permits', '2'], {})).toThrow(/^--agent: /);
     expect(() => parseServeArgs(['--agent', 'a.ts', '--permits', '0'], {})).toThrow(/^--permits: /);
     expect(() => parseServeArgs(['--agent', 'a.ts'], { LIMITER_PERMITS: 'many' })).toThrow(/^LIMITER_PERMITS: /);
-    expect(() => parseServeArgs(['--agent', 'a.ts', '--quota-sharing', 'central'], {})).toThrow(/--redis-url \(REDIS_URL\): required/);
+    expect(() => parseServeArgs(['--agent', 'a.ts', '--quota-sharing', 'central'], {})).toThrow(/--redis-url \(QUOTASCOPE_SERVE_REDIS_URL\): required/);
     expect(() => parseServeArgs(['--agent', 'a.ts', '--app-name', 'my.app'], {})).toThrow(/^--app-name: /);
     expect(() => parseServeArgs(['--agent', 'a.ts', '--tool-delay-ms', '5'], {})).toThrow(/tool-delay-ms/);
   });

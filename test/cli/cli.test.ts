@@ -93,8 +93,10 @@ describe('bad values name the flag or the env variable', () => {
   it.each([
     [['mock-provider', '--ttft', '{bad'], {}, /^mock-provider: .*--ttft.*not valid JSON/],
     [['mock-provider', '--seed', 'x'], {}, /^mock-provider: .*--seed/],
-    [['mock-provider'], { MOCK_PROVIDER_TOKENS_PER_MINUTE: 'lots' }, /^mock-provider: .*MOCK_PROVIDER_TOKENS_PER_MINUTE/],
+    [['mock-provider'], { QUOTASCOPE_MOCK_PROVIDER_TOKENS_PER_MINUTE: 'lots' }, /^mock-provider: .*MOCK_PROVIDER_TOKENS_PER_MINUTE/],
     [['agent', '--permits', '0'], {}, /^agent: --permits: /],
+    [['agent'], { QUOTASCOPE_AGENT_MAX_WAIT_MS: 'soon' }, /^agent: QUOTASCOPE_AGENT_MAX_WAIT_MS: /],
+    // A former name (before QUOTASCOPE_<COMMAND>_<FLAG>) is still read, and named when its value is bad.
     [['agent'], { LIMITER_MAX_WAIT_MS: 'soon' }, /^agent: LIMITER_MAX_WAIT_MS: /],
     [['plan', '--example', 'review-agent', '--latency', 'soon'], {}, /^plan: --latency: /],
     [['plan', '--example', 'review-agent'], { PLAN_REPLICAS: '0' }, /^plan: PLAN_REPLICAS: /],

@@ -5,11 +5,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { describeFailure, UsageError } from '../../cli/errors.ts';
-import { FlagSet, parseFlags } from '../../cli/flags.ts';
+import { envName, FlagSet, type FlagSetOptions, parseFlags } from '../../cli/flags.ts';
 import { formatDistribution, parseDistribution } from '../../cli/mock-provider.ts';
 import { boundedDistributionSchema } from '../../mock-provider/config.ts';
 
-function flagSet() {
+function flagSet(options: FlagSetOptions = {}) {
   const command = new Command('demo');
   const flags = new FlagSet(
     command,
@@ -19,7 +19,7 @@ function flagSet() {
       on: { flag: 'on', help: 'switch', schema: z.boolean().default(false), switch: true },
       cap: { flag: 'cap', help: 'cap', schema: z.union([z.literal('off'), z.int().min(1)]).optional() },
     },
-    { envPrefix: 'DEMO_' },
+    options,
   );
   return { command, flags };
 }
@@ -27,12 +27,12 @@ function flagSet() {
 describe('FlagSet', () => {
   it('defaults come from the schema and are not "given"; flags win over env variables', () => {
     const { command, flags } = flagSet();
-    parseFlags(command, ['--mode', 'b'], { DEMO_MODE: 'a', DEMO_PERMITS: '7' });
+    parseFlags(command, ['--mode', 'b'], { QUOTASCOPE_DEMO_MODE: 'a', QUOTASCOPE_DEMO_PERMITS: '7' });
     expect(flags.values()).toEqual({ permits: 7, mode: 'b', on: false, cap: undefined });
     expect(flags.given()).toEqual({ permits: 7, mode: 'b' });
     expect(flags.originOf('mode')).toBe('--mode');
-    expect(flags.originOf('permits')).toBe('DEMO_PERMITS');
-    expect(flags.originOf('on')).toBe('--on (DEMO_ON)');
+    expect(flags.originOf('permits')).toBe('QUOTASCOPE_DEMO_PERMITS');
+    expect(flags.originOf('on')).toBe('--on (QUOTASCOPE_DEMO_ON)');
   });
 
   it('a switch alone is true, and takes true|false from its env variable', () => {
@@ -40,16 +40,41 @@ describe('FlagSet', () => {
     parseFlags(alone.command, ['--on'], {});
     expect(alone.flags.values().on).toBe(true);
     const fromEnv = flagSet();
-    parseFlags(fromEnv.command, [], { DEMO_ON: 'false' });
+    parseFlags(fromEnv.command, [], { QUOTASCOPE_DEMO_ON: 'false' });
     expect(fromEnv.flags.given()).toEqual({ on: false });
   });
 
   it('a value out of bounds names the flag, or the env variable it came from', () => {
     expect(() => parseFlags(flagSet().command, ['--permits', '0'], {})).toThrow(/^--permits: Too small/);
-    expect(() => parseFlags(flagSet().command, [], { DEMO_PERMITS: '101' })).toThrow(/^DEMO_PERMITS: Too big/);
+    expect(() => parseFlags(flagSet().command, [], { QUOTASCOPE_DEMO_PERMITS: '101' })).toThrow(/^QUOTASCOPE_DEMO_PERMITS: Too big/);
     expect(() => parseFlags(flagSet().command, ['--mode', 'c'], {})).toThrow(UsageError);
     expect(() => parseFlags(flagSet().command, ['--cap', 'half'], {})).toThrow(/^--cap: /);
     expect(() => parseFlags(flagSet().command, ['--nope'], {})).toThrow(/^--nope: unknown flag/);
+  });
+
+  it('one rule names every env variable: QUOTASCOPE_, the command, the flag', () => {
+    expect(envName('agent', 'max-wait-ms')).toBe('QUOTASCOPE_AGENT_MAX_WAIT_MS');
+    expect(envName('mock-provider', 'tokens-per-minute')).toBe('QUOTASCOPE_MOCK_PROVIDER_TOKENS_PER_MINUTE');
+  });
+
+  it('a former env name is read as a deprecated alias, with one line naming the new name; the new name wins', () => {
+    const lines: string[] = [];
+    const warn = (line: string) => lines.push(line);
+    const former = flagSet({ formerEnvPrefix: 'DEMO_', warn });
+    parseFlags(former.command, [], { DEMO_PERMITS: '7' });
+    expect(former.flags.given()).toEqual({ permits: 7 });
+    expect(former.flags.originOf('permits')).toBe('DEMO_PERMITS');
+    expect(lines).toEqual(['[quotascope] DEMO_PERMITS is deprecated: set QUOTASCOPE_DEMO_PERMITS instead']);
+    expect(() => parseFlags(flagSet({ formerEnvPrefix: 'DEMO_', warn }).command, [], { DEMO_PERMITS: '101' })).toThrow(/^DEMO_PERMITS: Too big/);
+    lines.length = 0;
+    const both = flagSet({ formerEnvPrefix: 'DEMO_', warn });
+    parseFlags(both.command, [], { DEMO_PERMITS: '7', QUOTASCOPE_DEMO_PERMITS: '8' });
+    expect(both.flags.given()).toEqual({ permits: 8 });
+    expect(both.flags.originOf('permits')).toBe('QUOTASCOPE_DEMO_PERMITS');
+    expect(lines).toEqual(['[quotascope] DEMO_PERMITS is deprecated and ignored: QUOTASCOPE_DEMO_PERMITS is set']);
+    lines.length = 0;
+    parseFlags(flagSet({ formerEnvPrefix: 'DEMO_', warn }).command, ['--permits', '9'], { DEMO_PERMITS: '7' });
+    expect(lines).toEqual([]);
   });
 
   it('every integer within the bounds parses to itself; every one outside is refused', () => {

@@ -55,6 +55,13 @@ function envWithout(name: string): NodeJS.ProcessEnv {
 
 let services: Record<string, Service>;
 
+/** The services as `docker-compose config` sets them with `shell` added to the environment it reads. */
+async function composedServices(shell: NodeJS.ProcessEnv): Promise<Record<string, Service>> {
+  const result = await composeConfig({ ...envWithout('SCENARIO'), GRAFANA_ADMIN_PASSWORD: password, ...shell });
+  expect(result.code).toBe(0);
+  return (parseYaml(result.stdout) as { services: Record<string, Service> }).services;
+}
+
 /** A container's environment as compose sets it: a variable without a value (the shell had none) is not set. */
 function containerEnv(service: Service): Record<string, string> {
   return Object.fromEntries(Object.entries(service.environment ?? {}).filter((entry): entry is [string, string] => entry[1] !== null));
@@ -115,21 +122,20 @@ describe('docker-compose.yml', () => {
     if (defaults === 'help') throw new Error('unexpected --help');
     expect(defaults.service).toMatchObject({ admission: 'request', quotaSharing: 'static' });
     expect(defaults.service.requestDeadlineMs).toBeUndefined(); // unset: the service's own default
-    const result = await composeConfig({
-      ...envWithout('SCENARIO'),
-      GRAFANA_ADMIN_PASSWORD: password,
-      AGENT_ADMISSION: 'call',
-      AGENT_REQUEST_DEADLINE_MS: '90000',
-      AGENT_QUOTA_SHARING: 'central',
-    });
-    expect(result.code).toBe(0);
-    const set = (parseYaml(result.stdout) as { services: Record<string, Service> }).services;
+    const set = await composedServices({ QUOTASCOPE_AGENT_ADMISSION: 'call', QUOTASCOPE_AGENT_REQUEST_DEADLINE_MS: '90000', QUOTASCOPE_AGENT_QUOTA_SHARING: 'central' });
     for (const name of ['agent-1', 'agent-2', 'agent-3']) {
       const parsed = parseCliConfig([], containerEnv(set[name]));
       if (parsed === 'help') throw new Error('unexpected --help');
       expect(parsed.service, name).toMatchObject({ admission: 'call', requestDeadlineMs: 90_000, quotaSharing: 'central', redisUrl: 'redis://redis:6379' });
       expect(set[name].depends_on?.redis?.condition, name).toBe('service_healthy');
     }
+  });
+
+  it('still passes the three settings on under their former shell names (AGENT_*), which the agent reads as aliases', async () => {
+    const set = await composedServices({ AGENT_ADMISSION: 'call', AGENT_REQUEST_DEADLINE_MS: '90000', AGENT_QUOTA_SHARING: 'central' });
+    const parsed = parseCliConfig([], containerEnv(set['agent-1']));
+    if (parsed === 'help') throw new Error('unexpected --help');
+    expect(parsed.service).toMatchObject({ admission: 'call', requestDeadlineMs: 90_000, quotaSharing: 'central' });
   });
 
   it('gives the 3 agent replicas the planner\'s static quota shares of the worked example', () => {
@@ -139,13 +145,13 @@ describe('docker-compose.yml', () => {
     let shares = 0;
     for (const [name, agent] of agents) {
       const env = agent.environment ?? {};
-      const share = Number(env.LIMITER_REPLICA_SHARE);
+      const share = Number(env.QUOTASCOPE_AGENT_REPLICA_SHARE);
       shares += share;
-      expect(Number(env.LIMITER_PERMITS), name).toBe(p.perReplica.permits);
-      expect(Number(env.LIMITER_TOKENS_PER_MINUTE), name).toBe(p.budget.fleetTokensPerMinute);
-      expect(Number(env.LIMITER_TOKENS_PER_MINUTE) * share, name).toBeCloseTo(p.perReplica.tokensPerMinute, -1);
-      expect(Number(env.LIMITER_MAX_WAIT_MS), name).toBe(p.perReplica.maxWaitSeconds * 1000);
-      expect(env.PROVIDER_URL, name).toBe('http://mock-provider:8090');
+      expect(Number(env.QUOTASCOPE_AGENT_PERMITS), name).toBe(p.perReplica.permits);
+      expect(Number(env.QUOTASCOPE_AGENT_TOKENS_PER_MINUTE), name).toBe(p.budget.fleetTokensPerMinute);
+      expect(Number(env.QUOTASCOPE_AGENT_TOKENS_PER_MINUTE) * share, name).toBeCloseTo(p.perReplica.tokensPerMinute, -1);
+      expect(Number(env.QUOTASCOPE_AGENT_MAX_WAIT_MS), name).toBe(p.perReplica.maxWaitSeconds * 1000);
+      expect(env.QUOTASCOPE_AGENT_PROVIDER_URL, name).toBe('http://mock-provider:8090');
     }
     expect(shares).toBeCloseTo(1, 6);
     const mockCommand = services['mock-provider'].command?.join(' ') ?? '';
@@ -189,7 +195,7 @@ describe('compose-only configs under deploy/', () => {
       scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
     };
     const targets = Object.fromEntries(config.scrape_configs.map((c) => [c.job_name, c.static_configs[0].targets]));
-    const agentPort = services['agent-1'].environment?.AGENT_PORT;
+    const agentPort = services['agent-1'].environment?.QUOTASCOPE_AGENT_PORT;
     expect(targets[jobs.agent]).toEqual(['agent-1', 'agent-2', 'agent-3'].map((a) => `${a}:${agentPort}`));
     expect(targets[jobs.mockProvider]).toEqual(['mock-provider:8090']);
     const mounts = services.prometheus.volumes?.join('\n') ?? '';
@@ -257,9 +263,9 @@ describe('the services as compose configures them', () => {
       const agentEnv = {
         ...process.env,
         ...containerEnv(services['agent-1']),
-        AGENT_HOST: '127.0.0.1',
-        AGENT_PORT: '0',
-        PROVIDER_URL: mockUrl,
+        QUOTASCOPE_AGENT_HOST: '127.0.0.1',
+        QUOTASCOPE_AGENT_PORT: '0',
+        QUOTASCOPE_AGENT_PROVIDER_URL: mockUrl,
       };
       const agentUrl = await startService(services['agent-1'].command ?? [], agentEnv, repo, started);
       expect((await fetch(`${agentUrl}/healthz`)).ok).toBe(true);

@@ -277,11 +277,11 @@ describe('values are validated', () => {
     await expect(renderChart([], sets)).rejects.toThrow(message);
   });
 
-  it('an external Redis URL from a Secret reaches the agent as REDIS_URL', async () => {
+  it('an external Redis URL from a Secret reaches the agent as QUOTASCOPE_AGENT_REDIS_URL', async () => {
     const objects = await renderChart([], ['limiter.quotaSharing=central', 'redis.enabled=false', 'redis.externalUrlSecret.name=my-redis']);
     expect(objects.some((o) => o.metadata.name === 'qs-quotascope-redis')).toBe(false);
     const env = container(byName(objects, 'Deployment', 'qs-quotascope-agent')).env ?? [];
-    expect(env.find((e) => e.name === 'REDIS_URL')?.valueFrom).toEqual({ secretKeyRef: { name: 'my-redis', key: 'url' } });
+    expect(env.find((e) => e.name === 'QUOTASCOPE_AGENT_REDIS_URL')?.valueFrom).toEqual({ secretKeyRef: { name: 'my-redis', key: 'url' } });
   });
 });
 

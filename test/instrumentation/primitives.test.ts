@@ -190,6 +190,19 @@ describe('backoff and retry budget', () => {
   });
 });
 
+describe('options checked with zod, each problem naming its field', () => {
+  it('RetryBudget and UsageEstimator refuse out-of-range numbers with a RangeError naming the field, and take their named defaults', () => {
+    expect(() => new RetryBudget({ ratio: -0.1 })).toThrow(/^RetryBudget options: ratio: /);
+    expect(() => new RetryBudget({ windowMs: 0 })).toThrow(/windowMs/);
+    expect(() => new RetryBudget({ minRetries: Number.NaN })).toThrow(RangeError);
+    expect(new RetryBudget()).toMatchObject({ ratio: 0.1, windowMs: 60_000, minRetries: 10 });
+    expect(() => new UsageEstimator({ quantile: 0 })).toThrow(/^UsageEstimator options: quantile: /);
+    expect(() => new UsageEstimator({ window: 0.5 })).toThrow(/window/);
+    expect(() => new UsageEstimator({ countedTokens: 'total', initialOutputTokens: -1 })).toThrow(/initialOutputTokens/);
+    expect(new UsageEstimator({ countedTokens: 'total' })).toMatchObject({ initialOutputTokens: 1000, quantile: 0.95, window: 100 });
+  });
+});
+
 describe('estimator', () => {
   it('counts ceil(characters of text parts incl. systemInstruction / 4)', () => {
     const req = request('a', 'abcde'); // 5 chars

@@ -19,10 +19,10 @@ describe('one source for each default and name', () => {
       services: Record<string, { environment?: Record<string, string>; command?: string[] }>;
     };
     const env = compose.services['agent-1'].environment ?? {};
-    expect(Number(env.LIMITER_PERMITS)).toBe(WORKED_EXAMPLE.permits);
-    expect(Number(env.LIMITER_TOKENS_PER_MINUTE)).toBe(WORKED_EXAMPLE_TOKENS_PER_MINUTE);
-    expect(Number(env.LIMITER_MAX_WAIT_MS)).toBe(DEFAULT_MAX_WAIT_MS);
-    expect(Number(env.LIMITER_REPLICA_SHARE)).toBeCloseTo(1 / WORKED_EXAMPLE.replicas, 8);
+    expect(Number(env.QUOTASCOPE_AGENT_PERMITS)).toBe(WORKED_EXAMPLE.permits);
+    expect(Number(env.QUOTASCOPE_AGENT_TOKENS_PER_MINUTE)).toBe(WORKED_EXAMPLE_TOKENS_PER_MINUTE);
+    expect(Number(env.QUOTASCOPE_AGENT_MAX_WAIT_MS)).toBe(DEFAULT_MAX_WAIT_MS);
+    expect(Number(env.QUOTASCOPE_AGENT_REPLICA_SHARE)).toBeCloseTo(1 / WORKED_EXAMPLE.replicas, 8);
     const mockFlags = compose.services['mock-provider'].command ?? [];
     expect(mockFlags).toContain(`--requests-per-minute=${WORKED_EXAMPLE.quotaRequestsPerMinute}`);
     expect(mockFlags).toContain(`--tokens-per-minute=${WORKED_EXAMPLE.quotaTokensPerMinute}`);

@@ -29,7 +29,7 @@ describe('configuration sources', () => {
   it('flags win over env, env over the file; untouched file values stay', () => {
     const { config, listen } = resolveSettings(
       ['--config', yamlPath, '--requests-per-minute', '30', '--ttft', 'lognormal:500,2000', '--fault-http-500', '0.1', '--port', '0'],
-      { MOCK_PROVIDER_REQUESTS_PER_MINUTE: '20', MOCK_PROVIDER_COUNTED_TOKENS: 'input+output', MOCK_PROVIDER_SEED: '9' },
+      { QUOTASCOPE_MOCK_PROVIDER_REQUESTS_PER_MINUTE: '20', QUOTASCOPE_MOCK_PROVIDER_COUNTED_TOKENS: 'input+output', QUOTASCOPE_MOCK_PROVIDER_SEED: '9' },
     );
     expect(config.requestsPerMinute).toBe(30);
     expect(config.tokensPerMinute).toBe(100);
@@ -50,7 +50,7 @@ describe('configuration sources', () => {
     expect(config.maxConcurrent).toBe(8);
     writeFileSync(jsonPath, JSON.stringify({ quotaWindow: 'hourly' }));
     expect(() => resolveSettings(['--config', jsonPath], {})).toThrow(/config file .*mock\.json: .*quotaWindow/);
-    expect(() => resolveSettings([], { MOCK_PROVIDER_TOKENS_PER_MINUTE: 'lots' })).toThrow(/MOCK_PROVIDER_TOKENS_PER_MINUTE/);
+    expect(() => resolveSettings([], { QUOTASCOPE_MOCK_PROVIDER_TOKENS_PER_MINUTE: 'lots' })).toThrow(/QUOTASCOPE_MOCK_PROVIDER_TOKENS_PER_MINUTE/);
   });
 });
 
@@ -63,7 +63,7 @@ describe('the CLI process', () => {
       expect(flags).toContain(flag);
     }
     for (const flag of flags.filter((f) => f !== 'help')) {
-      expect(result.stdout).toContain(`env MOCK_PROVIDER_${flag.toUpperCase().replaceAll('-', '_')}`);
+      expect(result.stdout).toContain(`env QUOTASCOPE_MOCK_PROVIDER_${flag.toUpperCase().replaceAll('-', '_')}`);
     }
   });
 
@@ -75,7 +75,7 @@ describe('the CLI process', () => {
 
   it('serves on a free port, requires the admin token from the env, stops on SIGTERM', async () => {
     const child = spawn(process.execPath, [bin, 'mock-provider', '--port', '0', '--ttft', 'fixed:0', '--per-token-ms', 'fixed:0'], {
-      env: { ...process.env, MOCK_PROVIDER_ADMIN_TOKEN: 'cli-secret-token' },
+      env: { ...process.env, QUOTASCOPE_MOCK_PROVIDER_ADMIN_TOKEN: 'cli-secret-token' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {

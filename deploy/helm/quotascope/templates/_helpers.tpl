@@ -49,9 +49,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
-{{/* The REDIS_URL env entry for central mode. */}}
+{{/* The env variables of the agent container's command: QUOTASCOPE_<COMMAND>_<FLAG> (serve or agent). */}}
+{{- define "quotascope.agentEnvPrefix" -}}
+{{- if eq .Values.agent.mode "serve" -}}QUOTASCOPE_SERVE_{{- else -}}QUOTASCOPE_AGENT_{{- end -}}
+{{- end -}}
+
+{{/* The Redis URL env entry (--redis-url) for central mode. */}}
 {{- define "quotascope.redisUrlEnv" -}}
-- name: REDIS_URL
+- name: {{ include "quotascope.agentEnvPrefix" . }}REDIS_URL
 {{- if .Values.redis.enabled }}
   value: {{ printf "redis://%s-redis:%d" (include "quotascope.fullname" .) (int .Values.redis.port) | quote }}
 {{- else if .Values.redis.externalUrlSecret.name }}
