@@ -8,7 +8,7 @@ import type { TreeShape } from '../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { MAX_REQUEST_DEADLINE_MS } from '../instrumentation/defaults.ts';
 import { requestDeadlineMsFor } from '../instrumentation/request-admission.ts';
-import type { K6Summary } from './k6/runner.ts';
+import type { K6Summary } from './k6/summary.ts';
 import { formatHttpFailed, formatStatusCounts } from './k6/summary-text.ts';
 import { formatComparison } from './measure/plan-vs-measured.ts';
 import { criticalPathSeconds, minimumSteadySeconds } from './measure/steady-state.ts';

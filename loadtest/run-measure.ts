@@ -3,8 +3,8 @@
 // started, the verdict, and why the run fails as a whole (every request failed, or its own
 // stack measured nothing the verdict needs).
 import { join } from 'node:path';
-import { replaceFile } from '../cli/replace-files.ts';
-import type { K6Summary } from './k6/runner.ts';
+import { replaceFile } from '../shared/replace-files.ts';
+import type { K6Summary } from './k6/summary.ts';
 import type { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareRun, type PlanVsMeasured } from './measure/plan-vs-measured.ts';
 import { ALL_FAILED_EXIT_CODE, allFailedMessage, completionsBetween, providerStatusCounts, UNMEASURED_EXIT_CODE, unmeasuredMessage } from './measure/run-outcome.ts';

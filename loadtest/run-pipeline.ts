@@ -4,18 +4,18 @@
 // It prints nothing: what it has to say goes to the caller's RunReporter, and what it found
 // comes back as a RunResult the caller prints. Signals and the stop of what it started are
 // run-shutdown.ts's; the run id is run-id.ts's.
-import { makeDirectory } from '../cli/make-directory.ts';
+import { makeDirectory } from '../shared/make-directory.ts';
 import { join, resolve } from 'node:path';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
-import { runNodeDriver } from './k6/node-driver.ts';
-import { RunProgress } from './k6/progress.ts';
-import { runK6 } from './k6/runner.ts';
+import { runNodeDriver } from './drive/node-driver.ts';
+import { RunProgress } from './drive/progress.ts';
+import { runK6 } from './drive/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import type { StackParameters } from './measure/steady-state.ts';
 import { runIdFor } from './run-id.ts';
 import { type Driven, type Measured, measureRun } from './run-measure.ts';
 import { type Recorded, recordRun, type RunAgent } from './run-report.ts';
-import { STOPPED_EXIT_CODE } from '../cli/stop-signals.ts';
+import { STOPPED_EXIT_CODE } from '../shared/stop-signals.ts';
 import { runShutdown } from './run-shutdown.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { LOCAL_STACK_SCRAPE_SECONDS, type LocalStackOptions, startLocalStack } from './stack/local-stack.ts';

@@ -5,7 +5,7 @@
 // no limiter metrics, or no request completed in its steady window.
 import { agentMetrics } from '../../agent/metrics.ts';
 import { mock } from '../../dashboards/config.ts';
-import type { K6Summary } from '../k6/runner.ts';
+import type { K6Summary } from '../k6/summary.ts';
 import { formatStatusCounts } from '../k6/summary-text.ts';
 import { query } from './prometheus-client.ts';
 

@@ -5,7 +5,7 @@
 // beside it (FAILED_REPORT_FILE), and index.html is swapped in only when the page has no problem.
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { replaceFile } from '../../cli/replace-files.ts';
+import { replaceFile } from '../../shared/replace-files.ts';
 import { redactUrl, redactUrlsIn, redactUrlsInValue } from '../../instrumentation/redact-url.ts';
 import { alertRuleCount } from '../measure/prometheus-client.ts';
 import { type ChartExtras, collectAlerts, collectCharts } from './collect.ts';

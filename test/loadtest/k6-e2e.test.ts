@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgentService } from '../../agent/index.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
-import { runK6, THRESHOLDS_FAILED } from '../../loadtest/k6/runner.ts';
+import { runK6, THRESHOLDS_FAILED } from '../../loadtest/drive/runner.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import { GaugeProbe } from '../../loadtest/measure/gauge-probe.ts';
 import { compareRun, formatComparison } from '../../loadtest/measure/plan-vs-measured.ts';
