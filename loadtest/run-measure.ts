@@ -1,13 +1,14 @@
-// What a finished run measured: one more scrape after the last request, plan vs measured
-// (kept as plan-vs-measured.json), the provider's answers, the totals of a stack the run
-// started, the verdict, and why the run fails as a whole (every request failed, or its own
-// stack measured nothing the verdict needs).
-import { join } from 'node:path';
-import { replaceFile } from '../shared/replace-files.ts';
+// What a finished run measured, in two steps. collectRun reads every figure from the
+// Prometheus that saw the run in one pass, after one more scrape: the steady phase plan vs
+// measured compares, the provider's answers, the totals of a stack the run started, and the
+// completions in the steady window. measureRun is pure over them: plan vs measured, the
+// verdict, and why the run fails as a whole (every request failed, or its own stack measured
+// nothing the verdict needs).
 import type { K6Summary } from './k6/summary.ts';
 import type { GaugeProbe } from './measure/gauge-probe.ts';
-import { compareRun, type PlanVsMeasured } from './measure/plan-vs-measured.ts';
+import { compareSteadyRun, type PlanVsMeasured } from './measure/plan-vs-measured.ts';
 import { ALL_FAILED_EXIT_CODE, allFailedMessage, completionsBetween, providerStatusCounts, UNMEASURED_EXIT_CODE, unmeasuredMessage } from './measure/run-outcome.ts';
+import { collectSteadyRun, type SteadyRun } from './measure/steady-collect.ts';
 import { type StackParameters, steadyPhase, steadyWindow } from './measure/steady-state.ts';
 import { type StackTotals, stackTotals } from './report/summary.ts';
 import { quotaChangesSince } from './report/markers.ts';
@@ -33,7 +34,18 @@ export interface MeasureInput {
   /** The run started the stack: its totals are the run's, and its limiter metrics must be there. */
   own: boolean;
   plan: StackParameters | undefined;
-  reportDir: string;
+}
+
+/** What Prometheus holds about the run (nothing without a Prometheus). */
+export interface RunFigures {
+  /** The steady phase plan vs measured compares, or why it cannot (with a plan). */
+  steady?: SteadyRun | { skipped: string };
+  /** The provider's answers by HTTP status (undefined when they could not be read). */
+  statuses?: Record<string, number>;
+  /** The totals of a stack the run started. */
+  totals?: StackTotals;
+  /** Requests answered 2xx inside the steady window, and its length (a stack of its own, with a plan and a steady phase). */
+  steadyCompletions?: { completions: number; seconds: number };
 }
 
 export interface Measured {
@@ -48,39 +60,45 @@ export interface Measured {
   problem?: { message: string; exitCode: number };
 }
 
-/** Why the run's own stack measured nothing the verdict needs: no limiter series, or no completion in the steady window. */
-async function unmeasured(s: MeasureInput & { prometheusUrl: string }, driven: Driven, totals: StackTotals): Promise<string | undefined> {
+/** Requests the run's own stack completed in the steady window, and the window's length; undefined without a plan or a steady phase. */
+async function steadyCompletions(s: MeasureInput & { prometheusUrl: string }, driven: Driven): Promise<RunFigures['steadyCompletions']> {
   const phase = steadyPhase(s.scenario);
   const window = phase && s.plan ? steadyWindow(phase, s.plan.latencySeconds) : undefined;
-  const from = window ? driven.testStartedAt + window.from * 1000 : 0;
-  const to = window ? Math.min(driven.testStartedAt + window.to * 1000, driven.endedAt) : 0;
-  return unmeasuredMessage({
-    limiterSeries: totals.limiterSeries,
-    ...(window ? { steady: { completions: to > from ? await completionsBetween(s.prometheusUrl, from, to) : 0, seconds: Math.max(0, to - from) / 1000 } } : {}),
-  });
+  if (!window) return undefined;
+  const from = driven.testStartedAt + window.from * 1000;
+  const to = Math.min(driven.testStartedAt + window.to * 1000, driven.endedAt);
+  return { completions: to > from ? await completionsBetween(s.prometheusUrl, from, to) : 0, seconds: Math.max(0, to - from) / 1000 };
 }
 
-export async function measureRun(s: MeasureInput, driven: Driven): Promise<Measured> {
-  const { prometheusUrl, scenario } = s;
-  if (!prometheusUrl) {
+/** Every figure the comparison, the verdict and the summary need, read after one more scrape of the agent side. */
+export async function collectRun(s: MeasureInput, driven: Driven): Promise<RunFigures> {
+  const { prometheusUrl } = s;
+  if (!prometheusUrl) return {};
+  await new Promise((r) => setTimeout(r, (s.scrapeSeconds + 1) * 1000));
+  const steady = s.plan
+    ? await collectSteadyRun({ scenario: s.scenario, prometheusUrl, testStartedAt: driven.testStartedAt, endedAt: driven.endedAt, probe: driven.probe, agentUrl: s.targets[0], stack: s.plan })
+    : undefined;
+  const statuses = await providerStatusCounts(prometheusUrl, driven.startedAt, Date.now()).catch(() => undefined);
+  const totals = s.own ? await stackTotals(prometheusUrl, driven.startedAt, Date.now()) : undefined;
+  const completions = totals ? await steadyCompletions({ ...s, prometheusUrl }, driven) : undefined;
+  return { steady, statuses, totals, steadyCompletions: completions };
+}
+
+/** Plan vs measured, the verdict and the run's problem, from what collectRun read (pure). */
+export function measureRun(s: MeasureInput, driven: Driven, figures: RunFigures): Measured {
+  if (!s.prometheusUrl) {
     const failure = allFailedMessage(driven.summary);
     const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited: undefined, planVsMeasured: undefined });
     return { summary: driven.summary, verdict, failure, problem: failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : undefined };
   }
-  // One more scrape of the agent side after the last request.
-  await new Promise((r) => setTimeout(r, (s.scrapeSeconds + 1) * 1000));
-  const comparison = s.plan
-    ? await compareRun({ scenario, prometheusUrl, testStartedAt: driven.testStartedAt, endedAt: driven.endedAt, probe: driven.probe, agentUrl: s.targets[0], stack: s.plan })
-    : undefined;
-  if (comparison) replaceFile(join(s.reportDir, 'plan-vs-measured.json'), JSON.stringify(comparison, null, 2));
-  const statuses = await providerStatusCounts(prometheusUrl, driven.startedAt, Date.now()).catch(() => undefined);
-  const totals = s.own ? await stackTotals(prometheusUrl, driven.startedAt, Date.now()) : undefined;
+  const { steady, statuses, totals } = figures;
+  const comparison = steady && s.plan ? ('skipped' in steady ? steady : compareSteadyRun(steady, s.plan, undefined)) : undefined;
   const failure = allFailedMessage(driven.summary, statuses);
   const providerRateLimited = totals?.providerRateLimited ?? (statuses ? (statuses['429'] ?? 0) : undefined);
   const quotaChanges = totals?.quotaChanges && quotaChangesSince(totals.quotaChanges, driven.testStartedAt);
   const causes = { timeoutsByReason: totals?.timeoutsByReason, branchOutcomes: driven.summary?.branchOutcomesByKind, statusCodes: driven.summary?.statusCodes };
   const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited, planVsMeasured: comparison, quotaChanges, causes });
-  const why = totals && !failure ? await unmeasured({ ...s, prometheusUrl }, driven, totals) : undefined;
+  const why = totals && !failure ? unmeasuredMessage({ limiterSeries: totals.limiterSeries, ...(figures.steadyCompletions ? { steady: figures.steadyCompletions } : {}) }) : undefined;
   const problem = failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : why ? { message: why, exitCode: UNMEASURED_EXIT_CODE } : undefined;
   return { summary: driven.summary, comparison, totals, verdict, failure, problem };
 }

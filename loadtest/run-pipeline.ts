@@ -13,7 +13,7 @@ import { runK6 } from './drive/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import type { StackParameters } from './measure/steady-state.ts';
 import { runIdFor } from './run-id.ts';
-import { type Driven, type Measured, measureRun } from './run-measure.ts';
+import { collectRun, type Driven, type Measured, measureRun } from './run-measure.ts';
 import { type Recorded, recordRun, type RunAgent } from './run-report.ts';
 import { STOPPED_EXIT_CODE } from '../shared/stop-signals.ts';
 import { runShutdown } from './run-shutdown.ts';
@@ -147,7 +147,8 @@ export async function runPipeline(input: RunInput, reporter: RunReporter): Promi
     reporter.ready?.({ targets: t.targets, prometheusUrl: t.prometheusUrl, reportDir });
     const driven = await drive(input, t, { runId, reportDir }, plan !== undefined, reporter, shutdown.signal);
     if (shutdown.signal.aborted) return stopped;
-    const measured = await measureRun({ scenario: input.scenario, ...t, plan, reportDir }, driven);
+    const measure = { scenario: input.scenario, ...t, plan };
+    const measured = measureRun(measure, driven, await collectRun(measure, driven));
     const processes = t.own ? group.children.map(({ name, child }) => ({ name, pid: child.pid })) : undefined;
     const recorded = t.prometheusUrl
       ? await recordRun({ runId, reportDir, scenario: input.scenario, prometheusUrl: t.prometheusUrl, scrapeSeconds: t.scrapeSeconds, parameters: input.parameters, agent, processes }, driven, measured)

@@ -1,5 +1,7 @@
-// What a run leaves in its folder beside k6's files: the run record (summary.json) and the
-// report page (index.html), both from the Prometheus that saw the run.
+// What a run leaves in its folder beside k6's files: plan vs measured (plan-vs-measured.json),
+// the run record (summary.json) and the report page (index.html), from the Prometheus that saw the run.
+import { join } from 'node:path';
+import { replaceFile } from '../shared/replace-files.ts';
 import { rateIntervalFor } from './report/collect.ts';
 import { type RunRecord, writeRunRecord } from './report/run-record.ts';
 import { writeReport } from './report/write.ts';
@@ -35,8 +37,9 @@ export interface Recorded {
   recordPath: string;
 }
 
-/** Writes summary.json, then the report, then summary.json again naming the report. */
+/** Writes plan-vs-measured.json, summary.json, then the report, then summary.json again naming the report. */
 export async function recordRun(r: RecordInput, driven: Driven, m: Measured): Promise<Recorded> {
+  if (m.comparison) replaceFile(join(r.reportDir, 'plan-vs-measured.json'), JSON.stringify(m.comparison, null, 2));
   const range = { from: driven.testStartedAt, to: Date.now() };
   const record: RunRecord = {
     runId: r.runId,
