@@ -7,7 +7,7 @@
 import type { K6Summary } from './k6/summary.ts';
 import type { GaugeProbe } from './measure/gauge-probe.ts';
 import { compareSteadyRun, type PlanVsMeasured } from './measure/plan-vs-measured.ts';
-import { ALL_FAILED_EXIT_CODE, allFailedMessage, completionsBetween, providerStatusCounts, UNMEASURED_EXIT_CODE, unmeasuredMessage } from './measure/run-outcome.ts';
+import { completionsBetween, providerStatusCounts, runProblem } from './measure/run-outcome.ts';
 import { collectSteadyRun, type SteadyRun } from './measure/steady-collect.ts';
 import { type StackParameters, steadyPhase, steadyWindow } from './measure/steady-state.ts';
 import { type StackTotals, stackTotals } from './report/summary.ts';
@@ -86,19 +86,18 @@ export async function collectRun(s: MeasureInput, driven: Driven): Promise<RunFi
 
 /** Plan vs measured, the verdict and the run's problem, from what collectRun read (pure). */
 export function measureRun(s: MeasureInput, driven: Driven, figures: RunFigures): Measured {
-  if (!s.prometheusUrl) {
-    const failure = allFailedMessage(driven.summary);
-    const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited: undefined, planVsMeasured: undefined });
-    return { summary: driven.summary, verdict, failure, problem: failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : undefined };
-  }
   const { steady, statuses, totals } = figures;
   const comparison = steady && s.plan ? ('skipped' in steady ? steady : compareSteadyRun(steady, s.plan, undefined)) : undefined;
-  const failure = allFailedMessage(driven.summary, statuses);
-  const providerRateLimited = totals?.providerRateLimited ?? (statuses ? (statuses['429'] ?? 0) : undefined);
-  const quotaChanges = totals?.quotaChanges && quotaChangesSince(totals.quotaChanges, driven.testStartedAt);
-  const causes = { timeoutsByReason: totals?.timeoutsByReason, branchOutcomes: driven.summary?.branchOutcomesByKind, statusCodes: driven.summary?.statusCodes };
-  const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited, planVsMeasured: comparison, quotaChanges, causes });
-  const why = totals && !failure ? unmeasuredMessage({ limiterSeries: totals.limiterSeries, ...(figures.steadyCompletions ? { steady: figures.steadyCompletions } : {}) }) : undefined;
-  const problem = failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : why ? { message: why, exitCode: UNMEASURED_EXIT_CODE } : undefined;
-  return { summary: driven.summary, comparison, totals, verdict, failure, problem };
+  const evidence = totals ? { limiterSeries: totals.limiterSeries, ...(figures.steadyCompletions ? { steady: figures.steadyCompletions } : {}) } : undefined;
+  const { failure, problem } = runProblem(driven.summary, statuses, evidence);
+  const summary = driven.summary;
+  const verdict = runVerdict({
+    outcomes: summary?.outcomes,
+    providerRateLimited: totals?.providerRateLimited ?? (statuses ? (statuses['429'] ?? 0) : undefined),
+    planVsMeasured: comparison,
+    quotaChanges: totals?.quotaChanges && quotaChangesSince(totals.quotaChanges, driven.testStartedAt),
+    // Without a Prometheus the run knows no limiter timeouts, so it names no cause.
+    causes: s.prometheusUrl ? { timeoutsByReason: totals?.timeoutsByReason, branchOutcomes: summary?.branchOutcomesByKind, statusCodes: summary?.statusCodes } : undefined,
+  });
+  return { summary, comparison, totals, verdict, failure, problem };
 }

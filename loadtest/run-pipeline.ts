@@ -148,7 +148,8 @@ export async function runPipeline(input: RunInput, reporter: RunReporter): Promi
     const driven = await drive(input, t, { runId, reportDir }, plan !== undefined, reporter, shutdown.signal);
     if (shutdown.signal.aborted) return stopped;
     const measure = { scenario: input.scenario, ...t, plan };
-    const measured = measureRun(measure, driven, await collectRun(measure, driven));
+    const figures = await collectRun(measure, driven);
+    const measured = measureRun(measure, driven, figures);
     const processes = t.own ? group.children.map(({ name, child }) => ({ name, pid: child.pid })) : undefined;
     const recorded = t.prometheusUrl
       ? await recordRun({ runId, reportDir, scenario: input.scenario, prometheusUrl: t.prometheusUrl, scrapeSeconds: t.scrapeSeconds, parameters: input.parameters, agent, processes }, driven, measured)

@@ -290,22 +290,6 @@ export function measuredOf(fleet: FleetFigures, callsPerRequest: number, window:
   };
 }
 
-export function formatComparison(c: PlanVsMeasured): string {
-  const width = Math.max(20, ...c.rows.map((r) => r.quantity.length + 2));
-  const seconds = Math.round((c.window.end - c.window.start) / 1000);
-  const call = c.measuredCallSeconds === undefined ? '-' : `${c.measuredCallSeconds.toFixed(3)} s`;
-  const models = c.models && c.models.length > 0 ? `; each model planned against its own quota, ${c.tokens === 'calibrated' ? 'input tokens per call calibrated from the tree' : 'input tokens per call as given'}` : '';
-  const lines = [
-    `plan vs measured (binding quota: ${c.binding}, ${c.countedTokens} tokens counted${models}; ${c.admission === 'request' ? 'request admission' : 'per-call admission'}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
-    `  ${'quantity'.padEnd(width)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,
-  ];
-  for (const r of c.rows) {
-    const err = Number.isFinite(r.relativeError) ? `${r.relativeError >= 0 ? '+' : ''}${(r.relativeError * 100).toFixed(1)}%` : 'n/a';
-    lines.push(`  ${r.quantity.padEnd(width)}${r.planned.toFixed(1).padStart(10)}${r.measured.toFixed(1).padStart(10)}${err.padStart(9)}`);
-  }
-  return lines.join('\n');
-}
-
 /** Plan vs measured over a collected steady phase (pure). */
 export function compareSteadyRun(run: SteadyRun, stack: StackParameters, planLatency: RunComparisonInput['planLatency']): PlanVsMeasured {
   const { phase, shape, window, probed, figures } = run;

@@ -59,3 +59,15 @@ export async function providerStatusCounts(prometheusUrl: string, start: number,
   const counts = samples.filter((s) => s.value > 0).map((s) => [s.metric.status ?? 'unknown', Math.round(s.value)] as const);
   return Object.fromEntries(counts.sort(([a], [b]) => a.localeCompare(b)));
 }
+
+/** Why every request failed, and why the run fails as a whole (one line, its exit code); `evidence` where the run's own stack was measured. */
+export function runProblem(
+  summary: K6Summary | undefined,
+  providerStatuses: Record<string, number> | undefined,
+  evidence: RunEvidence | undefined,
+): { failure?: string; problem?: { message: string; exitCode: number } } {
+  const failure = allFailedMessage(summary, providerStatuses);
+  const why = evidence && !failure ? unmeasuredMessage(evidence) : undefined;
+  const problem = failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : why ? { message: why, exitCode: UNMEASURED_EXIT_CODE } : undefined;
+  return { failure, problem };
+}
