@@ -13,7 +13,8 @@ import { runK6 } from './drive/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import type { StackParameters } from './measure/steady-state.ts';
 import { runIdFor } from './run-id.ts';
-import { collectRun, type Driven, type Measured, measureRun } from './run-measure.ts';
+import { collectRun, type Driven } from './run-collect.ts';
+import { type Measured, measureRun } from './run-measure.ts';
 import { type Recorded, recordRun, type RunAgent } from './run-report.ts';
 import { STOPPED_EXIT_CODE } from '../shared/stop-signals.ts';
 import { runShutdown } from './run-shutdown.ts';
@@ -151,8 +152,8 @@ export async function runPipeline(input: RunInput, reporter: RunReporter): Promi
     const figures = await collectRun(measure, driven);
     const measured = measureRun(measure, driven, figures);
     const processes = t.own ? group.children.map(({ name, child }) => ({ name, pid: child.pid })) : undefined;
-    const recorded = t.prometheusUrl
-      ? await recordRun({ runId, reportDir, scenario: input.scenario, prometheusUrl: t.prometheusUrl, scrapeSeconds: t.scrapeSeconds, parameters: input.parameters, agent, processes }, driven, measured)
+    const recorded = t.prometheusUrl && figures.report
+      ? recordRun({ runId, reportDir, scenario: input.scenario, prometheusUrl: t.prometheusUrl, parameters: input.parameters, agent, processes }, driven, measured, figures.report)
       : {};
     const exitCode = measured.problem?.exitCode ?? driven.exitCode;
     return { runId, reportDir, aborted: false, exitCode, driverExitCode: driven.exitCode, agent, ...measured, ...recorded };
