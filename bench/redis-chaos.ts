@@ -18,7 +18,7 @@ import type { CentralOutagePolicy } from '../instrumentation/budget.ts';
 import { type CallReport, RateLimitedLlm } from '../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { fakeRequest } from '../instrumentation/testing.ts';
-import { documentForTokens } from '../loadtest/k6/document.ts';
+import { documentForTokens } from '../loadtest/scenario/document.ts';
 import { startRedisServer, type RedisServer } from '../scripts/redis-server.ts';
 import { startChild, stopChild } from './support/child-process.ts';
 import type { BenchRow } from './types.ts';

@@ -7,7 +7,7 @@ import { AgentConfigError, type AgentServiceOptions, agentServiceFields, agentSe
 import type { AgentService } from '../agent/service.ts';
 import { redactUrl } from '../instrumentation/redact-url.ts';
 import { UsageError } from './errors.ts';
-import { stopOnSignal } from './stop-signals.ts';
+import { stopOnSignal } from '../shared/stop-signals.ts';
 import { FlagSet, type FlagSpec, optionFlag, parseFlags, perModelFlag, serverLimitFlags } from './flags.ts';
 
 const field = agentServiceFields.shape;

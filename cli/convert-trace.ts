@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { z } from 'zod';
 import { FlagSet } from './flags.ts';
-import { replaceFile } from './replace-files.ts';
+import { replaceFile } from '../shared/replace-files.ts';
 
 const FLAGS = {
   out: { flag: 'out', formerEnv: 'CONVERT_TRACE_OUT', value: 'file', help: 'write the trace (JSON lines) here', schema: z.string().min(1).optional(), defaultText: 'stdout' },

@@ -1,5 +1,5 @@
 // `quotascope loadtest <scenario>`: its flags (the run itself is loadtest/run-scenario.ts;
-// `--k8s` is loadtest/k8s/cli.ts, with flags of its own). An --agent module is loaded and its
+// `--k8s` is cli/k8s-loadtest.ts, with flags of its own). An --agent module is loaded and its
 // tree walked here, before anything starts.
 import { readdirSync } from 'node:fs';
 import { Command } from 'commander';

@@ -9,7 +9,7 @@ import { DEFAULT_HOST, DEFAULT_PORT } from '../mock-provider/listen.ts';
 import type { MockProvider } from '../mock-provider/server.ts';
 import { decimalNumber } from './decimal-number.ts';
 import { UsageError } from './errors.ts';
-import { stopOnSignal } from './stop-signals.ts';
+import { stopOnSignal } from '../shared/stop-signals.ts';
 import { formatPerModel } from '../agent/per-model.ts';
 import { FlagSet, type FlagSpec, parseFlags, perModelFlag, serverLimitFlags } from './flags.ts';
 

@@ -56,7 +56,7 @@ export const MAIN_COMMANDS: readonly MainCommand[] = [
   {
     name: 'report',
     description: "the report page of a run (reports/<run-id>/index.html) from the Prometheus that scraped it; `report --help` lists its flags",
-    load: async () => (await import('../loadtest/report/cli.ts')).main,
+    load: async () => (await import('./report.ts')).main,
   },
 ];
 
@@ -91,7 +91,7 @@ export async function runCli(argv: readonly string[], program: Command = buildPr
     return EXIT_USAGE;
   }
   // `loadtest … --k8s` renders or evaluates a k6-operator run, with flags of its own.
-  if (argv[0] === 'loadtest' && argv.includes('--k8s')) return (await import('../loadtest/k8s/cli.ts')).k8sLoadtestCommand(argv.slice(1));
+  if (argv[0] === 'loadtest' && argv.includes('--k8s')) return (await import('./k8s-loadtest.ts')).k8sLoadtestCommand(argv.slice(1));
   const name = program.commands.some((c) => c.name() === argv[0]) ? argv[0] : program.name();
   return runCommand(program, argv, name);
 }

@@ -9,7 +9,7 @@ import { SERVE_SHARED_KEYS, type ServeOptions, serveOptionsSchema } from '../age
 import type { ModelDecision } from '../agent/serve/wrap-models.ts';
 import { SERVICE_FLAGS } from './agent.ts';
 import { UsageError } from './errors.ts';
-import { stopOnSignal } from './stop-signals.ts';
+import { stopOnSignal } from '../shared/stop-signals.ts';
 import { FlagSet, type FlagSpec, parseFlags } from './flags.ts';
 
 const field = serveOptionsSchema.shape;

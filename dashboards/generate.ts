@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { replaceFiles } from '../cli/replace-files.ts';
+import { replaceFiles } from '../shared/replace-files.ts';
 import { type DashboardsConfig, DashboardsConfigError, defaultConfig, parseDashboardsConfig } from './config.ts';
 import { generatedFiles, helmFilePaths } from './files.ts';
 

@@ -7,11 +7,7 @@ import { formatPerModel, mapPerModel, type PerModel } from '../agent/per-model.t
 import type { TreeShape } from '../agent/tree-shapes.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
 import { chainDeadlineMs, requestDeadlineMsFor } from '../instrumentation/admission/request-deadlines.ts';
-import type { K6Summary } from './k6/runner.ts';
-import { formatHttpFailed, formatStatusCounts } from './k6/summary-text.ts';
-import { formatComparison } from './measure/plan-vs-measured.ts';
 import { criticalPathSeconds, minimumSteadySeconds } from './measure/steady-state.ts';
-import { formatTimeouts, type StackTotals } from './report/summary.ts';
 import { type RunInput, type RunReporter, type RunResult, runPipeline } from './run-pipeline.ts';
 import { loadScenario } from './scenario/schema.ts';
 import { withTree } from './scenario/trees.ts';
@@ -20,6 +16,7 @@ import { type AgentTarget, defaultTreeOf, resolveAgentTarget, scenarioForTarget,
 import { latencyOfFullAnswer } from './planner/call-time.ts';
 import { MOCK_COUNTED_TOKENS } from './stack/mock-parameters.ts';
 import type { StartOptions } from './start-options.ts';
+import { startSummary } from './start-summary.ts';
 
 type Flags = StartOptions;
 
@@ -84,8 +81,6 @@ export function deadlineNote(f: Flags, shape: TreeShape | undefined, tree: strin
   );
 }
 
-const fmt = (v: number | undefined, unit = ''): string => (v === undefined ? '-' : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`);
-
 /**
  * Counted tokens per call the limiters expect before they measured one: the calibration's
  * input per model where one ran, else the run's message tokens; output added where it counts.
@@ -99,6 +94,7 @@ function expectedTokensPerCall(flags: Flags, target: AgentTarget): PerModel {
 
 /** The pipeline's run of the embedded stack: the mock with the run's quota and latency, the agent side's limiters, the plan's parameters. */
 export function startInput(flags: Flags, target: AgentTarget, scenario: ScenarioFile): RunInput {
+  const expectedTokens = expectedTokensPerCall(flags, target);
   // Quota and latency for this run: ~800 output tokens, call-seconds per call on average.
   // The mock's call: its first token, then the output streamed (a tool turn's short answer ends soon after its first token).
   const latency = latencyOfFullAnswer(flags.callSeconds, OUTPUT_TOKENS);
@@ -124,7 +120,7 @@ export function startInput(flags: Flags, target: AgentTarget, scenario: Scenario
     countedTokens: flags.countedTokens,
     // The run knows its calls before the limiters do: a cold burst is funded whole and its deadline fits the tree's chain.
     expectedCallMs: Math.round(flags.callSeconds * 1000),
-    expectedTokensPerCall: expectedTokensPerCall(flags, target),
+    expectedTokensPerCall: expectedTokens,
   };
   const mockNote = `quota ${formatPerModel(flags.quotaRpm)} req/min, ${formatPerModel(flags.quotaTpm)} ${flags.countedTokens} tokens/min per ${flags.quotaScope === 'model' ? 'model' : 'key'}, ~${flags.callSeconds} s per call`;
   return {
@@ -153,52 +149,6 @@ export function startInput(flags: Flags, target: AgentTarget, scenario: Scenario
   };
 }
 
-/** Served requests' durations, apart from every answer's (shed requests answer 429 at once and pull the percentiles down). */
-function requestDurationLines(summary: K6Summary | undefined): string[] {
-  const s = (ms: number | undefined) => fmt(ms === undefined ? undefined : ms / 1000, ' s');
-  const served = summary?.servedDurationMs;
-  const all = summary?.durationMs;
-  return [
-    ...(served ? [`  served duration:   p50 ${s(served.p50)}  p95 ${s(served.p95)}  p99 ${s(served.p99)} (served requests)`] : []),
-    `  request duration:  p50 ${s(all?.p50)}  p95 ${s(all?.p95)} (every answer, the instant 429s of shed requests included)`,
-  ];
-}
-
-/** The summary `start` prints at the end of a finished run: the verdict first, then the figures behind it. */
-function startSummary(r: RunResult, scenario: ScenarioFile, quotaSharing: StartOptions['quotaSharing']): string {
-  const totals = r.totals as StackTotals;
-  const summary = r.summary;
-  const comparison = r.comparison ?? { skipped: 'no plan' };
-  const { agent } = r;
-  const a = totals.acquireSeconds;
-  const o = summary?.outcomes;
-  const started = o ? o.served + o.partial + o.shed + o.failed + o.unfinished : 0;
-  const share = (n: number) => fmt((n / Math.max(1, started)) * 100, '%');
-  const wasted = totals.actualTokens > 0 ? ` (${fmt((totals.wastedTokens / totals.actualTokens) * 100, '%')} of the counted tokens)` : '';
-  return [
-    '',
-    r.verdict?.line,
-    `quotascope run ${r.runId} (${scenario.name})`,
-    `  quota sharing:     ${quotaSharing}${quotaSharing === 'central' ? ' (one window in Redis for every replica)' : quotaSharing === 'adaptive' ? ' (each replica learns its share from 429s)' : ' (each replica its share)'}`,
-    o
-      ? `  user requests:     ${started} started: served ${o.served} (${share(o.served)}), partial ${o.partial} (${share(o.partial)}), shed ${o.shed} (${share(o.shed)}), failed ${o.failed}, unfinished ${o.unfinished}`
-      : '  user requests:     no client summary',
-    `  agent service:     ${totals.requests} answered; missing branches in ${fmt((summary?.missingBranchesRate ?? 0) * 100, '%')} of the admitted requests`,
-    `  HTTP statuses:     ${formatStatusCounts(summary?.statusCodes ?? {})}${summary ? `; ${formatHttpFailed(summary.failedRate, summary.outcomes)}` : ''}`,
-    `  model calls:       ${totals.modelCalls} at the provider${agent?.modelCallsPerRequest ? ` (${agent.modelCallsPerRequest} per request counted in ${agent.app})` : agent ? ` (${agent.app}: ${agent.countNote})` : ''}`,
-    `  wasted tokens:     ${Math.round(totals.wastedTokens)}${wasted} spent by requests that did not end wholly ok`,
-    `  429s:              ${totals.providerRateLimited} answered by the provider, ${totals.limiterRateLimited} seen by the limiter`,
-    `  acquire time:      p50 ${fmt(a.p50, ' s')}  p95 ${fmt(a.p95, ' s')}  p99 ${fmt(a.p99, ' s')} (admitted calls; maxWait ${fmt(totals.maxWaitSeconds, ' s')})`,
-    `  limiter timeouts:  ${formatTimeouts(totals.timeouts, totals.timeoutsByReason)}`,
-    ...requestDurationLines(summary),
-    `  alerts fired:      ${totals.alertsFired.length ? totals.alertsFired.join(', ') : 'none'}`,
-    `  alerts at the end: ${totals.alertsActiveAtEnd.length ? totals.alertsActiveAtEnd.join(', ') : 'none pending or firing'}`,
-    'skipped' in comparison ? `plan vs measured: skipped (${comparison.skipped})` : formatComparison(comparison),
-    `  run record:        ${r.recordPath}`,
-    `report: ${r.reportPath}`,
-  ].join('\n');
-}
-
 const say = (line: string) => console.log(`[main] ${line}`);
 
 /**
@@ -212,9 +162,10 @@ export async function runStart(flags: StartOptions): Promise<number> {
   if (target.kind === 'serve' && target.calibrationNote) say(target.calibrationNote);
   const tree = flags.tree ?? defaultTreeOf(target);
   // --tree sends every request of a scenario file to that tree too.
-  const fitted = flags.scenario ? { flags, criticalPath: 0 } : fitRunToTree(flags, treeShapeOf(target, tree), tree);
+  const shape = treeShapeOf(target, tree);
+  const fitted = flags.scenario ? { flags, criticalPath: 0 } : fitRunToTree(flags, shape, tree);
   if (fitted.note) say(fitted.note);
-  const tooShort = deadlineNote(fitted.flags, treeShapeOf(target, tree), tree);
+  const tooShort = deadlineNote(fitted.flags, shape, tree);
   // The agent side refuses such a deadline at start too: said here in one line, before anything starts.
   if (tooShort) {
     console.error(`start: --request-deadline-ms: ${tooShort}`);
@@ -222,10 +173,11 @@ export async function runStart(flags: StartOptions): Promise<number> {
   }
   const chosen = flags.scenario ? loadScenario(flags.scenario) : mainScenario(fitted.flags, tree, fitted.criticalPath);
   const scenario = scenarioForTarget(target, flags.tree ? withTree(chosen, tree) : chosen);
+  const input = startInput(fitted.flags, target, scenario);
   const reporter: RunReporter = { say, out: process.stdout, begin: ({ runId, reportDir }) => say(`run ${runId}: report in ${reportDir}`) };
   let result: RunResult;
   try {
-    result = await runPipeline(startInput(fitted.flags, target, scenario), reporter);
+    result = await runPipeline(input, reporter);
   } catch (e) {
     console.error(`[main] failed: ${(e as Error).message}`);
     return 1;

@@ -1,40 +1,13 @@
-// What a finished run measured: one more scrape after the last request, plan vs measured
-// (kept as plan-vs-measured.json), the provider's answers, the totals of a stack the run
-// started, the verdict, and why the run fails as a whole (every request failed, or its own
-// stack measured nothing the verdict needs).
-import { join } from 'node:path';
-import { replaceFile } from '../cli/replace-files.ts';
-import type { K6Summary } from './k6/runner.ts';
-import type { GaugeProbe } from './measure/gauge-probe.ts';
-import { compareRun, type PlanVsMeasured } from './measure/plan-vs-measured.ts';
-import { ALL_FAILED_EXIT_CODE, allFailedMessage, completionsBetween, providerStatusCounts, UNMEASURED_EXIT_CODE, unmeasuredMessage } from './measure/run-outcome.ts';
-import { type StackParameters, steadyPhase, steadyWindow } from './measure/steady-state.ts';
-import { type StackTotals, stackTotals } from './report/summary.ts';
+// What a finished run measured, from what collectRun (run-collect.ts) read: plan vs measured,
+// the verdict, and why the run fails as a whole (every request failed, or its own stack
+// measured nothing the verdict needs). Pure: no query, no file.
+import type { K6Summary } from './k6/summary.ts';
+import { compareSteadyRun, type PlanVsMeasured } from './measure/plan-vs-measured.ts';
+import { runProblem } from './measure/run-outcome.ts';
 import { quotaChangesSince } from './report/markers.ts';
+import type { StackTotals } from './report/summary.ts';
 import { runVerdict, type Verdict } from './report/verdict.ts';
-import type { ScenarioFile } from './scenario/types.ts';
-
-/** The traffic's outcome (K6Result's fields; the Node driver gives the same). */
-export interface Driven {
-  exitCode: number;
-  summary: K6Summary | undefined;
-  /** When the driver started and ended, and time 0 of the scenario, epoch ms. */
-  startedAt: number;
-  testStartedAt: number;
-  endedAt: number;
-  probe?: GaugeProbe;
-}
-
-export interface MeasureInput {
-  scenario: ScenarioFile;
-  targets: readonly string[];
-  prometheusUrl: string | undefined;
-  scrapeSeconds: number;
-  /** The run started the stack: its totals are the run's, and its limiter metrics must be there. */
-  own: boolean;
-  plan: StackParameters | undefined;
-  reportDir: string;
-}
+import type { Driven, MeasureInput, RunFigures } from './run-collect.ts';
 
 export interface Measured {
   /** The client's summary (k6's, or the Node driver's). */
@@ -48,39 +21,20 @@ export interface Measured {
   problem?: { message: string; exitCode: number };
 }
 
-/** Why the run's own stack measured nothing the verdict needs: no limiter series, or no completion in the steady window. */
-async function unmeasured(s: MeasureInput & { prometheusUrl: string }, driven: Driven, totals: StackTotals): Promise<string | undefined> {
-  const phase = steadyPhase(s.scenario);
-  const window = phase && s.plan ? steadyWindow(phase, s.plan.latencySeconds) : undefined;
-  const from = window ? driven.testStartedAt + window.from * 1000 : 0;
-  const to = window ? Math.min(driven.testStartedAt + window.to * 1000, driven.endedAt) : 0;
-  return unmeasuredMessage({
-    limiterSeries: totals.limiterSeries,
-    ...(window ? { steady: { completions: to > from ? await completionsBetween(s.prometheusUrl, from, to) : 0, seconds: Math.max(0, to - from) / 1000 } } : {}),
+/** Plan vs measured, the verdict and the run's problem, from what collectRun read (pure). */
+export function measureRun(s: MeasureInput, driven: Driven, figures: RunFigures): Measured {
+  const { steady, statuses, totals } = figures;
+  const comparison = steady && s.plan ? ('skipped' in steady ? steady : compareSteadyRun(steady, s.plan, undefined)) : undefined;
+  const evidence = totals ? { limiterSeries: totals.limiterSeries, ...(figures.steadyCompletions ? { steady: figures.steadyCompletions } : {}) } : undefined;
+  const { failure, problem } = runProblem(driven.summary, statuses, evidence);
+  const summary = driven.summary;
+  const verdict = runVerdict({
+    outcomes: summary?.outcomes,
+    providerRateLimited: totals?.providerRateLimited ?? (statuses ? (statuses['429'] ?? 0) : undefined),
+    planVsMeasured: comparison,
+    quotaChanges: totals?.quotaChanges && quotaChangesSince(totals.quotaChanges, driven.testStartedAt),
+    // Without a Prometheus the run knows no limiter timeouts, so it names no cause.
+    causes: s.prometheusUrl ? { timeoutsByReason: totals?.timeoutsByReason, branchOutcomes: summary?.branchOutcomesByKind, statusCodes: summary?.statusCodes } : undefined,
   });
-}
-
-export async function measureRun(s: MeasureInput, driven: Driven): Promise<Measured> {
-  const { prometheusUrl, scenario } = s;
-  if (!prometheusUrl) {
-    const failure = allFailedMessage(driven.summary);
-    const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited: undefined, planVsMeasured: undefined });
-    return { summary: driven.summary, verdict, failure, problem: failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : undefined };
-  }
-  // One more scrape of the agent side after the last request.
-  await new Promise((r) => setTimeout(r, (s.scrapeSeconds + 1) * 1000));
-  const comparison = s.plan
-    ? await compareRun({ scenario, prometheusUrl, testStartedAt: driven.testStartedAt, endedAt: driven.endedAt, probe: driven.probe, agentUrl: s.targets[0], stack: s.plan })
-    : undefined;
-  if (comparison) replaceFile(join(s.reportDir, 'plan-vs-measured.json'), JSON.stringify(comparison, null, 2));
-  const statuses = await providerStatusCounts(prometheusUrl, driven.startedAt, Date.now()).catch(() => undefined);
-  const totals = s.own ? await stackTotals(prometheusUrl, driven.startedAt, Date.now()) : undefined;
-  const failure = allFailedMessage(driven.summary, statuses);
-  const providerRateLimited = totals?.providerRateLimited ?? (statuses ? (statuses['429'] ?? 0) : undefined);
-  const quotaChanges = totals?.quotaChanges && quotaChangesSince(totals.quotaChanges, driven.testStartedAt);
-  const causes = { timeoutsByReason: totals?.timeoutsByReason, branchOutcomes: driven.summary?.branchOutcomesByKind, statusCodes: driven.summary?.statusCodes };
-  const verdict = runVerdict({ outcomes: driven.summary?.outcomes, providerRateLimited, planVsMeasured: comparison, quotaChanges, causes });
-  const why = totals && !failure ? await unmeasured({ ...s, prometheusUrl }, driven, totals) : undefined;
-  const problem = failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : why ? { message: why, exitCode: UNMEASURED_EXIT_CODE } : undefined;
-  return { summary: driven.summary, comparison, totals, verdict, failure, problem };
+  return { summary, comparison, totals, verdict, failure, problem };
 }

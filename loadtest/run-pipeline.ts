@@ -4,18 +4,19 @@
 // It prints nothing: what it has to say goes to the caller's RunReporter, and what it found
 // comes back as a RunResult the caller prints. Signals and the stop of what it started are
 // run-shutdown.ts's; the run id is run-id.ts's.
-import { makeDirectory } from '../cli/make-directory.ts';
+import { makeDirectory } from '../shared/make-directory.ts';
 import { join, resolve } from 'node:path';
 import { limiterMetrics } from '../instrumentation/metrics/definitions.ts';
-import { runNodeDriver } from './k6/node-driver.ts';
-import { RunProgress } from './k6/progress.ts';
-import { runK6 } from './k6/runner.ts';
+import { runNodeDriver } from './drive/node-driver.ts';
+import { RunProgress } from './drive/progress.ts';
+import { runK6 } from './drive/runner.ts';
 import { GaugeProbe } from './measure/gauge-probe.ts';
 import type { StackParameters } from './measure/steady-state.ts';
 import { runIdFor } from './run-id.ts';
-import { type Driven, type Measured, measureRun } from './run-measure.ts';
+import { collectRun, type Driven } from './run-collect.ts';
+import { type Measured, measureRun } from './run-measure.ts';
 import { type Recorded, recordRun, type RunAgent } from './run-report.ts';
-import { STOPPED_EXIT_CODE } from '../cli/stop-signals.ts';
+import { STOPPED_EXIT_CODE } from '../shared/stop-signals.ts';
 import { runShutdown } from './run-shutdown.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { LOCAL_STACK_SCRAPE_SECONDS, type LocalStackOptions, startLocalStack } from './stack/local-stack.ts';
@@ -147,10 +148,12 @@ export async function runPipeline(input: RunInput, reporter: RunReporter): Promi
     reporter.ready?.({ targets: t.targets, prometheusUrl: t.prometheusUrl, reportDir });
     const driven = await drive(input, t, { runId, reportDir }, plan !== undefined, reporter, shutdown.signal);
     if (shutdown.signal.aborted) return stopped;
-    const measured = await measureRun({ scenario: input.scenario, ...t, plan, reportDir }, driven);
+    const measure = { scenario: input.scenario, ...t, plan };
+    const figures = await collectRun(measure, driven);
+    const measured = measureRun(measure, driven, figures);
     const processes = t.own ? group.children.map(({ name, child }) => ({ name, pid: child.pid })) : undefined;
-    const recorded = t.prometheusUrl
-      ? await recordRun({ runId, reportDir, scenario: input.scenario, prometheusUrl: t.prometheusUrl, scrapeSeconds: t.scrapeSeconds, parameters: input.parameters, agent, processes }, driven, measured)
+    const recorded = t.prometheusUrl && figures.report
+      ? recordRun({ runId, reportDir, scenario: input.scenario, prometheusUrl: t.prometheusUrl, parameters: input.parameters, agent, processes }, driven, measured, figures.report)
       : {};
     const exitCode = measured.problem?.exitCode ?? driven.exitCode;
     return { runId, reportDir, aborted: false, exitCode, driverExitCode: driven.exitCode, agent, ...measured, ...recorded };

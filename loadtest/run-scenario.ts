@@ -5,8 +5,8 @@
 // that. A run whose requests all failed exits 1. The flags are cli/loadtest.ts's.
 import { defaultConfig, durationSeconds } from '../dashboards/config.ts';
 import { redactUrlsIn } from '../instrumentation/redact-url.ts';
-import { THRESHOLDS_FAILED } from './k6/runner.ts';
-import { formatComparison } from './measure/plan-vs-measured.ts';
+import { THRESHOLDS_FAILED } from './drive/runner.ts';
+import { formatComparison } from './measure/comparison-text.ts';
 import { type RunInput, type RunResult, runPipeline } from './run-pipeline.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import type { AgentTarget } from './stack/agent-target.ts';

@@ -2,7 +2,7 @@
 // started. The first signal aborts the run (k6 gets SIGINT, then SIGKILL after its grace),
 // stops every child process, waits until the run has wound down (at most WIND_DOWN_MS) and
 // exits 130; a second signal exits at once (the children have been signalled already).
-import { STOP_SIGNALS, STOPPED_EXIT_CODE } from '../cli/stop-signals.ts';
+import { STOP_SIGNALS, STOPPED_EXIT_CODE } from '../shared/stop-signals.ts';
 import type { ProcessGroup } from './stack/processes.ts';
 
 /** How long a stopped run may take to wind down before the process exits anyway. */

@@ -39,7 +39,7 @@ const copy = (from: string, to = from) => cpSync(join(root, from), join(dist, to
 copy('loadtest/scenarios');
 // The k6 sources go under dist/k6/, apart from the compiled files: a .ts source beside its .d.ts
 // is what a consumer's tsc resolves an import to (it tries .ts first), and it would type-check
-// the source instead of the declaration (loadtest/k6/runner.ts finds the script there).
+// the source instead of the declaration (loadtest/drive/runner.ts finds the script there).
 for (const file of importGraph(K6_SCRIPT)) copy(file, join('k6', file));
 copy('dashboards/generated');
 copy('loadtest/report/page-script.js'); // the report page's browser script, inlined into each page

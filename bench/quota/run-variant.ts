@@ -4,7 +4,7 @@
 import { type Event, InMemoryRunner } from '@google/adk';
 import { collectBranchOutcomes } from '../../agent/outcomes.ts';
 import { buildTree } from '../../agent/trees.ts';
-import { documentForTokens } from '../../loadtest/k6/document.ts';
+import { documentForTokens } from '../../loadtest/scenario/document.ts';
 import { RequestShed } from '../../instrumentation/errors.ts';
 import type { RequestAdmission } from '../../instrumentation/admission/request-admission.ts';
 import { startChild, stopChild } from '../support/child-process.ts';

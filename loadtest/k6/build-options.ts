@@ -4,7 +4,7 @@
 import { k6ScenariosOf } from '../scenario/arrivals.ts';
 import { DEFAULT_GRACEFUL_STOP_S, DEFAULT_REQUEST_TIMEOUT_S, resolveRequest } from '../scenario/request.ts';
 import type { RequestShape, ScenarioFile, TraceRecord } from '../scenario/types.ts';
-import { type K6Scenario, ms, type SlotEnv } from './executors.ts';
+import { type K6Scenario, ms, type SlotEnv } from '../scenario/executors.ts';
 
 export interface BuiltOptions {
   scenarios: Record<string, K6Scenario>;

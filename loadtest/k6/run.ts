@@ -11,7 +11,7 @@ import { DEFAULT_REQUEST_TIMEOUT_S } from '../scenario/request.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 import { adkUserRequest } from './adk-protocol.ts';
 import { buildOptions } from './build-options.ts';
-import { documentForTokens } from './document.ts';
+import { documentForTokens } from '../scenario/document.ts';
 import {
   isShedAnswer,
   jsonBody,

@@ -11,7 +11,7 @@ import { dirname, relative, resolve, sep } from 'node:path';
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import { buildThresholds } from '../k6/build-options.ts';
-import { K6_SCRIPT, TREND_STATS } from '../k6/runner.ts';
+import { K6_SCRIPT, TREND_STATS } from '../drive/runner.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 import { K6_ENV } from '../stack/tools.ts';
 import { parseThresholds, trendStatsFor } from './thresholds.ts';

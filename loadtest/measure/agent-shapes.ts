@@ -2,6 +2,7 @@
 // told about the tree a steady phase calls. The wire schema is the publisher's (agent/tree-shapes.ts).
 import { sampleTreeShapes } from '../../agent/sample-shapes.ts';
 import { type PublishedModel, publishedAgentListSchema, type TreeShape } from '../../agent/tree-shapes.ts';
+import { jobs } from '../../dashboards/config.ts';
 import { query } from './prometheus-client.ts';
 
 /** One model's share of a tree's calls, and the limiter they go through. */
@@ -33,4 +34,18 @@ export async function fetchAgentShapes(agentUrl: string): Promise<AgentShapes> {
 export async function scrapedAgentUrl(prometheusUrl: string, job: string): Promise<string | undefined> {
   const [first] = await query(prometheusUrl, `up{job="${job}"}`);
   return first?.metric.instance ? `http://${first.metric.instance}` : undefined;
+}
+
+/**
+ * The published shapes of the agent service a run called (`agentUrl`, else a replica that
+ * Prometheus scrapes under the agent job), or why they cannot be read.
+ */
+export async function publishedShapes(prometheusUrl: string, agentUrl: string | undefined): Promise<AgentShapes | { skipped: string }> {
+  try {
+    const url = agentUrl ?? (await scrapedAgentUrl(prometheusUrl, jobs.agent));
+    if (!url) return { skipped: `Prometheus at ${prometheusUrl} scrapes no agent service (job ${jobs.agent}) to read the trees' shapes from` };
+    return await fetchAgentShapes(url);
+  } catch (e) {
+    return { skipped: `cannot read the agent service's trees: ${(e as Error).message}` };
+  }
 }

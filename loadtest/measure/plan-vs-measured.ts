@@ -1,24 +1,12 @@
 // Plan vs measured: what the capacity planner predicts for a run's parameters, next to what
-// the run measured at steady state, with the relative error.
-//
-// How calls in flight are measured: as the time average L = (call-seconds spent) / (window),
-// i.e. sum(rate(llm_limiter_call_duration_seconds_sum)). That is the integral of the number
-// of calls in progress, so it cannot alias. The scraped llm_limiter_permits_in_use gauge
-// CAN: k6's arrival-rate executors start requests on an exact period and Prometheus scrapes
-// on an exact period, so every scrape may see the same phase of the request cycle (measured
-// 5.0 vs a true mean of 4.1 at 120 requests/min with 1 s scrapes). The gauge's scraped mean
-// is kept as a diagnostic; a GaugeProbe (random-time samples) gives its unbiased mean.
-import { agentMetrics } from '../../agent/metrics.ts';
-import { jobs } from '../../dashboards/config.ts';
-import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
+// the run measured at steady state, with the relative error. Pure: steady-collect.ts reads
+// the run (the shapes and every Prometheus figure) first, and compareSteadyRun compares.
 import type { TreeShape } from '../../agent/tree-shapes.ts';
 import { type ModelPlan, type ModelPlans, planModels } from '../planner/model-plans.ts';
 import { type Plan, type PlanInput, plan } from '../planner/index.ts';
-import type { ScenarioFile } from '../scenario/types.ts';
-import { type AgentShape, type AgentShapes, fetchAgentShapes, type ModelShape, scrapedAgentUrl } from './agent-shapes.ts';
-import type { GaugeProbe } from './gauge-probe.ts';
-import { query, queryScalar } from './prometheus-client.ts';
-import { type StackParameters, type SteadyPhase, steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from './steady-state.ts';
+import type { AgentShape, ModelShape } from './agent-shapes.ts';
+import { collectSteadyRun, type FleetFigures, limitedModels, type ModelFigures, type RunComparisonInput, type SteadyRun } from './steady-collect.ts';
+import { type StackParameters, type SteadyPhase, steadyPlanInput } from './steady-state.ts';
 
 /** How the limiters admitted the run's work: whole requests (the default) or each call on its own. */
 export type Admission = 'request' | 'call';
@@ -167,30 +155,14 @@ export function planPerModel(models: readonly ModelShape[], phase: SteadyPhase, 
 
 /** What the budget sustains for a tree of `shape`: user requests per minute, with the plan that binds (the binding model's, for a tree of several with limiters) and its limiter. */
 export function plannedCapacity(shape: AgentShape, phase: SteadyPhase, stack: StackParameters): { perMinute: number; plan: Plan; binding: string; limiter?: string } {
-  const models = shape.models?.filter((m) => m.limiter !== undefined) ?? [];
-  if (models.length > 0 && models.length === shape.models?.length) {
+  const models = limitedModels(shape);
+  if (models.length > 0) {
     const plans = planPerModel(models, phase, stack);
     const binding = plans.models.find((m) => m.model === plans.binding) as ModelPlan;
     return { perMinute: binding.sustainedUserRequestsPerMinute, plan: binding.plan, binding: `${binding.plan.binding.axis} of ${binding.model}`, limiter: binding.limiter };
   }
   const p = plan(steadyPlanInput(phase, shape, stack));
   return { perMinute: p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas, plan: p, binding: p.binding.axis };
-}
-
-/** One model's steady-state figures: its limiter's successful calls (per agent too) and calls in flight. */
-async function measureModel(
-  prometheusUrl: string,
-  start: number,
-  end: number,
-  limiter: string,
-): Promise<{ okCallsPerMinute: number; okCallsPerMinuteByAgent: Map<string, number>; callsInFlight: number }> {
-  const seconds = Math.max(1, Math.round((end - start) / 1000));
-  const w = `[${seconds}s]`;
-  const l = `limiter=${JSON.stringify(limiter)}`;
-  const byAgent = await query(prometheusUrl, `sum by (agent) (increase(${limiterMetrics.calls.name}{outcome="ok",${l}}${w}))`, end);
-  const okCallsPerMinuteByAgent = new Map(byAgent.map((s) => [s.metric.agent ?? 'unknown', (s.value / seconds) * 60]));
-  const callsInFlight = (await queryScalar(prometheusUrl, `sum(rate(${limiterMetrics.callDuration.name}_sum{${l}}${w}))`, end)) ?? 0;
-  return { okCallsPerMinute: [...okCallsPerMinuteByAgent.values()].reduce((a, b) => a + b, 0), okCallsPerMinuteByAgent, callsInFlight };
 }
 
 /**
@@ -245,26 +217,27 @@ export function plannedPerModel(plans: ModelPlans, admission: Admission, permits
  * beside what its limiter completed: user requests per minute in whole-request equivalents of
  * that model's calls, and its calls in flight; permits in use over every limiter.
  */
-async function compareModels(
-  r: RunComparisonInput,
-  phase: NonNullable<ReturnType<typeof steadyPhase>>,
+function compareModels(
+  stack: StackParameters,
+  phase: SteadyPhase,
   models: readonly ModelShape[],
+  byModel: ReadonlyMap<string, ModelFigures>,
   window: { start: number; end: number },
   probed: number | undefined,
-): Promise<PlanVsMeasured> {
-  const latencySeconds = r.stack.latencySeconds;
-  const plans = planPerModel(models, phase, r.stack);
+): PlanVsMeasured {
+  const latencySeconds = stack.latencySeconds;
+  const plans = planPerModel(models, phase, stack);
   const rows: ComparisonRow[] = [];
   let callSecondsSum = 0;
   let callsSum = 0;
   const binding = plans.models.find((m) => m.model === plans.binding);
-  const wholeRequests = r.stack.admission !== 'call';
-  const planned = plannedPerModel(plans, r.stack.admission ?? 'request', r.stack.permits);
+  const wholeRequests = stack.admission !== 'call';
+  const planned = plannedPerModel(plans, stack.admission ?? 'request', stack.permits);
   for (const m of plans.models) {
     const p = m.plan;
-    const measured = await measureModel(r.prometheusUrl, window.start, window.end, m.limiter as string);
+    const measured = byModel.get(m.model) as ModelFigures;
     const { servedPlanned, inFlight } = planned.models.get(m.model) as PlannedModel;
-    const served = wholeRequestsPerMinute(measured.okCallsPerMinuteByAgent, p.tree.callsPerRequest, p.input.inputTokensPerCall, r.stack.inputTokensPerAgent);
+    const served = wholeRequestsPerMinute(measured.okCallsPerMinuteByAgent, p.tree.callsPerRequest, p.input.inputTokensPerCall, stack.inputTokensPerAgent);
     rows.push({ quantity: `user requests/min ${m.model}`, planned: servedPlanned, measured: served, relativeError: 0 });
     rows.push({ quantity: `calls in flight ${m.model}`, planned: inFlight, measured: measured.callsInFlight, relativeError: 0 });
     callSecondsSum += measured.callsInFlight;
@@ -287,8 +260,8 @@ async function compareModels(
       wholeUserRequestsPerMinute: m.wholeUserRequestsPerMinute,
       binding: m.model === plans.binding,
     })),
-    tokens: r.stack.inputTokensPerModel ? 'calibrated' : 'given',
-    countedTokens: r.stack.countedTokens,
+    tokens: stack.inputTokensPerModel ? 'calibrated' : 'given',
+    countedTokens: stack.countedTokens,
     plannedCallSeconds: latencySeconds,
     measuredCallSeconds: callsSum > 0 ? callSecondsSum / callsSum : undefined,
     permitsInUseScraped: undefined,
@@ -298,114 +271,38 @@ async function compareModels(
 }
 
 /**
- * Steady-state figures from Prometheus over [start, end] (epoch ms), summed over replicas:
- * served user requests per minute (successful model calls / calls per request) and the
- * answered ones from the agent's request counter, the time-averaged calls in
- * flight and the mean call time from the limiter's call-duration histogram, and the scraped
- * permits-in-use gauge's mean (diagnostic).
+ * The fleet's steady-state figures as the comparison reads them: served user requests per
+ * minute (successful model calls / calls per request), the answered ones from the agent's
+ * request counter, and request admission's whole requests, per minute.
  */
-export async function measureSteadyState(prometheusUrl: string, start: number, end: number, callsPerRequest: number): Promise<Measured> {
-  const seconds = Math.max(1, Math.round((end - start) / 1000));
-  const w = `[${seconds}s]`;
-  const d = limiterMetrics.callDuration.name;
-  const completed = (await queryScalar(prometheusUrl, `sum(increase(${agentMetrics.requests.name}${w}))`, end)) ?? 0;
-  const okCalls = (await queryScalar(prometheusUrl, `sum(increase(${limiterMetrics.calls.name}{outcome="ok"}${w}))`, end)) ?? 0;
-  const callsInFlight = (await queryScalar(prometheusUrl, `sum(rate(${d}_sum${w}))`, end)) ?? 0;
-  const callSeconds = await queryScalar(prometheusUrl, `sum(increase(${d}_sum${w})) / sum(increase(${d}_count${w}))`, end);
-  const permitsInUseScraped = await queryScalar(prometheusUrl, `avg_over_time(sum(${limiterMetrics.permitsInUse.name})[${seconds}s:1s])`, end);
-  // Every limiter a request draws on counts it once: the busiest limiter counts them all.
-  const byOutcome = async (outcome: string) =>
-    (await queryScalar(prometheusUrl, `max(sum by (limiter) (increase(${limiterMetrics.requests.name}{outcome="${outcome}"}${w})))`, end)) ?? 0;
-  const admissions = await queryScalar(prometheusUrl, `sum(increase(${limiterMetrics.requests.name}{outcome=~"admitted|shed"}${w}))`, end);
-  const perMinute = (n: number) => (n / seconds) * 60;
-  const requests = admissions
-    ? { served: perMinute(await byOutcome('completed')), shed: perMinute(await byOutcome('shed')), partial: perMinute(await byOutcome('partial')) }
-    : undefined;
+export function measuredOf(fleet: FleetFigures, callsPerRequest: number, window: { start: number; end: number }, probed: number | undefined): Measured {
+  const perMinute = (n: number) => (n / fleet.seconds) * 60;
+  const requests = fleet.requests;
   return {
-    userRequestsPerMinute: perMinute(okCalls / callsPerRequest),
-    answeredRequestsPerMinute: perMinute(completed),
-    ...(requests ? { requests } : {}),
-    callsInFlight,
-    permitsInUseScraped,
-    callSeconds,
-    window: { start, end },
+    userRequestsPerMinute: perMinute(fleet.okCalls / callsPerRequest),
+    answeredRequestsPerMinute: perMinute(fleet.completed),
+    ...(requests ? { requests: { served: perMinute(requests.served), shed: perMinute(requests.shed), partial: perMinute(requests.partial) } } : {}),
+    callsInFlight: fleet.callsInFlight,
+    permitsInUseScraped: fleet.permitsInUseScraped,
+    callSeconds: fleet.callSeconds,
+    window,
+    ...(probed === undefined ? {} : { permitsInUseProbed: probed }),
   };
 }
 
-export function formatComparison(c: PlanVsMeasured): string {
-  const width = Math.max(20, ...c.rows.map((r) => r.quantity.length + 2));
-  const seconds = Math.round((c.window.end - c.window.start) / 1000);
-  const call = c.measuredCallSeconds === undefined ? '-' : `${c.measuredCallSeconds.toFixed(3)} s`;
-  const models = c.models && c.models.length > 0 ? `; each model planned against its own quota, ${c.tokens === 'calibrated' ? 'input tokens per call calibrated from the tree' : 'input tokens per call as given'}` : '';
-  const lines = [
-    `plan vs measured (binding quota: ${c.binding}, ${c.countedTokens} tokens counted${models}; ${c.admission === 'request' ? 'request admission' : 'per-call admission'}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
-    `  ${'quantity'.padEnd(width)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,
-  ];
-  for (const r of c.rows) {
-    const err = Number.isFinite(r.relativeError) ? `${r.relativeError >= 0 ? '+' : ''}${(r.relativeError * 100).toFixed(1)}%` : 'n/a';
-    lines.push(`  ${r.quantity.padEnd(width)}${r.planned.toFixed(1).padStart(10)}${r.measured.toFixed(1).padStart(10)}${err.padStart(9)}`);
-  }
-  return lines.join('\n');
+/** Plan vs measured over a collected steady phase (pure). */
+export function compareSteadyRun(run: SteadyRun, stack: StackParameters, planLatency: RunComparisonInput['planLatency']): PlanVsMeasured {
+  const { phase, shape, window, probed, figures } = run;
+  if (figures.kind === 'models') return compareModels(stack, phase, figures.models, figures.byModel, window, probed);
+  // A tree planned whole: the stack's latency is the only field of the input that the latency changes.
+  const input = steadyPlanInput(phase, shape, stack);
+  const measured = measuredOf(figures.fleet, plan(input).tree.callsPerRequest, window, probed);
+  const latencySeconds = planLatency === 'measured' && measured.callSeconds ? measured.callSeconds : stack.latencySeconds;
+  return comparePlan({ ...input, latencySeconds }, measured);
 }
 
-export interface RunComparisonInput {
-  scenario: ScenarioFile;
-  prometheusUrl: string;
-  /** Time 0 of the scenario (K6Result.testStartedAt) and the end of the run, epoch ms. */
-  testStartedAt: number;
-  endedAt: number;
-  stack: StackParameters;
-  /** Random-time samples of the permits in use during the run. */
-  probe?: GaugeProbe;
-  /**
-   * An agent replica's base URL, to read its trees' shapes (GET /v1/agents). Default: a
-   * replica that Prometheus scrapes under the agent job.
-   */
-  agentUrl?: string;
-  /**
-   * The latency the planner is given: the stack's configured one (default; what a user plans
-   * with, so client overhead shows as error), or the mean call time the limiter measured in
-   * the window (checks the planner's model itself, whatever the machine's load adds per call).
-   */
-  planLatency?: 'configured' | 'measured';
-}
-
-/** Plan vs measured over a finished run's steady phase, or why it cannot be compared. */
-/** The published shapes of the agent service the run called, or why they cannot be read. */
-async function agentShapes(r: RunComparisonInput): Promise<AgentShapes | { skipped: string }> {
-  try {
-    const url = r.agentUrl ?? (await scrapedAgentUrl(r.prometheusUrl, jobs.agent));
-    if (!url) return { skipped: `Prometheus at ${r.prometheusUrl} scrapes no agent service (job ${jobs.agent}) to read the trees' shapes from` };
-    return await fetchAgentShapes(url);
-  } catch (e) {
-    return { skipped: `cannot read the agent service's trees: ${(e as Error).message}` };
-  }
-}
-
-/** Plan vs measured over a finished run's steady phase, or why it cannot be compared. */
+/** Plan vs measured over a finished run's steady phase, or why it cannot be compared: collect, then compare. */
 export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured | { skipped: string }> {
-  const phase = steadyPhase(r.scenario);
-  const window = phase ? steadyWindow(phase, r.stack.latencySeconds) : { from: 0, to: 0 };
-  if (r.scenario.mock) return { skipped: "the scenario changes the mock provider's settings (quota, throttling) mid-run: the plan knows only those at the start" };
-  const shapes = await agentShapes(r);
-  if ('skipped' in shapes) return shapes as { skipped: string };
-  const why = whyNoComparison(r.scenario, phase, window, shapes);
-  const shape = phase && shapes[phase.tree];
-  if (why || !phase || !shape) return { skipped: why ?? 'no steady phase' };
-  const from = r.testStartedAt + window.from * 1000;
-  const to = Math.min(r.testStartedAt + window.to * 1000, r.endedAt);
-  if (to - from < 3000) return { skipped: `the steady window is too short (${((to - from) / 1000).toFixed(1)} s): lengthen the steady phase` };
-  const models = shape.models?.filter((m) => m.limiter !== undefined) ?? [];
-  if (models.length > 0 && models.length === shape.models?.length) {
-    return compareModels(r, phase, models, { start: from, end: to }, r.probe?.meanBetween(from, to));
-  }
-  const input = steadyPlanInput(phase, shape, r.stack);
-  const callsPerRequest = plan(input).tree.callsPerRequest;
-  const measured = await measureSteadyState(r.prometheusUrl, from, to, callsPerRequest);
-  if (measured.answeredRequestsPerMinute === 0 && measured.callSeconds === undefined) {
-    return { skipped: `Prometheus at ${r.prometheusUrl} has no agent service metrics for the run: does it scrape the agent (job ${jobs.agent})?` };
-  }
-  measured.permitsInUseProbed = r.probe?.meanBetween(from, to);
-  const latencySeconds = r.planLatency === 'measured' && measured.callSeconds ? measured.callSeconds : r.stack.latencySeconds;
-  return comparePlan(steadyPlanInput(phase, shape, { ...r.stack, latencySeconds }), measured);
+  const run = await collectSteadyRun(r);
+  return 'skipped' in run ? run : compareSteadyRun(run, r.stack, r.planLatency);
 }

@@ -5,7 +5,7 @@
 // no limiter metrics, or no request completed in its steady window.
 import { agentMetrics } from '../../agent/metrics.ts';
 import { mock } from '../../dashboards/config.ts';
-import type { K6Summary } from '../k6/runner.ts';
+import type { K6Summary } from '../k6/summary.ts';
 import { formatStatusCounts } from '../k6/summary-text.ts';
 import { query } from './prometheus-client.ts';
 
@@ -58,4 +58,16 @@ export async function providerStatusCounts(prometheusUrl: string, start: number,
   const samples = await query(prometheusUrl, `sum by (status) (last_over_time(${mock.requests}[${seconds}s]))`, end);
   const counts = samples.filter((s) => s.value > 0).map((s) => [s.metric.status ?? 'unknown', Math.round(s.value)] as const);
   return Object.fromEntries(counts.sort(([a], [b]) => a.localeCompare(b)));
+}
+
+/** Why every request failed, and why the run fails as a whole (one line, its exit code); `evidence` where the run's own stack was measured. */
+export function runProblem(
+  summary: K6Summary | undefined,
+  providerStatuses: Record<string, number> | undefined,
+  evidence: RunEvidence | undefined,
+): { failure?: string; problem?: { message: string; exitCode: number } } {
+  const failure = allFailedMessage(summary, providerStatuses);
+  const why = evidence && !failure ? unmeasuredMessage(evidence) : undefined;
+  const problem = failure ? { message: failure, exitCode: ALL_FAILED_EXIT_CODE } : why ? { message: why, exitCode: UNMEASURED_EXIT_CODE } : undefined;
+  return { failure, problem };
 }

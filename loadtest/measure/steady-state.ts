@@ -63,6 +63,30 @@ export function steadyWindow(phase: SteadyPhase, callSeconds: number): { from: n
   return { from: a.start + Math.min(warmUp, a.duration / 2), to: a.start + a.duration - 1 };
 }
 
+/** A finished run's steady phase as a comparison reads it: the phase, its tree's shape and the window in epoch ms. */
+export interface SteadyFrame {
+  phase: SteadyPhase;
+  shape: NonNullable<AgentShapes[string]>;
+  window: { start: number; end: number };
+}
+
+/**
+ * The steady phase of a run whose time 0 was `testStartedAt` and that ended at `endedAt`
+ * (epoch ms), or why it cannot be compared: no steady phase, a tree without a fixed shape,
+ * an overlapping arrival (whyNoComparison), or a window under 3 s.
+ */
+export function steadyFrame(s: ScenarioFile, shapes: AgentShapes, callSeconds: number, testStartedAt: number, endedAt: number): SteadyFrame | { skipped: string } {
+  const phase = steadyPhase(s);
+  const steady = phase ? steadyWindow(phase, callSeconds) : { from: 0, to: 0 };
+  const why = whyNoComparison(s, phase, steady, shapes);
+  const shape = phase && shapes[phase.tree];
+  if (why || !phase || !shape) return { skipped: why ?? 'no steady phase' };
+  const start = testStartedAt + steady.from * 1000;
+  const end = Math.min(testStartedAt + steady.to * 1000, endedAt);
+  if (end - start < 3000) return { skipped: `the steady window is too short (${((end - start) / 1000).toFixed(1)} s): lengthen the steady phase` };
+  return { phase, shape, window: { start, end } };
+}
+
 export interface StackParameters {
   outputTokensPerCall: number;
   /** Which tokens the quota and the budget count (the run's one setting). */

@@ -8,7 +8,7 @@ import { checkModelsResolve } from '../../agent/serve/server.ts';
 import { shapeOfCount } from '../../agent/tree-shapes.ts';
 import { type CountedNode, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from '../../instrumentation/tree/tree-count.ts';
 import { type AgentTreeNode, llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
-import { documentForTokens } from '../k6/document.ts';
+import { documentForTokens } from '../scenario/document.ts';
 import { type Calibration, calibrateTree } from './calibrate.ts';
 import { formatPlan } from './format.ts';
 import type { PlanInput } from './input.ts';

@@ -95,7 +95,7 @@ function byBound(a: ChartSeries, b: ChartSeries): number {
 }
 
 /** Every panel of every generated dashboard, drawn from Prometheus over [start, end]. */
-export async function collectCharts(prometheusUrl: string, start: number, end: number, rateInterval: string, extras: ChartExtras = {}): Promise<Chart[]> {
+export async function collectCharts(prometheusUrl: string, start: number, end: number, rateInterval: string, probeSamples?: ChartExtras['probeSamples']): Promise<Chart[]> {
   const step = stepSecondsFor(start, end);
   const charts: Chart[] = [];
   for (const dashboard of dashboards) {
@@ -126,17 +126,21 @@ export async function collectCharts(prometheusUrl: string, start: number, end: n
         }
       }
       if (panel.kind === 'heatmap') chart.series.sort(byBound);
-      if (panel.callsInFlight) {
-        if (extras.probeSamples?.length) {
-          const windowMs = (durationSeconds(rateInterval) ?? 0) * 1000;
-          chart.series.push({ label: 'permits in use, sampled at random times', points: trailingMean(extras.probeSamples, start, end, step * 1000, windowMs) });
-        }
-        if (extras.plannedInFlight !== undefined) chart.lines.push({ label: 'planned', value: extras.plannedInFlight, color: 'grey' });
+      if (panel.callsInFlight && probeSamples?.length) {
+        const windowMs = (durationSeconds(rateInterval) ?? 0) * 1000;
+        chart.series.push({ label: 'permits in use, sampled at random times', points: trailingMean(probeSamples, start, end, step * 1000, windowMs) });
       }
       charts.push(chart);
     }
   }
   return charts;
+}
+
+/** The charts with the planned calls in flight as a reference line on the calls-in-flight panels (pure; unchanged without a plan). */
+export function withPlannedInFlight(charts: readonly Chart[], plannedInFlight: number | undefined): Chart[] {
+  if (plannedInFlight === undefined) return [...charts];
+  const inFlight = new Set(dashboards.flatMap((d) => panelsOf(d).filter((panel) => panel.callsInFlight).map((panel) => `${d.uid}/${panel.key}`)));
+  return charts.map((chart) => (inFlight.has(chart.id) ? { ...chart, lines: [...chart.lines, { label: 'planned', value: plannedInFlight, color: 'grey' }] } : chart));
 }
 
 /** Pending and firing stretches of every alert in [start, end], from the ALERTS series. */

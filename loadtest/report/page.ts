@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { LEGEND_CALCS } from '../../dashboards/index.ts';
-import type { K6Summary } from '../k6/runner.ts';
+import type { K6Summary } from '../k6/summary.ts';
 import { formatHttpFailed, formatRequestCounts, formatStatusCounts } from '../k6/summary-text.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
 import { alertRows } from './alert-rows.ts';

@@ -3,10 +3,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { replaceFile } from '../../cli/replace-files.ts';
+import { replaceFile } from '../../shared/replace-files.ts';
 import { redactUrlsInValue } from '../../instrumentation/redact-url.ts';
 import { durationSeconds } from '../../dashboards/config.ts';
-import type { K6Summary } from '../k6/runner.ts';
+import type { K6Summary } from '../k6/summary.ts';
 import type { ProbeSample } from '../measure/gauge-probe.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
 import type { StackTotals } from './summary.ts';

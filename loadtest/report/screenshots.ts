@@ -3,7 +3,7 @@
 // They are taken into a new folder that replaces the old one only when all are taken.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { replaceFolder } from '../../cli/replace-files.ts';
+import { replaceFolder } from '../../shared/replace-files.ts';
 import { launchChromium } from './browser.ts';
 
 /** Where the screenshots go inside the run folder. */

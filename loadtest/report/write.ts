@@ -1,15 +1,15 @@
 // Writes a run's report, reports/<run-id>/index.html: the dashboards' panels and the alerts
-// from Prometheus, beside what the run itself knows (parameters, k6 summary, plan vs
-// measured). A Prometheus that cannot be reached, or a range with no data, gives a page
+// from Prometheus (collectReport reads them all in one pass), beside what the run itself
+// knows (parameters, k6 summary, plan vs measured). A Prometheus that cannot be reached, or a range with no data, gives a page
 // that says so instead of empty charts. Such a page never replaces a good one: it is written
 // beside it (FAILED_REPORT_FILE), and index.html is swapped in only when the page has no problem.
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { replaceFile } from '../../cli/replace-files.ts';
+import { replaceFile } from '../../shared/replace-files.ts';
 import { redactUrl, redactUrlsIn, redactUrlsInValue } from '../../instrumentation/redact-url.ts';
 import { alertRuleCount } from '../measure/prometheus-client.ts';
-import { type ChartExtras, collectAlerts, collectCharts } from './collect.ts';
-import { collectMarkers } from './markers.ts';
+import { type AlertSpan, type Chart, type ChartExtras, collectAlerts, collectCharts, withPlannedInFlight } from './collect.ts';
+import { collectMarkers, type Marker } from './markers.ts';
 import { type ReportData, renderReport } from './page.ts';
 
 /** The report's file name inside the run folder. */
@@ -36,8 +36,28 @@ export interface ReportInput extends ChartExtras {
   planVsMeasured?: ReportData['planVsMeasured'];
 }
 
-/** Gathers the report's data (never throws for Prometheus' sake: a problem is part of the data). */
-export async function reportData(input: ReportInput): Promise<ReportData> {
+/** Where the report's figures come from: the Prometheus, the range, the panels' rate interval, the probe's samples. */
+export type ReportSource = Pick<ReportInput, 'prometheusUrl' | 'from' | 'to' | 'rateInterval' | 'probeSamples'>;
+
+/** What Prometheus gave the report, or, when it could not be reached, why (its error's cause). */
+export type ReportFigures = { readonly unreachable: string } | { readonly alertRules: number; readonly charts: Chart[]; readonly alerts: AlertSpan[]; readonly markers: Marker[] };
+
+/** Every query the report makes, in one pass; never throws for Prometheus' sake (an unreachable one is part of the figures). */
+export async function collectReport(source: ReportSource): Promise<ReportFigures> {
+  let alertRules: number;
+  try {
+    alertRules = await alertRuleCount(source.prometheusUrl);
+  } catch (error) {
+    return { unreachable: (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message };
+  }
+  const charts = await collectCharts(source.prometheusUrl, source.from, source.to, source.rateInterval, source.probeSamples);
+  const alerts = await collectAlerts(source.prometheusUrl, source.from, source.to);
+  const markers = await collectMarkers(source.prometheusUrl, source.from, source.to);
+  return { alertRules, charts, alerts, markers };
+}
+
+/** The page's data: what the run knows beside what Prometheus gave (pure; a problem is part of the data). */
+export function reportData(input: ReportInput, figures: ReportFigures): ReportData {
   const shownUrl = redactUrl(input.prometheusUrl).replace(/\/$/, '');
   const base: ReportData = {
     title: input.title ?? `quotascope run ${input.runId}`,
@@ -53,21 +73,13 @@ export async function reportData(input: ReportInput): Promise<ReportData> {
     k6: input.k6,
     planVsMeasured: input.planVsMeasured,
   };
-  let alertRules: number;
-  try {
-    alertRules = await alertRuleCount(input.prometheusUrl);
-  } catch (error) {
-    const cause = redactUrlsIn((error as Error & { cause?: Error }).cause?.message ?? (error as Error).message);
-    const message = `${shownUrl} did not answer (${cause}). Start it, or pass the Prometheus that scraped the run with --prometheus; the charts and alerts need it; the tables below come from the run folder, when one was given.`;
+  if ('unreachable' in figures) {
+    const message = `${shownUrl} did not answer (${redactUrlsIn(figures.unreachable)}). Start it, or pass the Prometheus that scraped the run with --prometheus; the charts and alerts need it; the tables below come from the run folder, when one was given.`;
     return { ...base, problem: { kind: 'down', message } };
   }
   const compared = input.planVsMeasured && 'rows' in input.planVsMeasured ? input.planVsMeasured : undefined;
-  const charts = await collectCharts(input.prometheusUrl, input.from, input.to, input.rateInterval, {
-    probeSamples: input.probeSamples,
-    plannedInFlight: input.plannedInFlight ?? compared?.rows.find((r) => r.quantity === 'calls in flight')?.planned,
-  });
-  const alerts = await collectAlerts(input.prometheusUrl, input.from, input.to);
-  const markers = await collectMarkers(input.prometheusUrl, input.from, input.to);
+  const charts = withPlannedInFlight(figures.charts, input.plannedInFlight ?? compared?.rows.find((r) => r.quantity === 'calls in flight')?.planned);
+  const { alerts, alertRules, markers } = figures;
   const points = charts.reduce((n, c) => n + c.series.reduce((m, s) => m + s.points.length, 0), 0);
   const data = { ...base, charts, alerts, alertRules, markers };
   if (points === 0 && alerts.length === 0) {
@@ -89,9 +101,13 @@ export async function reportData(input: ReportInput): Promise<ReportData> {
  * index.failed.html, and `kept` is the page left in place.
  */
 export async function writeReport(input: ReportInput): Promise<{ path: string; data: ReportData; kept?: string }> {
-  const data = await reportData(input);
-  const page = join(input.reportDir, REPORT_FILE);
-  const failed = join(input.reportDir, FAILED_REPORT_FILE);
+  return writeReportPage(input.reportDir, reportData(input, await collectReport(input)));
+}
+
+/** Writes the page of `data` into `reportDir`: index.html, or beside a page already there when it has a problem. */
+export function writeReportPage(reportDir: string, data: ReportData): { path: string; data: ReportData; kept?: string } {
+  const page = join(reportDir, REPORT_FILE);
+  const failed = join(reportDir, FAILED_REPORT_FILE);
   if (data.problem && existsSync(page)) {
     replaceFile(failed, renderReport(data));
     return { path: failed, data, kept: page };

@@ -3,7 +3,7 @@
 // and the k6 scenarios it becomes. Every consumer (scenario scaling, the k6 options, the
 // Node driver, the steady-state check) goes through here. Pure (no Node or k6 imports),
 // so the k6 script uses it too.
-import { type K6Scenario, type K6ScenarioBase, bucketTrace, ms, rateUnit, type SlotEnv, vusFor } from '../k6/executors.ts';
+import { type K6Scenario, type K6ScenarioBase, bucketTrace, ms, rateUnit, type SlotEnv, vusFor } from './executors.ts';
 import type { Arrival, TraceRecord } from './types.ts';
 
 /** One request an arrival sends: seconds since the scenario started, and the trace record it replays. */

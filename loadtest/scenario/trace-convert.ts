@@ -4,7 +4,7 @@
 // (`documentChars`, or `inputTokensPerCall`); `trafficClass` and `width` are kept when
 // present. Lines that are not requests to a tree (no `tree`) are skipped.
 import { z } from 'zod';
-import { INSTRUCTION_TOKENS } from '../k6/document.ts';
+import { INSTRUCTION_TOKENS } from './document.ts';
 import { jsonLines, ScenarioError, treeNameSchema } from './schema.ts';
 import type { TraceRecord } from './types.ts';
 

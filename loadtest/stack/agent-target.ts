@@ -3,13 +3,13 @@
 // and pointed at the run's mock provider. Everything that can be wrong with the choice (a
 // file or export that does not load, a tree that cannot be walked, an unknown tree) is found
 // here, in-process, before any process starts (an agent without a model too).
-import { SERVICE_FLAGS } from '../../cli/agent.ts';
-import type { QuotaScope, QuotaSharing } from '../../agent/config.ts';
+import type { AgentServiceOptions, QuotaScope, QuotaSharing } from '../../agent/config.ts';
 import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
 import { shapeOfCount, TREE_NAMES, type TreeShape } from '../../agent/tree-shapes.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { AdmissionMode } from '../../instrumentation/defaults.ts';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
+import { optionFlagName } from '../../shared/option-flag-name.ts';
 import { DEFAULT_TREE } from '../scenario/request.ts';
 import { scenarioTrees, withTree } from '../scenario/trees.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
@@ -187,7 +187,7 @@ export interface AgentLimits {
 }
 
 function limiterFlags(limits: AgentLimits): string[] {
-  const values: { [K in keyof typeof SERVICE_FLAGS]?: number | string } = {
+  const values: { [K in keyof AgentServiceOptions]?: number | string } = {
     permits: limits.permits,
     tokensPerMinute: limits.tokensPerMinute === undefined ? undefined : formatPerModel(limits.tokensPerMinute),
     quotaScope: limits.quotaScope,
@@ -202,9 +202,7 @@ function limiterFlags(limits: AgentLimits): string[] {
     expectedTokensPerCall: limits.expectedTokensPerCall === undefined ? undefined : formatPerModel(limits.expectedTokensPerCall),
   };
   // The flag names are the agent command's (serve takes the same ones).
-  return Object.entries(values).flatMap(([key, value]) =>
-    value === undefined ? [] : [`--${SERVICE_FLAGS[key as keyof typeof SERVICE_FLAGS].flag}`, String(value)],
-  );
+  return Object.entries(values).flatMap(([key, value]) => (value === undefined ? [] : [`--${optionFlagName(key)}`, String(value)]));
 }
 
 /**

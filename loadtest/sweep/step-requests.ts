@@ -3,7 +3,7 @@
 // and qs_request_outcome, the three paired by the VU and iteration (k6's `vu` and `iter`
 // system tags, which the step turns on; k6 2.x writes them as the sample's metadata). Pure:
 // the file's text in, the requests out.
-import { percentile } from '../k6/node-driver.ts';
+import { percentile } from '../drive/node-driver.ts';
 import { REQUEST_OUTCOME_METRIC, REQUEST_OUTCOMES, REQUESTS_STARTED_METRIC, type RequestOutcome } from '../k6/request-status.ts';
 
 const DURATION_METRIC = 'qs_request_duration';

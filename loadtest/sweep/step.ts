@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { mock } from '../../dashboards/config.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
-import { runK6 } from '../k6/runner.ts';
+import { runK6 } from '../drive/runner.ts';
 import { queryScalar } from '../measure/prometheus-client.ts';
 import type { ScenarioFile } from '../scenario/types.ts';
 import { type KneeCheck, type KneeCriteria, kneeCheck } from './knee-criteria.ts';

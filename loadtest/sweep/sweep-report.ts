@@ -4,7 +4,7 @@
 // chromium, sweep.png, where chromium is installed.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { replaceFile } from '../../cli/replace-files.ts';
+import { replaceFile } from '../../shared/replace-files.ts';
 import { launchChromium } from '../report/browser.ts';
 import { esc, parametersSection, table } from '../report/page.ts';
 import { findTool } from '../stack/tools.ts';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { replaceFile, replaceFiles, replaceFolder } from '../../cli/replace-files.ts';
+import { replaceFile, replaceFiles, replaceFolder } from '../../shared/replace-files.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'qs-replace-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

@@ -17,7 +17,7 @@ import { generatedDir } from '../../dashboards/generate.ts';
 import { buildDashboards } from '../../dashboards/panels/index.ts';
 import { instantiate, panelsOf } from '../../dashboards/panels/spec.ts';
 import { alertAnnotationExpr } from '../../dashboards/render/grafana-dashboard.ts';
-import { runK6 } from '../../loadtest/k6/runner.ts';
+import { runK6 } from '../../loadtest/drive/runner.ts';
 import { ProcessGroup } from '../../loadtest/stack/processes.ts';
 import { startPrometheus } from '../../loadtest/stack/prometheus.ts';
 import { parseScenario } from '../../loadtest/scenario/schema.ts';

@@ -11,7 +11,7 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { k8sLoadtestCommand } from '../../loadtest/k8s/cli.ts';
+import { k8sLoadtestCommand } from '../../cli/k8s-loadtest.ts';
 import { executionSegments, renderTestRun, SCENARIO_KEY, scriptFiles, TestRunError } from '../../loadtest/k8s/testrun.ts';
 import { loadScenario, parseScenario } from '../../loadtest/scenario/schema.ts';
 import { K6_ENV, requireTool } from '../../loadtest/stack/tools.ts';

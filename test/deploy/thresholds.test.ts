@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildThresholds } from '../../loadtest/k6/build-options.ts';
-import { k8sLoadtestCommand } from '../../loadtest/k8s/cli.ts';
+import { k8sLoadtestCommand } from '../../cli/k8s-loadtest.ts';
 import { evaluateThresholds, findRunWindow, formatVerdicts, judge, mixtureBounds, parseThreshold, parseThresholds, ThresholdError } from '../../loadtest/k8s/thresholds.ts';
 import { freePort, ProcessGroup, waitForHealthy } from '../../loadtest/stack/processes.ts';
 import { loadScenario, SCENARIOS_DIR } from '../../loadtest/scenario/schema.ts';

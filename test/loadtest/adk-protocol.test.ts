@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServedAgent, startServe } from '../../agent/serve/server.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
-import { runK6 } from '../../loadtest/k6/runner.ts';
+import { runK6 } from '../../loadtest/drive/runner.ts';
 import { freePort, ProcessGroup, waitForHealthy } from '../../loadtest/stack/processes.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
 import { startMockProvider } from '../../mock-provider/index.ts';

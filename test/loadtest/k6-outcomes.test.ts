@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVED_DURATION_METRIC } from '../../loadtest/k6/request-status.ts';
-import { runK6 } from '../../loadtest/k6/runner.ts';
+import { runK6 } from '../../loadtest/drive/runner.ts';
 import { parseScenario } from '../../loadtest/scenario/schema.ts';
 import { requireTool } from '../../loadtest/stack/tools.ts';
 

@@ -3,7 +3,7 @@
 import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseK6Progress, phaseAt, plannedSeconds, progressLine, RunProgress } from '../../loadtest/k6/progress.ts';
+import { parseK6Progress, phaseAt, plannedSeconds, progressLine, RunProgress } from '../../loadtest/drive/progress.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
 import { arrivalLabel } from '../../loadtest/scenario/arrivals.ts';
 

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../../loadtest/report/cli.ts';
+import { main } from '../../cli/report.ts';
 import { RUN_RECORD_FILE, writeRunRecord } from '../../loadtest/report/run-record.ts';
 import { FAILED_REPORT_FILE, REPORT_FILE } from '../../loadtest/report/write.ts';
 

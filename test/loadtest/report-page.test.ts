@@ -2,7 +2,7 @@
 // that cannot end a <script>), and the problem banners.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseReportArgs, parseTime } from '../../loadtest/report/cli.ts';
+import { parseReportArgs, parseTime } from '../../cli/report.ts';
 import { type ReportData, renderReport } from '../../loadtest/report/page.ts';
 
 const NOW = Date.parse('2026-12-01T10:00:00Z');

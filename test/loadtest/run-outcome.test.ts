@@ -9,7 +9,7 @@ import { countModelCalls, DEFAULT_TOOL_TURNS } from '../../instrumentation/tree/
 import { walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { loadAgentModule } from '../../agent/agent-module.ts';
 import { requestFailed, STATUS_TAGS, statusSubmetric, statusTag } from '../../loadtest/k6/request-status.ts';
-import { condenseSummary, type K6Summary } from '../../loadtest/k6/runner.ts';
+import { condenseSummary, type K6Summary } from '../../loadtest/k6/summary.ts';
 import { SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
 import { allFailedMessage } from '../../loadtest/measure/run-outcome.ts';
 import { steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from '../../loadtest/measure/steady-state.ts';

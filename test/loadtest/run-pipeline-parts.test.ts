@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runIdFor } from '../../loadtest/run-id.ts';
-import { STOPPED_EXIT_CODE } from '../../cli/stop-signals.ts';
+import { STOPPED_EXIT_CODE } from '../../shared/stop-signals.ts';
 import { runShutdown } from '../../loadtest/run-shutdown.ts';
 import type { ProcessGroup } from '../../loadtest/stack/processes.ts';
 

@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildOptions, buildThresholds } from '../../loadtest/k6/build-options.ts';
-import { arrivalTimes } from '../../loadtest/k6/node-driver.ts';
+import { arrivalTimes } from '../../loadtest/drive/node-driver.ts';
 import { scaleScenario } from '../../loadtest/scenario/scale.ts';
 import { loadScenario, parseScenario, SCENARIOS_DIR, ScenarioError } from '../../loadtest/scenario/schema.ts';
 import { convertAccessLog } from '../../loadtest/scenario/trace-convert.ts';

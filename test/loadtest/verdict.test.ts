@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { WORKED_EXAMPLE as EX } from '../../agent/worked-example.ts';
 import { isShedAnswer, REQUEST_OUTCOMES, requestFailed, requestOutcome } from '../../loadtest/k6/request-status.ts';
-import { condenseSummary } from '../../loadtest/k6/runner.ts';
+import { condenseSummary } from '../../loadtest/k6/summary.ts';
 import { formatHttpFailed, SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
 import { deadlineNote, fitRunToTree } from '../../loadtest/main.ts';
 import { comparePlan, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';

@@ -1,6 +1,6 @@
 // k6 scenario objects and the arithmetic of k6's executors (duration strings, integer rates,
 // pre-allocated VUs). Pure (no k6 imports), so Node tests can check it too.
-import type { TraceRecord } from '../scenario/types.ts';
+import type { TraceRecord } from './types.ts';
 
 /** What the k6 request function reads from a k6 scenario's env. */
 export interface SlotEnv {

@@ -4,14 +4,14 @@
 import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { decimalFlag } from '../../cli/decimal-number.ts';
-import { describeFailure } from '../../cli/errors.ts';
-import { durationSeconds } from '../../dashboards/config.ts';
-import { readRunRecord, type RunRecord } from './run-record.ts';
-import { SCREENSHOTS_DIR, takeScreenshots } from './screenshots.ts';
-import { runIdFor } from '../run-id.ts';
-import { rateIntervalFor } from './collect.ts';
-import { writeReport } from './write.ts';
+import { decimalFlag } from './decimal-number.ts';
+import { describeFailure } from './errors.ts';
+import { durationSeconds } from '../dashboards/config.ts';
+import { readRunRecord, type RunRecord } from '../loadtest/report/run-record.ts';
+import { SCREENSHOTS_DIR, takeScreenshots } from '../loadtest/report/screenshots.ts';
+import { runIdFor } from '../loadtest/run-id.ts';
+import { rateIntervalFor } from '../loadtest/report/collect.ts';
+import { writeReport } from '../loadtest/report/write.ts';
 
 export const USAGE = `usage: quotascope report [flags]
   --prometheus URL     the Prometheus that scraped the run (default http://127.0.0.1:9090)

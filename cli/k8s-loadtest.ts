@@ -4,14 +4,14 @@
 // (k6's own code), 2 bad usage, 1 Prometheus could not be asked.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { decimalFlag } from '../../cli/decimal-number.ts';
-import { replaceFile } from '../../cli/replace-files.ts';
-import { buildThresholds } from '../k6/build-options.ts';
-import { THRESHOLDS_FAILED } from '../k6/runner.ts';
-import { scaleScenario } from '../scenario/scale.ts';
-import { loadScenario, ScenarioError } from '../scenario/schema.ts';
-import { renderTestRun, TestRunError } from './testrun.ts';
-import { evaluateThresholds, findRunWindow, formatVerdicts, ThresholdError } from './thresholds.ts';
+import { decimalFlag } from './decimal-number.ts';
+import { replaceFile } from '../shared/replace-files.ts';
+import { buildThresholds } from '../loadtest/k6/build-options.ts';
+import { THRESHOLDS_FAILED } from '../loadtest/drive/runner.ts';
+import { scaleScenario } from '../loadtest/scenario/scale.ts';
+import { loadScenario, ScenarioError } from '../loadtest/scenario/schema.ts';
+import { renderTestRun, TestRunError } from '../loadtest/k8s/testrun.ts';
+import { evaluateThresholds, findRunWindow, formatVerdicts, ThresholdError } from '../loadtest/k8s/thresholds.ts';
 
 export const K8S_USAGE = `usage: quotascope loadtest <scenario> --k8s [flags]          render a k6-operator TestRun (kubectl apply -f -)
   --parallelism N        k6 runners; k6 splits every arrival across them by execution segment (default 1, at most 100)

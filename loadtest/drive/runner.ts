@@ -11,14 +11,13 @@ import type { ScenarioFile } from '../scenario/types.ts';
 import { getMockConfig, putMockConfig } from '../stack/mock-admin.ts';
 import { type K6Progress, parseK6Progress } from './progress.ts';
 import { K6_ENV, requireTool } from '../stack/tools.ts';
-import { REQUEST_FAILED_METRIC, type RequestCounts, SERVED_DURATION_METRIC } from './request-status.ts';
-import { branchOutcomeCounts, isDisplayOnly, requestCounts, statusCounts } from './summary-text.ts';
+import { condenseSummary, type K6Summary } from '../k6/summary.ts';
 
 export const K6_SCRIPT = k6Script(dirname(fileURLToPath(import.meta.url)));
 
-/** The script beside this file in the repository; in the built package, under dist/k6/ (scripts/build.ts). */
+/** The script in loadtest/k6/ of the repository; in the built package, under dist/k6/ (scripts/build.ts). */
 function k6Script(here: string): string {
-  const beside = join(here, 'run.ts');
+  const beside = join(here, '..', 'k6', 'run.ts');
   return existsSync(beside) ? beside : join(here, '..', '..', 'k6', 'loadtest', 'k6', 'run.ts');
 }
 /** Trend stats k6 remote-writes, so Prometheus gets e.g. k6_qs_request_duration_p95. */
@@ -49,39 +48,6 @@ export interface K6RunOptions {
   env?: Record<string, string>;
 }
 
-export interface ThresholdResult {
-  metric: string;
-  expression: string;
-  ok: boolean;
-}
-
-export interface K6Summary {
-  requests: number;
-  /** Share of HTTP requests that failed (k6's http_req_failed; ADK: two per user request). */
-  failedRate: number;
-  /** User requests that failed: no 2xx answer (shed ones aside), or no branch ok (k6/request-status.ts). */
-  failedRequests: number;
-  /** Every started user request by how it ended (unfinished: the run ended first). Absent in older run records. */
-  outcomes: RequestCounts;
-  /** The HTTP status each user request ended with, by status tag (only those seen). */
-  statusCodes: Record<string, number>;
-  /** Every answered request's duration: the instant 429s of shed requests included. */
-  durationMs: { p50: number; p95: number; p99: number; max: number };
-  /** Served requests' durations alone (absent in older run records). */
-  servedDurationMs?: { p50: number; p95: number; p99: number; max: number };
-  permitWaitMs: { p50: number; p95: number; max: number };
-  missingBranchesRate: number;
-  branchOutcomes: number;
-  /** Branch outcomes by kind (ok, timeout, rate_limited, budget_unavailable, error); absent in older run records. */
-  branchOutcomesByKind?: Record<string, number>;
-  /** Model calls and tokens read from the events (ADK protocol only). */
-  modelCalls?: number;
-  modelTokens?: number;
-  droppedArrivals: number;
-  testRunDurationMs: number;
-  thresholds: ThresholdResult[];
-}
-
 export interface K6Result {
   exitCode: number;
   summary: K6Summary | undefined;
@@ -95,42 +61,6 @@ export interface K6Result {
   testStartedAt: number;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: k6's summary data is an untyped JSON tree
-export function condenseSummary(data: any): K6Summary {
-  const v = (name: string, stat: string): number => Number(data?.metrics?.[name]?.values?.[stat] ?? 0);
-  const thresholds: ThresholdResult[] = [];
-  for (const [metric, m] of Object.entries<{ thresholds?: Record<string, { ok: boolean }> }>(data?.metrics ?? {})) {
-    for (const [expression, t] of Object.entries(m.thresholds ?? {})) if (!isDisplayOnly(metric, expression)) thresholds.push({ metric, expression, ok: t.ok });
-  }
-  return {
-    requests: v('qs_request_duration', 'count'), // one per user request (ADK: session + run are two HTTP requests)
-    failedRate: v('http_req_failed', 'rate'),
-    failedRequests: v(REQUEST_FAILED_METRIC, 'passes'),
-    outcomes: requestCounts(data),
-    statusCodes: statusCounts(data),
-    durationMs: {
-      p50: v('qs_request_duration', 'med'),
-      p95: v('qs_request_duration', 'p(95)'),
-      p99: v('qs_request_duration', 'p(99)'),
-      max: v('qs_request_duration', 'max'),
-    },
-    servedDurationMs: {
-      p50: v(SERVED_DURATION_METRIC, 'med'),
-      p95: v(SERVED_DURATION_METRIC, 'p(95)'),
-      p99: v(SERVED_DURATION_METRIC, 'p(99)'),
-      max: v(SERVED_DURATION_METRIC, 'max'),
-    },
-    permitWaitMs: { p50: v('qs_permit_wait', 'med'), p95: v('qs_permit_wait', 'p(95)'), max: v('qs_permit_wait', 'max') },
-    missingBranchesRate: v('qs_missing_branches', 'rate'),
-    branchOutcomes: v('qs_branch_outcomes', 'count'),
-    branchOutcomesByKind: branchOutcomeCounts(data),
-    modelCalls: v('qs_model_calls', 'count'),
-    modelTokens: v('qs_model_tokens', 'count'),
-    droppedArrivals: v('dropped_iterations', 'count'),
-    testRunDurationMs: Number(data?.state?.testRunDurationMs ?? 0),
-    thresholds,
-  };
-}
 
 // k6's banner, run header (execution, script, output, scenarios) and per-scenario progress
 // bars stay in k6.log; the rest goes to onLine.

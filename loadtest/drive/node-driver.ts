@@ -4,9 +4,9 @@
 import { arrivalSends } from '../scenario/arrivals.ts';
 import { DEFAULT_REQUEST_TIMEOUT_S, resolveRequest } from '../scenario/request.ts';
 import type { ScenarioFile, TrafficClass } from '../scenario/types.ts';
-import { documentForTokens } from './document.ts';
-import { isShedAnswer, type RequestCounts, requestOutcome, statusTag } from './request-status.ts';
-import type { K6Summary } from './runner.ts';
+import { documentForTokens } from '../scenario/document.ts';
+import { isShedAnswer, type RequestCounts, requestOutcome, statusTag } from '../k6/request-status.ts';
+import type { K6Summary } from '../k6/summary.ts';
 
 export interface PlannedRequest {
   at: number;
