@@ -6,7 +6,7 @@
 // and connects a new one in the background, each attempt bounded by connectTimeoutMs.
 import { createClient } from 'redis';
 import { redactUrl } from './redact-url.ts';
-import type { RedisScriptClient } from './redis-token-budget.ts';
+import type { RedisScriptClient } from './redis-window-client.ts';
 
 export { redactUrl };
 

@@ -41,114 +41,37 @@
 // A Redis that lost its window (restart) while this replica saw the fleet admit within the
 // last window counts a full window at once (see the script): nothing is admitted until what
 // the provider may still count has left its window.
-import { optionProblems } from './limiter-options.ts';
-import { createHash } from 'node:crypto';
-import { z } from 'zod';
-import { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions, type UsePart, windowLimitWithin } from './budget.ts';
-import { type Clock, realClock, type TimerHandle, unrefTimer, withDeadline } from './clock.ts';
+// The parts: the script client (redis-window-client.ts), the fallback and carry
+// (redis-fallback.ts) and Redis' health (redis-health.ts); this file queues, batches and settles.
+import { type Budget, type BudgetTicket, type CentralOutagePolicy, type ReserveOptions, type UsePart, windowLimitWithin } from './budget.ts';
+import { type Clock, realClock } from './clock.ts';
 import type { CountedTokens } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS } from './defaults.ts';
+import {
+  DEFAULT_COUNTED_TOKENS,
+  DEFAULT_REDIS_COMMAND_DEADLINE_MS,
+  DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS,
+  DEFAULT_REDIS_MAX_POLL_MS,
+  DEFAULT_REDIS_RETRY_AFTER_MS,
+  DEFAULT_WINDOW_MS,
+} from './defaults.ts';
 import { BudgetRequestTooLarge, CentralBudgetConflict, CentralBudgetUnavailable } from './errors.ts';
-import { type AnyRegistry, createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
-import { BUDGET_CONFLICT_REPLY, maxBudgetTtlMs, REDIS_SLOTS_PER_WINDOW, ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
-import { RollingWindow } from './rolling-window.ts';
-import { checkBudgetOptions, TokenBudget } from './token-budget.ts';
+import { createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+import { centralOutageOf, type RedisTokenBudgetOptions } from './redis-budget-options.ts';
+import { RedisFallback } from './redis-fallback.ts';
+import { RedisHealth } from './redis-health.ts';
+import { amountOf, RedisWindowClient, type ScriptOp, type ScriptReply } from './redis-window-client.ts';
+import { maxBudgetTtlMs } from './redis-window-script.ts';
+import { type RedisHold, RedisTicket } from './redis-ticket.ts';
 import { type Waiter, WaiterQueue } from './waiter-queue.ts';
-import { drawFromHolds, type Hold, partsOf, WindowOutlook } from './window-outlook.ts';
+import { drawFromHolds, excessNow, partsOf } from './window-outlook.ts';
 
+export type { RedisScriptClient } from './redis-window-client.ts';
+export { DEFAULT_REDIS_COMMAND_DEADLINE_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS } from './defaults.ts';
+export type { RedisTokenBudgetOptions } from './redis-budget-options.ts';
 export { ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
 
-const SCRIPT_SHA1 = createHash('sha1').update(ROLLING_WINDOW_SCRIPT).digest('hex');
-
-/** What the budget needs from a Redis client (node-redis 6's client fits; connectBudgetRedis's adds reconnect). */
-export interface RedisScriptClient {
-  readonly isReady: boolean;
-  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  /** A command passed its deadline: drop the connection (it may be hung) and connect again in the background. */
-  reconnect?(): void;
-}
-
-/** A Redis command that has not answered after this long counts as Redis unreachable, ms. */
-export const DEFAULT_REDIS_COMMAND_DEADLINE_MS = 500;
-/** How often the health probe asks Redis, ms. */
-export const DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS = 1_000;
 /** Most queued reservations sent to Redis in one script run. */
 const MAX_BATCH = 64;
-
-export interface RedisTokenBudgetOptions {
-  /** A connected client (see connectBudgetRedis); the caller owns and closes it. */
-  readonly client: RedisScriptClient;
-  /** The SHARED limit: the fleet's tokens per window (per minute unless windowMs is set). */
-  readonly tokensPerMinute: number;
-  /** Which tokens the budget counts (default 'input', as Gemini's TPM); see TokenBudgetOptions. */
-  readonly countedTokens?: CountedTokens;
-  /** The quota window, ms (default 60,000). Replicas sharing a key must use the same window. */
-  readonly windowMs?: number;
-  /** The limiter name: the `limiter` metric label and the default key suffix. */
-  readonly name: string;
-  /** Redis key of the window (default `quotascope:budget:<name>`). Replicas sharing a quota use the same key. */
-  readonly key?: string;
-  /** The local budget fail-open serves from while Redis is unreachable (the static replica share), tokens per window. */
-  readonly localShareTokensPerMinute?: number;
-  /** While Redis is unreachable: fail-open (needs localShareTokensPerMinute) or fail-closed. Default: fail-open when a local share is given, else fail-closed. */
-  readonly centralOutage?: CentralOutagePolicy;
-  /** A command unanswered after this long counts as Redis unreachable (default DEFAULT_REDIS_COMMAND_DEADLINE_MS). */
-  readonly commandDeadlineMs?: number;
-  /** Period of the health probe (default DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS). */
-  readonly healthCheckIntervalMs?: number;
-  /** After a Redis failure, use the fallback for this long before trying Redis again (default 1,000 ms). */
-  readonly retryRedisAfterMs?: number;
-  /** Longest a waiting reservation sleeps between two tries (default 1,000 ms). */
-  readonly maxPollMs?: number;
-  readonly clock?: Clock;
-  /** Where llm_limiter_budget_central_unavailable_total goes (default: prom-client's global registry). */
-  readonly registry?: AnyRegistry;
-  /** Told when the budget switches between Redis and its fallback (for a log line). */
-  readonly onCentralChange?: (central: boolean, error?: unknown) => void;
-}
-
-/** Part of a hold in Redis: its tokens not charged yet, in the hold field of its due slot. */
-interface RedisHold extends Hold {
-  readonly slot: string;
-}
-
-/**
- * An admission: from Redis (its slot there) or from the local fallback (its slot in the
- * carried window); `local` is the fallback's ticket. A windowAtUse admission from Redis is a
- * hold (`holds`, earliest due first): its tokens are counted when charged (redisSlot is then
- * the last charge's slot), and what was never charged is released when it is settled.
- */
-class RedisTicket implements BudgetTicket {
-  readonly tokens: number;
-  readonly issuer: RedisTokenBudget;
-  redisSlot: string | undefined;
-  readonly carriedSlot: number | undefined;
-  readonly local: BudgetTicket | undefined;
-  /** Admitted as a hold (windowAtUse, from Redis). */
-  readonly atUse: boolean;
-  /** The hold's parts not charged yet. */
-  holds: RedisHold[];
-  /** Tokens counted in the window for this admission. */
-  counted: number;
-
-  constructor(
-    issuer: RedisTokenBudget,
-    tokens: number,
-    at: { redisSlot?: string; carriedSlot?: number; holds?: RedisHold[] },
-    local: BudgetTicket | undefined,
-  ) {
-    this.issuer = issuer;
-    this.tokens = tokens;
-    this.redisSlot = at.redisSlot;
-    this.carriedSlot = at.carriedSlot;
-    this.local = local;
-    this.atUse = at.holds !== undefined;
-    this.holds = at.holds ?? [];
-    this.counted = this.atUse ? 0 : tokens;
-  }
-
-}
 
 interface Reservation {
   readonly tokens: number;
@@ -163,58 +86,29 @@ interface Reservation {
 
 type ReservationWaiter = Waiter<Reservation, BudgetTicket>;
 
-interface ScriptReply {
-  readonly granted: number;
-  readonly sum: number;
-  readonly waitMs: number;
-  readonly slot: string;
-}
-
-/** The window as Redis last sent it: what leaves it when, the holds by due time, and when its slot began (this budget's clock). */
-interface WindowView {
-  readonly leaving: readonly (readonly [number, number])[];
-  readonly holds: readonly Hold[];
-  readonly slotStartAt: number;
-}
-
 type TakeResult =
   | { readonly kind: 'taken'; readonly granted: number; readonly slot: string; readonly waitMs: number }
   | { readonly kind: 'unavailable'; readonly error: unknown };
-
-type Op = 'take' | 'settle' | 'block' | 'peek';
 
 const DEFAULT_KEY_PREFIX = 'quotascope:budget:';
 // Window sums are floating point (reconciliations); tolerate rounding noise.
 const EPSILON = 1e-6;
 
-// Timer values are bounded: Node turns anything above 2^31-1 ms into 1 ms.
-const optionsSchema = z.looseObject({
-  localShareTokensPerMinute: z.number().finite().positive().optional(),
-  centralOutage: z.enum(CENTRAL_OUTAGE_POLICIES).optional(),
-  retryRedisAfterMs: z.int().min(1).max(600_000).optional(),
-  maxPollMs: z.int().min(1).max(600_000).optional(),
-  commandDeadlineMs: z.int().min(1).max(60_000).optional(),
-  healthCheckIntervalMs: z.int().min(10).max(600_000).optional(),
-});
-
 export class RedisTokenBudget implements Budget {
+  readonly sharing = 'central';
   readonly tokensPerMinute: number;
   readonly capacity: number;
   readonly countedTokens: CountedTokens;
   readonly windowMs: number;
   readonly key: string;
   readonly centralOutage: CentralOutagePolicy;
-  readonly #client: RedisScriptClient;
+  readonly #script: RedisWindowClient;
+  readonly #fallback: RedisFallback;
+  readonly #health: RedisHealth;
   readonly #clock: Clock;
-  readonly #local: TokenBudget | undefined;
-  readonly #retryRedisAfterMs: number;
   readonly #maxPollMs: number;
   readonly #metrics: LimiterMetrics;
   readonly #name: string;
-  readonly #commandDeadlineMs: number;
-  readonly #healthCheckIntervalMs: number;
-  #healthTimer: TimerHandle | undefined;
-  readonly #onCentralChange: ((central: boolean, error?: unknown) => void) | undefined;
   readonly #waiters: WaiterQueue<Reservation, BudgetTicket>;
   readonly #pendingSettles = new Set<Promise<void>>();
   /** Reconciliations and charges waiting for the next settle run: (slot, delta, hold slot, release) quadruples. */
@@ -222,81 +116,74 @@ export class RedisTokenBudget implements Budget {
   /** Tickets charged in the next settle run: their uses are counted in the slot it answers. */
   #charged: RedisTicket[] = [];
   #settleScheduled = false;
-  /** What the fallback admitted since Redis last answered, to be carried into Redis' window. */
-  #carried: RollingWindow;
   #limit: number;
   #serving = false;
   #wake: (() => void) | undefined;
-  #central = true;
-  #redisDownUntil = Number.NEGATIVE_INFINITY;
   #pausedUntil = Number.NEGATIVE_INFINITY;
   /** When this replica last saw the fleet admit (an admission, or a non-empty window in a reply). */
   #activeAt = Number.NEGATIVE_INFINITY;
-  #lastSum = 0;
-  /** The fleet's holds (windowAtUse admissions not used yet), as Redis last answered. */
-  #lastHeld = 0;
-  /** What leaves the window when and the holds, as Redis last sent them (when the window was at least half full). */
-  #view: WindowView | undefined;
-  /** When Redis last answered (this budget's clock). */
-  #answeredAt = Number.NEGATIVE_INFINITY;
   #closed = false;
-  #lastError: unknown = new Error('Redis is not connected');
 
   constructor(options: RedisTokenBudgetOptions) {
     const { tokensPerMinute } = options;
-    checkBudgetOptions(tokensPerMinute, options);
-    if (!options.name) throw new TypeError('RedisTokenBudget options: name: required (the limiter name)');
-    const parsed = optionsSchema.safeParse(options);
-    if (!parsed.success) {
-      throw new TypeError(`RedisTokenBudget options: ${optionProblems(parsed.error)}`);
-    }
-    const centralOutage = options.centralOutage ?? (options.localShareTokensPerMinute === undefined ? 'fail-closed' : 'fail-open');
-    if (centralOutage === 'fail-open' && options.localShareTokensPerMinute === undefined) {
-      throw new TypeError('RedisTokenBudget options: localShareTokensPerMinute: required for centralOutage "fail-open" (the share to serve from)');
-    }
+    const centralOutage = centralOutageOf(options);
     this.centralOutage = centralOutage;
     this.tokensPerMinute = tokensPerMinute;
     this.capacity = tokensPerMinute;
     this.#limit = tokensPerMinute;
     this.countedTokens = options.countedTokens ?? DEFAULT_COUNTED_TOKENS;
     this.windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
-    this.#carried = new RollingWindow(Number.POSITIVE_INFINITY, this.windowMs);
-    this.#client = options.client;
     this.#name = options.name;
     this.key = options.key ?? `${DEFAULT_KEY_PREFIX}${options.name}`;
-    this.#clock = options.clock ?? realClock;
-    this.#local =
-      centralOutage === 'fail-open' && options.localShareTokensPerMinute !== undefined
-        ? new TokenBudget(options.localShareTokensPerMinute, { clock: this.#clock, countedTokens: this.countedTokens, windowMs: this.windowMs })
-        : undefined;
-    this.#retryRedisAfterMs = options.retryRedisAfterMs ?? 1_000;
-    this.#maxPollMs = options.maxPollMs ?? 1_000;
-    this.#commandDeadlineMs = options.commandDeadlineMs ?? DEFAULT_REDIS_COMMAND_DEADLINE_MS;
-    this.#healthCheckIntervalMs = options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS;
+    const clock = options.clock ?? realClock;
+    this.#clock = clock;
+    const { client } = options;
+    this.#script = new RedisWindowClient({
+      client,
+      key: this.key,
+      windowMs: this.windowMs,
+      capacity: this.capacity,
+      commandDeadlineMs: options.commandDeadlineMs ?? DEFAULT_REDIS_COMMAND_DEADLINE_MS,
+      clock,
+    });
+    this.#fallback = new RedisFallback({
+      clock,
+      windowMs: this.windowMs,
+      countedTokens: this.countedTokens,
+      localShareTokensPerMinute: centralOutage === 'fail-open' ? options.localShareTokensPerMinute : undefined,
+    });
+    this.#health = new RedisHealth({
+      clock,
+      isReady: () => client.isReady,
+      retryAfterMs: options.retryRedisAfterMs ?? DEFAULT_REDIS_RETRY_AFTER_MS,
+      intervalMs: options.healthCheckIntervalMs ?? DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS,
+      onCentralChange: options.onCentralChange,
+    });
+    this.#maxPollMs = options.maxPollMs ?? DEFAULT_REDIS_MAX_POLL_MS;
     this.#metrics = createLimiterMetrics(options.registry);
-    this.#onCentralChange = options.onCentralChange;
     this.#waiters = new WaiterQueue<Reservation, BudgetTicket>({
-      clock: this.#clock,
+      clock,
       what: 'token budget',
       onLeave: (waiter) => waiter.data.left.abort(),
     });
-    this.#scheduleHealthCheck();
+    this.#health.start(() => this.#run('peek', []));
   }
 
   /** Whether Redis answers now (false while the fallback policy applies). */
   get central(): boolean {
-    return this.#central;
+    return this.#health.central;
   }
 
   /** Tokens this budget may still admit in the window, as last seen (Redis' window, or the fallback's level while Redis is unreachable). */
   get available(): number {
-    if (!this.#central && this.#local) return this.#local.available;
-    return this.#limit - this.#lastSum;
+    const local = this.#fallback.local;
+    if (!this.#health.central && local) return local.available;
+    return this.#limit - this.#script.lastSum;
   }
 
   /** The fleet's tokens in the window, as Redis last answered. */
   get windowTokens(): number {
-    return this.#lastSum;
+    return this.#script.lastSum;
   }
 
   /** Reservations queued in this replica. */
@@ -325,28 +212,28 @@ export class RedisTokenBudget implements Budget {
   pauseFor(ms: number): void {
     if (!Number.isFinite(ms) || ms <= 0 || this.#closed) return;
     this.#pausedUntil = Math.max(this.#pausedUntil, this.#clock.now() + ms);
-    this.#local?.pauseFor(ms);
-    if (!this.#redisUsable()) return;
+    this.#fallback.local?.pauseFor(ms);
+    if (!this.#health.usable()) return;
     const block = this.#run('block', [String(Math.ceil(ms))]).then(
       () => {},
-      (error: unknown) => this.#markDown(error),
+      (error: unknown) => this.#health.markDown(error),
     );
     this.#track(block);
   }
 
   /** Whether every reservation would be refused now: Redis cannot be used (asked once) and this budget fails closed, or the key holds another configuration. */
   async refusal(): Promise<CentralBudgetUnavailable | undefined> {
-    if (this.#redisUsable()) {
+    if (this.#health.usable()) {
       try {
         await this.#run('peek', []);
         return undefined;
       } catch (error) {
-        this.#markDown(error);
+        this.#health.markDown(error);
       }
     }
-    if (this.#local && !(this.#lastError instanceof CentralBudgetConflict)) return undefined;
+    if (this.#fallback.local && !(this.#health.lastError instanceof CentralBudgetConflict)) return undefined;
     this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'refused' });
-    return new CentralBudgetUnavailable(this.key, this.#lastError);
+    return new CentralBudgetUnavailable(this.key, this.#health.lastError);
   }
 
   /** Never decided synchronously (Redis is a round trip away): checks the size, then answers undefined. */
@@ -375,7 +262,8 @@ export class RedisTokenBudget implements Budget {
       throw new RangeError(`reconcile needs finite numbers, got reserved=${reserved} actual=${actual}`);
     }
     const own = ticket instanceof RedisTicket && ticket.issuer === this ? ticket : undefined;
-    if (own?.local) this.#local?.reconcile(own.local, actual);
+    const local = this.#fallback.local;
+    if (own?.local) local?.reconcile(own.local, actual);
     // A hold releases what was never charged; the window corrects what was counted.
     const holds = own ? own.holds : [];
     const counted = own ? own.counted : reserved;
@@ -384,13 +272,13 @@ export class RedisTokenBudget implements Budget {
     const delta = Math.max(0, actual) - counted;
     if (own && own.redisSlot === undefined && !own.atUse) {
       // A fallback admission: its correction goes where it is counted until carried.
-      this.#carried.adjust(this.#clock.now(), reserved, actual, own.carriedSlot);
+      this.#fallback.adjust(reserved, actual, own.carriedSlot);
       this.#wakeUp();
       return;
     }
-    if (!this.#redisUsable()) {
-      if (delta > 0) this.#carried.add(this.#clock.now(), delta);
-      if (!own) this.#local?.reconcile(ticket, actual);
+    if (!this.#health.usable()) {
+      if (delta > 0) this.#fallback.carry(delta);
+      if (!own) local?.reconcile(ticket, actual);
       this.#wakeUp();
       return;
     }
@@ -405,13 +293,13 @@ export class RedisTokenBudget implements Budget {
   chargeWindow(ticket: BudgetTicket, tokens: number): void {
     if (!(ticket instanceof RedisTicket) || ticket.issuer !== this || !(tokens > 0)) return;
     if (!ticket.atUse) {
-      if (ticket.redisSlot === undefined && ticket.local) this.#local?.chargeWindow(ticket.local, tokens);
+      if (ticket.redisSlot === undefined && ticket.local) this.#fallback.local?.chargeWindow(ticket.local, tokens);
       return;
     }
     const drawn = drawFromHolds(ticket.holds, tokens);
     ticket.counted += tokens;
-    if (!this.#redisUsable()) {
-      this.#carried.add(this.#clock.now(), tokens); // counted once Redis answers; its hold there lapses with its slot
+    if (!this.#health.usable()) {
+      this.#fallback.carry(tokens); // counted once Redis answers; its hold there lapses with its slot
       return;
     }
     this.#charged.push(ticket);
@@ -429,12 +317,6 @@ export class RedisTokenBudget implements Budget {
     this.#scheduleSettle();
   }
 
-  /** Whole slots after its admission's that the script holds a part in: it rounds the part's ms, then floors. */
-  #slotsAfter(afterMs: number): number {
-    const slotMs = this.windowMs / REDIS_SLOTS_PER_WINDOW;
-    return Math.floor(Math.round(afterMs) / slotMs);
-  }
-
   /**
    * Ms until `tokens` of a windowAtUse admission may be counted (0: now): a call that starts
    * before its part of the hold fell due waits until then, as the window's room is held for it
@@ -442,7 +324,7 @@ export class RedisTokenBudget implements Budget {
    */
   windowRoomInMs(ticket: BudgetTicket, tokens: number): number {
     if (!(ticket instanceof RedisTicket) || ticket.issuer !== this) return 0;
-    if (!ticket.atUse) return ticket.redisSlot === undefined && ticket.local ? (this.#local?.windowRoomInMs(ticket.local, tokens) ?? 0) : 0;
+    if (!ticket.atUse) return ticket.redisSlot === undefined && ticket.local ? (this.#fallback.local?.windowRoomInMs(ticket.local, tokens) ?? 0) : 0;
     let left = tokens;
     for (const hold of ticket.holds) {
       left -= hold.tokens;
@@ -460,7 +342,7 @@ export class RedisTokenBudget implements Budget {
    */
   fundableInMs(tokens: number, useSchedule?: readonly UsePart[]): number | undefined {
     this.#check(tokens);
-    if (!this.#central) return this.#local?.fundableInMs(tokens, useSchedule);
+    if (!this.#health.central) return this.#fallback.local?.fundableInMs(tokens, useSchedule);
     const now = this.#clock.now();
     let ahead = 0;
     // The reservations queued ahead are taken to be admitted with this one, each on its own schedule.
@@ -470,32 +352,15 @@ export class RedisTokenBudget implements Budget {
       parts.push(...waiter.data.parts);
     }
     const pausedMs = Math.min(maxBudgetTtlMs(this.windowMs), Math.max(0, Math.ceil(this.#pausedUntil - now)));
-    // As the script decides: all of it counted now fits; more than the limit fits an empty window only.
-    let excess = this.#lastSum + this.#lastHeld + ahead;
-    if (tokens <= this.#limit) excess += tokens - this.#limit;
-    if (excess <= EPSILON) return pausedMs;
+    // As the script decides (the window rule): all of it counted now fits; more than the limit fits an empty window only.
+    if (excessNow(this.#script.lastSum, this.#script.lastHeld + ahead, tokens, this.#limit) <= EPSILON) return pausedMs;
     // The window is sent while it and the holds fill half the limit or reservations are queued
     // here: else unknown. A view older than a poll may miss holds other replicas released since:
     // unknown too. The caller then waits and sees.
-    const waitMs = this.#viewWaitMs(now, parts);
+    const waitMs = this.#script.viewWaitMs(now, parts, this.#limit, this.#maxPollMs);
     if (waitMs === null) return undefined;
     // More than leaves within the window: whole windows (never beyond the longest a key lives).
     return Math.min(maxBudgetTtlMs(this.windowMs), Math.max(pausedMs, waitMs ?? Math.ceil((ahead + tokens) / this.#limit) * this.windowMs));
-  }
-
-  /**
-   * From the window Redis last sent: ms until `parts` admitted together fit (0: now), undefined
-   * when nothing leaving makes room, null when that view is missing or older than a poll.
-   */
-  #viewWaitMs(now: number, parts: readonly UsePart[]): number | undefined | null {
-    const view = this.#view;
-    if (!view || now - this.#answeredAt > this.#maxPollMs) return null;
-    // As the script sees it: admitted in a slot, each part due whole slots after that slot began.
-    const slotMs = this.windowMs / REDIS_SLOTS_PER_WINDOW;
-    const slotStartAt = view.slotStartAt + Math.floor((now - view.slotStartAt) / slotMs) * slotMs;
-    const due = parts.map((part) => ({ afterMs: this.#slotsAfter(part.afterMs) * slotMs, tokens: part.tokens }));
-    const fitsInMs = new WindowOutlook(view.leaving, view.holds).fitsInMs(slotStartAt, due, this.#limit);
-    return fitsInMs === undefined || fitsInMs === 0 ? fitsInMs : Math.max(1, Math.ceil(slotStartAt + fitsInMs - now));
   }
 
   /** Resolves when every reconciliation sent so far has reached Redis (or its fallback). */
@@ -519,8 +384,7 @@ export class RedisTokenBudget implements Budget {
    */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#healthTimer !== undefined) this.#clock.clearTimeout(this.#healthTimer);
-    this.#healthTimer = undefined;
+    this.#health.stop();
     this.#waiters.failAll(new Error(`RedisTokenBudget "${this.key}" closed`));
     await this.settled();
   }
@@ -558,9 +422,9 @@ export class RedisTokenBudget implements Budget {
         if (result.granted < batch.length) {
           const next = this.#waiters.head() as ReservationWaiter | undefined;
           // The script's wait counts all of it now; the window it sent tells when its parts fit.
-          const fitsInMs = next?.data.atUse ? this.#viewWaitMs(this.#clock.now(), next.data.parts) : undefined;
+          const fitsInMs = next?.data.atUse ? this.#script.viewWaitMs(this.#clock.now(), next.data.parts, this.#limit, this.#maxPollMs) : undefined;
           // A view that says it fits now disagrees with the script's refusal: look again after a slot.
-          const waitMs = fitsInMs === 0 ? this.windowMs / REDIS_SLOTS_PER_WINDOW : Math.min(result.waitMs, fitsInMs ?? result.waitMs);
+          const waitMs = fitsInMs === 0 ? this.#script.slotMs : Math.min(result.waitMs, fitsInMs ?? result.waitMs);
           if (next && !next.data.left.signal.aborted) await this.#sleep(Math.min(Math.max(1, waitMs), this.#maxPollMs), next);
         } else {
           // Let the callers just granted queue their next reservations: they join the next batch.
@@ -577,10 +441,10 @@ export class RedisTokenBudget implements Budget {
     const now = this.#clock.now();
     this.#activeAt = now;
     // The fallback counts it at once, held or not: it never starts from a full bucket.
-    const local = this.#local?.charge(tokens);
+    const local = this.#fallback.charge(tokens);
     // Each part is held in the slot the script put it in: whole slots after the admission's.
     const holds = parts.map((part) => ({
-      slot: String(Number(slot) + this.#slotsAfter(part.afterMs)),
+      slot: String(Number(slot) + this.#script.slotsAfter(part.afterMs)),
       tokens: part.tokens,
       dueAt: now + part.afterMs,
     }));
@@ -593,18 +457,18 @@ export class RedisTokenBudget implements Budget {
   async #serveWithoutRedis(head: ReservationWaiter, error: unknown): Promise<void> {
     const { tokens, atUse, left } = head.data;
     if (left.signal.aborted) return;
+    const local = this.#fallback.local;
     // A key of another configuration is a misconfiguration, not an outage: refused, never served locally.
-    if (!this.#local || error instanceof CentralBudgetConflict) {
+    if (!local || error instanceof CentralBudgetConflict) {
       this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'refused' });
       head.fail(new CentralBudgetUnavailable(this.key, error));
       return;
     }
     this.#metrics.budgetCentralUnavailable.inc({ limiter: this.#name, handling: 'local_share' });
     try {
-      const local = await this.#local.reserve(tokens, { signal: left.signal, windowAtUse: atUse, useSchedule: head.data.useSchedule });
-      const now = this.#clock.now();
-      this.#activeAt = now;
-      const ticket = new RedisTicket(this, tokens, { carriedSlot: this.#carried.add(now, tokens) }, local);
+      const taken = await this.#fallback.reserve(local, tokens, { signal: left.signal, windowAtUse: atUse, useSchedule: head.data.useSchedule });
+      this.#activeAt = this.#clock.now();
+      const ticket = new RedisTicket(this, tokens, { carriedSlot: taken.carriedSlot }, taken.local);
       if (left.signal.aborted) this.reconcile(ticket, 0);
       else head.grant(ticket);
     } catch (localError) {
@@ -616,12 +480,12 @@ export class RedisTokenBudget implements Budget {
 
   /** Amounts in FIFO order, a hold's prefixed with "p" (see the script). */
   async #take(amounts: readonly string[]): Promise<TakeResult> {
-    if (!this.#redisUsable()) return { kind: 'unavailable', error: this.#lastError };
+    if (!this.#health.usable()) return { kind: 'unavailable', error: this.#health.lastError };
     try {
       const reply = await this.#run('take', amounts);
       return { kind: 'taken', granted: reply.granted, slot: reply.slot, waitMs: reply.waitMs };
     } catch (error) {
-      this.#markDown(error);
+      this.#health.markDown(error);
       return { kind: 'unavailable', error };
     }
   }
@@ -642,9 +506,9 @@ export class RedisTokenBudget implements Budget {
           for (const ticket of charged) ticket.redisSlot = reply.slot;
         },
         (error: unknown) => {
-          this.#markDown(error);
+          this.#health.markDown(error);
           // Not known to have reached Redis: the debts and uses are carried in once it answers again.
-          for (let i = 1; i < args.length; i += 4) if (Number(args[i]) > 0) this.#carried.add(this.#clock.now(), Number(args[i]));
+          for (let i = 1; i < args.length; i += 4) if (Number(args[i]) > 0) this.#fallback.carry(Number(args[i]));
         },
       );
       this.#track(settle);
@@ -659,99 +523,27 @@ export class RedisTokenBudget implements Budget {
     this.#pendingSettles.add(tracked);
   }
 
-  /** The next health probe, one at a time: a probe that hangs ends at its command deadline. */
-  #scheduleHealthCheck(): void {
-    if (this.#closed) return;
-    this.#healthTimer = this.#clock.setTimeout(() => void this.#checkHealth(), this.#healthCheckIntervalMs);
-    unrefTimer(this.#healthTimer);
-  }
-
-  async #checkHealth(): Promise<void> {
-    this.#healthTimer = undefined;
-    if (this.#closed) return;
-    if (!this.#client.isReady) this.#markDown(new Error('Redis is not connected'));
-    else await this.#run('peek', []).catch((error: unknown) => this.#markDown(error));
-    this.#scheduleHealthCheck();
-  }
-
-  /** Whether to try Redis now: not within retryRedisAfterMs of a failure, and the client connected. */
-  #redisUsable(): boolean {
-    if (this.#clock.now() < this.#redisDownUntil) return false;
-    if (this.#client.isReady) return true;
-    this.#markDown(new Error('Redis is not connected'));
-    return false;
-  }
-
-  #markDown(error: unknown): void {
-    this.#lastError = error;
-    this.#redisDownUntil = this.#clock.now() + this.#retryRedisAfterMs;
-    if (this.#central) {
-      this.#central = false;
-      this.#onCentralChange?.(false, error);
-    }
-  }
-
   /**
-   * One atomic script run within commandDeadlineMs, carrying what the fallback admitted since
-   * Redis last answered. Past the deadline the client is told to reconnect (the socket may be
-   * hung) and the run rejects: the caller marks Redis down.
+   * One atomic script run (see RedisWindowClient.run), carrying what the fallback admitted
+   * since Redis last answered. A run that fails rejects: the caller marks Redis down.
    */
-  async #run(op: Op, args: readonly string[]): Promise<ScriptReply> {
+  async #run(op: ScriptOp, args: readonly string[]): Promise<ScriptReply> {
     const now = this.#clock.now();
-    const carried = this.#carried.used(now);
-    if (carried > 0) this.#carried = new RollingWindow(Number.POSITIVE_INFINITY, this.windowMs);
+    const carry = this.#fallback.takeCarried();
     // 1: the fleet admitted within the last window; 2: reservations stay queued here beyond this run, so send what leaves the window when.
     const queued = this.#waiters.size - (op === 'take' ? args.length : 0) > 0;
-    const flags = String((now - this.#activeAt < this.windowMs ? 1 : 0) + (queued ? 2 : 0));
-    let reply: unknown;
+    const flags = (now - this.#activeAt < this.windowMs ? 1 : 0) + (queued ? 2 : 0);
+    let reply: ScriptReply;
     try {
-      reply = await withDeadline(this.#script([String(this.#limit), String(this.windowMs), op, String(carried), flags, String(this.capacity), ...args]), this.#commandDeadlineMs, this.#clock, () => {
-        this.#client.reconnect?.();
-        return new Error(`Redis did not answer within ${this.#commandDeadlineMs} ms (commandDeadlineMs)`);
-      });
+      reply = await this.#script.run(op, { limit: this.#limit, carry, flags }, args);
     } catch (error) {
       // Not known to have reached Redis: carry it again next time (counted now: later, never less).
-      if (carried > 0) this.#carried.add(this.#clock.now(), carried);
+      if (carry > 0) this.#fallback.carry(carry);
       throw error;
     }
-    if (!Array.isArray(reply) || reply.length < 8 || reply.length % 2 !== 0) throw new Error(`rolling window script: unexpected reply ${JSON.stringify(reply)}`);
-    const sum = Number(String(reply[1]));
-    this.#lastSum = sum;
-    this.#lastHeld = Number(String(reply[5]));
-    this.#answeredAt = this.#clock.now();
-    // None: the window and holds are under half the limit (the window is not sent then).
-    this.#view = reply.length > 8 ? viewOf(reply.slice(8), Number(reply[6]), this.#answeredAt, Number(String(reply[7]))) : undefined;
-    if (sum > 0) this.#activeAt = Math.max(this.#activeAt, this.#clock.now());
-    this.#redisDownUntil = Number.NEGATIVE_INFINITY; // it answers: use it again at once
-    if (!this.#central) {
-      this.#central = true;
-      this.#onCentralChange?.(true);
-    }
-    return { granted: Number(reply[0]), sum, waitMs: Number(reply[2]), slot: String(reply[3]) };
-  }
-
-  /** EVALSHA, then EVAL when Redis does not know the script (restart, SCRIPT FLUSH). */
-  async #script(args: string[]): Promise<unknown> {
-    const options = { keys: [this.key], arguments: args };
-    try {
-      try {
-        return await this.#client.evalSha(SCRIPT_SHA1, options);
-      } catch (error) {
-        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-        return await this.#client.eval(ROLLING_WINDOW_SCRIPT, options);
-      }
-    } catch (error) {
-      throw this.#conflictOf(error) ?? error;
-    }
-  }
-
-  /** The script's refusal of a key holding another window or limit, as a CentralBudgetConflict. */
-  #conflictOf(error: unknown): CentralBudgetConflict | undefined {
-    const words = error instanceof Error ? error.message.split(' ') : [];
-    if (words[0] !== BUDGET_CONFLICT_REPLY || words.length < 4) return undefined;
-    const [windowMs, tokensPerWindow, ttlMs] = words.slice(1, 4).map(Number);
-    const own = { windowMs: this.windowMs, tokensPerWindow: this.capacity };
-    return new CentralBudgetConflict(this.key, { windowMs, tokensPerWindow }, own, Math.min(ttlMs, maxBudgetTtlMs(this.windowMs)));
+    if (reply.sum > 0) this.#activeAt = Math.max(this.#activeAt, this.#clock.now());
+    this.#health.markUp();
+    return reply;
   }
 
   /** Sleep until the next try, woken early when tokens come back or the head leaves. */
@@ -772,21 +564,4 @@ export class RedisTokenBudget implements Budget {
   #wakeUp(): void {
     this.#wake?.();
   }
-}
-
-/** A reservation as the script's take reads it: its tokens, a hold's as "p" and its parts `tokens@afterMs`. */
-function amountOf({ tokens, atUse, parts }: Reservation): string {
-  return atUse ? `p${parts.map((part) => `${part.tokens}@${Math.round(part.afterMs)}`).join(',')}` : String(tokens);
-}
-
-/** The script's (ms from now, tokens) pairs, the first `holds` of them the holds by due time, as times on this budget's clock. */
-function viewOf(pairs: readonly unknown[], holds: number, now: number, intoSlotMs: number): WindowView {
-  const at = (i: number): readonly [number, number] => [now + Number(pairs[i]), Number(String(pairs[i + 1]))];
-  const view = { leaving: [] as (readonly [number, number])[], holds: [] as Hold[], slotStartAt: now - intoSlotMs };
-  for (let i = 0; i + 1 < pairs.length; i += 2) {
-    const [time, tokens] = at(i);
-    if (i < 2 * holds) view.holds.push({ dueAt: time, tokens });
-    else view.leaving.push([time, tokens]);
-  }
-  return view;
 }

@@ -20,7 +20,7 @@
 import type { Budget, BudgetTicket, ReserveOptions, UsePart } from './budget.ts';
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
 import { type CountedTokens, countedTokensSchema } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WINDOW_MS, MIN_WINDOW_MS } from './defaults.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, LOCAL_WINDOW_SLOTS, MAX_WINDOW_MS, MIN_WINDOW_MS } from './defaults.ts';
 import { BudgetRequestTooLarge } from './errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { WaiterQueue } from './waiter-queue.ts';
@@ -293,7 +293,7 @@ export class TokenBudget implements Budget {
     if (tokens <= this.#limit) return this.#scheduleWaitMs(now, parts);
     const emptyMs = window.waitMs(now, this.#limit);
     if (emptyMs > 0) return emptyMs;
-    return this.#pending > EPSILON ? Math.ceil(this.windowMs / 600) : 0;
+    return this.#pending > EPSILON ? this.#slotWaitMs : 0;
   }
 
   /** The earliest admission time (ms from now) at which `parts` fit the window's outlook. */
@@ -302,7 +302,12 @@ export class TokenBudget implements Budget {
     if (!window) return 0;
     const waitMs = new WindowOutlook(window.leaving(now), this.#holds()).fitsInMs(now, parts, this.#limit);
     // Nothing left to leave makes room: the holds must be counted or released first.
-    return waitMs ?? Math.ceil(this.windowMs / 600);
+    return waitMs ?? this.#slotWaitMs;
+  }
+
+  /** One slot of the rolling window, ms: how long to wait before looking again while only holds fill it. */
+  get #slotWaitMs(): number {
+    return Math.ceil(this.windowMs / LOCAL_WINDOW_SLOTS);
   }
 
   *#holds(): IterableIterator<Hold> {
