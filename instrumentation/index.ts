@@ -2,7 +2,18 @@
 // Redis-backed shared budget is in ./redis.ts (it loads the redis client) and the test
 // helpers in ./testing.ts; everything else is internal.
 
-export { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions } from './budget.ts';
+export {
+  type Budget,
+  type BudgetFunding,
+  type BudgetSharing,
+  type BudgetTicket,
+  CENTRAL_OUTAGE_POLICIES,
+  type CentralOutagePolicy,
+  type CentralSharing,
+  LOCAL_SHARING,
+  type LocalSharing,
+  type ReserveOptions,
+} from './budget.ts';
 export { COUNTED_TOKEN_KINDS, type CountedTokenKind, type CountedTokens, type Usage } from './counted-tokens.ts';
 export {
   DEFAULT_COUNTED_TOKENS,

@@ -43,7 +43,7 @@
 // the provider may still count has left its window.
 // The parts: the script client (redis-window-client.ts), the fallback and carry
 // (redis-fallback.ts) and Redis' health (redis-health.ts); this file queues, batches and settles.
-import { type Budget, type BudgetTicket, type CentralOutagePolicy, type ReserveOptions, type UsePart, windowLimitWithin } from './budget.ts';
+import { type Budget, type BudgetFunding, type BudgetTicket, type CentralOutagePolicy, type CentralSharing, type ReserveOptions, type UsePart, windowLimitWithin } from './budget.ts';
 import { type Clock, realClock } from './clock.ts';
 import type { CountedTokens } from './counted-tokens.ts';
 import {
@@ -94,8 +94,9 @@ const DEFAULT_KEY_PREFIX = 'quotascope:budget:';
 // Window sums are floating point (reconciliations); tolerate rounding noise.
 const EPSILON = 1e-6;
 
-export class RedisTokenBudget implements Budget {
-  readonly sharing = 'central';
+export class RedisTokenBudget implements Budget, BudgetFunding {
+  /** Shared by every replica on the key: whether Redis answers, and whether it would refuse. */
+  readonly sharing: CentralSharing;
   readonly tokensPerMinute: number;
   readonly capacity: number;
   readonly countedTokens: CountedTokens;
@@ -167,6 +168,19 @@ export class RedisTokenBudget implements Budget {
       onLeave: (waiter) => waiter.data.left.abort(),
     });
     this.#health.start(() => this.#run('peek', []));
+    const health = this.#health;
+    this.sharing = {
+      kind: 'central',
+      get reachable() {
+        return health.central;
+      },
+      refusal: () => this.refusal(),
+    };
+  }
+
+  /** It funds whole requests: fundableInMs (from the window Redis last sent), chargeWindow, windowRoomInMs. */
+  get funding(): BudgetFunding {
+    return this;
   }
 
   /** Whether Redis answers now (false while the fallback policy applies). */

@@ -312,7 +312,7 @@ export class RequestAdmission {
     const tokensPerCall = costsOf(llm, calls, door.messageTokens) ?? (await this.#coldStart(llm, calls, door));
     if (!tokensPerCall) {
       // Calls admitted one by one from a shared budget that refuses them all: shed whole instead.
-      const refused = await budget.refusal?.();
+      const refused = await (budget.sharing.kind === 'central' ? budget.sharing.refusal() : undefined);
       if (refused) throw new RequestShed(llm.name, 'budget_unavailable', refused.retryAfterMs ?? UNAVAILABLE_RETRY_MS);
       return undefined;
     }
@@ -323,7 +323,7 @@ export class RequestAdmission {
     const now = this.#clock.now();
     const shed = (reason: ShedReason, retryAfterMs: number) => new RequestShed(llm.name, reason, retryAfterMs);
     if (tokens > budget.capacity) throw shed('too_large', budget.windowMs ?? 60_000);
-    const fundableInMs = budget.fundableInMs?.(tokens, useSchedule);
+    const fundableInMs = budget.funding?.fundableInMs(tokens, useSchedule);
     if (door.shedFirst && this.#waiting > 0) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
     // A lane shed first goes only if it can be funded now; the others if in time for their door deadline.
     if (fundableInMs !== undefined && (door.shedFirst ? fundableInMs > 0 : now + fundableInMs > door.doorDeadline)) {
@@ -340,11 +340,11 @@ export class RequestAdmission {
       try {
         const wait = { deadline: door.doorDeadline, signal: door.signal, priority: door.arrivedAt, windowAtUse: true, useSchedule };
         // A shared budget is asked only once this replica can start the request's first calls.
-        if (budget.central !== undefined) starting = await this.#doorOf(llm).enter(firstCallsOf(llm, calls), wait);
+        if (budget.sharing.kind === 'central') starting = await this.#doorOf(llm).enter(firstCallsOf(llm, calls), wait);
         ticket = await budget.reserve(tokens, wait);
       } catch (error) {
         starting?.leave();
-        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
+        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.funding?.fundableInMs(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
         // Nothing can be funded while the shared budget fails closed: turned away whole, like any shed request.
         if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', error.retryAfterMs ?? UNAVAILABLE_RETRY_MS);
         throw error;

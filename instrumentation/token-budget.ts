@@ -17,7 +17,7 @@
 // last 60 s (actual usage once reconciled, debt included) plus it stay within
 // tokensPerMinute. Off (`rollingWindow: false`) is the pure bucket, for a provider whose
 // quota refills continuously.
-import type { Budget, BudgetTicket, ReserveOptions, UsePart } from './budget.ts';
+import { type Budget, type BudgetFunding, type BudgetTicket, LOCAL_SHARING, type LocalSharing, type ReserveOptions, type UsePart } from './budget.ts';
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
 import { type CountedTokens, countedTokensSchema } from './counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, LOCAL_WINDOW_SLOTS, MAX_WINDOW_MS, MIN_WINDOW_MS } from './defaults.ts';
@@ -102,7 +102,8 @@ interface Wanted {
 // Refill is computed from elapsed time in floating point; tolerate rounding noise.
 const EPSILON = 1e-6;
 
-export class TokenBudget implements Budget {
+export class TokenBudget implements Budget, BudgetFunding {
+  readonly sharing: LocalSharing = LOCAL_SHARING;
   /** Tokens per window (per minute unless windowMs says otherwise). */
   readonly tokensPerMinute: number;
   readonly capacity: number;
@@ -137,6 +138,11 @@ export class TokenBudget implements Budget {
     this.#window = options.rollingWindow === false ? undefined : new RollingWindow(tokensPerMinute, this.windowMs);
     // The head may have left: the next waiter may fit now, or needs its own wake-up.
     this.#waiters = new WaiterQueue({ clock: this.#clock, what: 'token budget', onGiveUp: () => this.#admit() });
+  }
+
+  /** It funds whole requests: fundableInMs, chargeWindow, windowRoomInMs. */
+  get funding(): BudgetFunding {
+    return this;
   }
 
   /** Whether the rolling-minute guard is on. */

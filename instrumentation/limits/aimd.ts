@@ -248,7 +248,7 @@ export class AimdLimit implements AdaptiveLimit {
     const admitted = this.#admitted.since(now, now - passed * this.windowMs);
     // Admissions are estimates; this replica's own budget counts what the provider reported.
     const logged = this.#admitted.total(now);
-    const counted = this.#budget?.central === undefined ? this.#budget?.windowTokens : undefined;
+    const counted = this.#budget?.sharing.kind === 'central' ? undefined : this.#budget?.windowTokens;
     const scale = counted !== undefined && counted > 0 && logged > 0 ? clamp(counted / logged, 0.5, 2) : 1;
     return admitted * scale;
   }
