@@ -1,7 +1,11 @@
 // RedisTokenBudget's fallback and carry. While Redis is unreachable and the budget fails open,
 // reservations go to a local TokenBudget of the static replica share, with its rolling guard.
 // Every admission the replica got from Redis is also charged to that local budget, so the
-// fallback never starts from a full bucket. What the fallback admitted (and debts and uses
+// fallback never starts from a full bucket: in any window a replica admits from its fallback
+// at most its share minus what it already admitted (from Redis or locally) in that window.
+// Bound: in any window the fleet admits at most the central limit plus, per replica,
+// max(0, share − its own admissions in that window); the sum of the shares in the worst case.
+// What the fallback admitted (and debts and uses
 // that could not reach Redis) is carried: counted in a local window and handed to the next
 // script run, which counts it in Redis' window once Redis answers again.
 import type { BudgetTicket, ReserveOptions } from './budget.ts';

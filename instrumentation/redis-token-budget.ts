@@ -17,32 +17,21 @@
 // every replica admits nothing before it, so the fleet pauses once instead of each replica
 // retrying into the wall.
 //
-// Every command has a deadline of its own (commandDeadlineMs, far below any maxWait):
-// node-redis stops timing a command once it is written to the socket, so a hung Redis
-// (SIGSTOP, a partition without a reset) would otherwise hold every reservation until its
-// caller's maxWait. Past the deadline Redis counts as unreachable and the client is told to
-// drop its connection and connect again. Health comes from a periodic probe (an unref'd
-// timer), not from the last reservation, so `central` is fresh on an idle replica too.
-//
-// Redis unreachable (connection lost, command deadline, script error): the behaviour is
-// explicit and chosen by the caller (centralOutage).
-// - fail-open (the default when `localShareTokensPerMinute` is set): reservations and
-//   reconciliations go to a local TokenBudget of that size (the static replica share), with
-//   its rolling guard. Every admission this replica got from Redis is also charged to that
-//   local budget, so the fallback never starts from a full bucket: in any window a replica
-//   admits from its fallback at most its share minus what it already admitted (from Redis
-//   or locally) in that window. Bound: in any window the fleet admits at most the central
-//   limit plus, per replica, max(0, share − its own admissions in that window); the sum of
-//   the shares in the worst case. What the fallback admitted is carried into Redis' window
-//   by the first script run once Redis answers again. Counted in
+// Every command has a deadline of its own (redis-window-client.ts) and health comes from a
+// periodic probe (redis-health.ts). Redis unreachable (connection lost, command deadline,
+// script error): the behaviour is explicit and chosen by the caller (centralOutage):
+// - fail-open (the default when `localShareTokensPerMinute` is set): a local share serves
+//   (redis-fallback.ts, with the fleet's bound). Counted in
 //   llm_limiter_budget_central_unavailable_total{handling="local_share"}.
 // - fail-closed: reservations reject with CentralBudgetUnavailable (code
 //   BUDGET_UNAVAILABLE); counted with handling="refused". Reconciliations are dropped.
 // A Redis that lost its window (restart) while this replica saw the fleet admit within the
 // last window counts a full window at once (see the script): nothing is admitted until what
 // the provider may still count has left its window.
+//
 // The parts: the script client (redis-window-client.ts), the fallback and carry
-// (redis-fallback.ts) and Redis' health (redis-health.ts); this file queues, batches and settles.
+// (redis-fallback.ts), Redis' health (redis-health.ts) and the batched settles
+// (redis-settles.ts); this file queues reservations and serves them in batches.
 import { type Budget, type BudgetFunding, type BudgetTicket, type CentralOutagePolicy, type CentralSharing, type ReserveOptions, type UsePart, windowLimitWithin } from './budget.ts';
 import { type Clock, realClock } from './clock.ts';
 import type { CountedTokens } from './counted-tokens.ts';
@@ -61,7 +50,8 @@ import { RedisFallback } from './redis-fallback.ts';
 import { RedisHealth } from './redis-health.ts';
 import { amountOf, RedisWindowClient, type ScriptOp, type ScriptReply } from './redis-window-client.ts';
 import { maxBudgetTtlMs } from './redis-window-script.ts';
-import { type RedisHold, RedisTicket } from './redis-ticket.ts';
+import { RedisSettles } from './redis-settles.ts';
+import { RedisTicket } from './redis-ticket.ts';
 import { type Waiter, WaiterQueue } from './waiter-queue.ts';
 import { drawFromHolds, excessNow, partsOf } from './window-outlook.ts';
 
@@ -111,12 +101,7 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
   readonly #metrics: LimiterMetrics;
   readonly #name: string;
   readonly #waiters: WaiterQueue<Reservation, BudgetTicket>;
-  readonly #pendingSettles = new Set<Promise<void>>();
-  /** Reconciliations and charges waiting for the next settle run: (slot, delta, hold slot, release) quadruples. */
-  #settleArgs: string[] = [];
-  /** Tickets charged in the next settle run: their uses are counted in the slot it answers. */
-  #charged: RedisTicket[] = [];
-  #settleScheduled = false;
+  readonly #settles: RedisSettles;
   #limit: number;
   #serving = false;
   #wake: (() => void) | undefined;
@@ -166,6 +151,15 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
       clock,
       what: 'token budget',
       onLeave: (waiter) => waiter.data.left.abort(),
+    });
+    this.#settles = new RedisSettles({
+      run: (args) => this.#run('settle', args),
+      onFailed: (error, args) => {
+        this.#health.markDown(error);
+        // Not known to have reached Redis: the debts and uses are carried in once it answers again.
+        for (let i = 1; i < args.length; i += 4) if (Number(args[i]) > 0) this.#fallback.carry(Number(args[i]));
+      },
+      onDone: () => this.#wakeUp(),
     });
     this.#health.start(() => this.#run('peek', []));
     const health = this.#health;
@@ -232,7 +226,7 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
       () => {},
       (error: unknown) => this.#health.markDown(error),
     );
-    this.#track(block);
+    this.#settles.track(block);
   }
 
   /** Whether every reservation would be refused now: Redis cannot be used (asked once) and this budget fails closed, or the key holds another configuration. */
@@ -297,7 +291,7 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
       return;
     }
     // A ticket this budget did not issue counts a debt now (slot 0 is never live).
-    this.#settle(own?.redisSlot ?? '0', delta, holds.map((hold) => ({ hold, taken: hold.tokens })));
+    this.#settles.add(own?.redisSlot ?? '0', delta, holds.map((hold) => ({ hold, taken: hold.tokens })));
   }
 
   /**
@@ -316,19 +310,7 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
       this.#fallback.carry(tokens); // counted once Redis answers; its hold there lapses with its slot
       return;
     }
-    this.#charged.push(ticket);
-    this.#settle('0', tokens, drawn);
-  }
-
-  /**
-   * Queue one settle for the next script run: `delta` counted in `slot` (slot 0: now), and what
-   * is released from each hold part, as (slot, delta, hold slot, release) quadruples.
-   */
-  #settle(slot: string, delta: number, released: readonly { hold: RedisHold; taken: number }[]): void {
-    const [first, ...rest] = released;
-    this.#settleArgs.push(slot, String(delta), first?.hold.slot ?? '0', String(first?.taken ?? 0));
-    for (const { hold, taken } of rest) this.#settleArgs.push('0', '0', hold.slot, String(taken));
-    this.#scheduleSettle();
+    this.#settles.add('0', tokens, drawn, ticket);
   }
 
   /**
@@ -378,11 +360,8 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
   }
 
   /** Resolves when every reconciliation sent so far has reached Redis (or its fallback). */
-  async settled(): Promise<void> {
-    while (this.#pendingSettles.size > 0 || this.#settleScheduled) {
-      if (this.#pendingSettles.size === 0) await Promise.resolve();
-      else await Promise.all([...this.#pendingSettles]);
-    }
+  settled(): Promise<void> {
+    return this.#settles.settled();
   }
 
   /** Read the shared window from Redis: the tokens the fleet may still admit in it (negative under a debt). */
@@ -502,39 +481,6 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
       this.#health.markDown(error);
       return { kind: 'unavailable', error };
     }
-  }
-
-  /** Send the reconciliations gathered in this turn of the event loop in one script run. */
-  #scheduleSettle(): void {
-    if (this.#settleScheduled) return;
-    this.#settleScheduled = true;
-    queueMicrotask(() => {
-      this.#settleScheduled = false;
-      const args = this.#settleArgs;
-      const charged = this.#charged;
-      this.#settleArgs = [];
-      this.#charged = [];
-      if (args.length === 0) return;
-      const settle = this.#run('settle', args).then(
-        (reply) => {
-          for (const ticket of charged) ticket.redisSlot = reply.slot;
-        },
-        (error: unknown) => {
-          this.#health.markDown(error);
-          // Not known to have reached Redis: the debts and uses are carried in once it answers again.
-          for (let i = 1; i < args.length; i += 4) if (Number(args[i]) > 0) this.#fallback.carry(Number(args[i]));
-        },
-      );
-      this.#track(settle);
-    });
-  }
-
-  #track(pending: Promise<void>): void {
-    const tracked = pending.finally(() => {
-      this.#pendingSettles.delete(tracked);
-      this.#wakeUp(); // tokens given back may let the head in before its poll
-    });
-    this.#pendingSettles.add(tracked);
   }
 
   /**

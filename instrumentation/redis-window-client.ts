@@ -2,8 +2,12 @@
 // on the budget's key, within a command deadline, with EVALSHA and EVAL when Redis does not
 // have the script cached. It keeps what Redis last answered (the window's sum, the holds and,
 // when sent, what leaves the window when), from which the budget tells a wait without asking.
-// Past the deadline the connection may be hung: the client is told to reconnect and the run
-// rejects. A key holding another window or limit rejects as CentralBudgetConflict.
+// Every command has a deadline of its own (commandDeadlineMs, far below any maxWait):
+// node-redis stops timing a command once it is written to the socket, so a hung Redis
+// (SIGSTOP, a partition without a reset) would otherwise hold every reservation until its
+// caller's maxWait. Past the deadline the client is told to drop its connection and connect
+// again, and the run rejects (Redis counts as unreachable). A key holding another window or
+// limit rejects as CentralBudgetConflict.
 import { createHash } from 'node:crypto';
 import type { UsePart } from './budget.ts';
 import { type Clock, withDeadline } from './clock.ts';
