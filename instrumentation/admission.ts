@@ -13,7 +13,7 @@
 // waiting for it if need be: it is never sent on credit.
 import type { LlmRequest } from '@google/adk';
 import type { FundedShare } from './admitted-request.ts';
-import type { Budget, BudgetTicket } from './budget.ts';
+import type { Budget, BudgetTicket } from './budget/budget.ts';
 import type { CallWatch } from './call-observers.ts';
 import { type Clock, sleep } from './clock.ts';
 import { countsInput } from './counted-tokens.ts';

@@ -8,7 +8,7 @@
 // reservation. When the request ends the share is settled against what its calls counted:
 // the unused part returns, an overrun is taken as debt.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Budget, BudgetTicket } from './budget.ts';
+import type { Budget, BudgetTicket } from './budget/budget.ts';
 import type { DoorPass } from './permit-door.ts';
 
 /** A request's reservation on one limiter's budget. */

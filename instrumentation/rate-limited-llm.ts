@@ -19,7 +19,7 @@ import { context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { type Admission, AdmissionControl } from './admission.ts';
 import { type AdmittedRequest, currentRequest } from './admitted-request.ts';
-import type { Budget } from './budget.ts';
+import type { Budget } from './budget/budget.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
 import { CallCostModel } from './call-cost.ts';
 import { DoorWaiters } from './door-waiters.ts';

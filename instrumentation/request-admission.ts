@@ -28,7 +28,7 @@
 // calls after retries, never because the limiter ran out of time or budget for it.
 import type { Event, LlmRequest, Runner, RunnableRoot } from '@google/adk';
 import { AdmittedRequest, currentRequest, type FundedShare, runInRequest } from './admitted-request.ts';
-import type { BudgetTicket, UsePart } from './budget.ts';
+import type { BudgetTicket, UsePart } from './budget/budget.ts';
 import { type Clock, realClock } from './clock.ts';
 import { countsInput } from './counted-tokens.ts';
 import { estimateInputTokens } from './estimator.ts';

@@ -29,7 +29,7 @@
 //   have moved, and the limit probes upwards by additive steps that grow while the windows
 //   stay clean (tokenStep, × tokenGrowth per clean window): a raised quota is used within
 //   about ceilingWindows + 2 windows of the last 429.
-import type { Budget } from '../budget.ts';
+import type { Budget } from '../budget/budget.ts';
 import { type Clock, realClock } from '../clock.ts';
 import { DEFAULT_WINDOW_MS } from '../defaults.ts';
 import type { AdaptiveLimit, CallSample } from './adaptive-limit.ts';

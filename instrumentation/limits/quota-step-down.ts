@@ -19,7 +19,7 @@
 //   step of the ceiling every stepMs, back to the ceiling.
 // The limit is a function of time and the 429s heard (limitAt); a timer moves the budget's
 // window limit when it changes.
-import type { Budget } from '../budget.ts';
+import type { Budget } from '../budget/budget.ts';
 import { type Clock, realClock, type TimerHandle, unrefTimer } from '../clock.ts';
 import {
   DEFAULT_WINDOW_MS,

@@ -1,4 +1,4 @@
-// The window rule has two copies: the TS module (window-outlook.ts) the budgets use, and the
+// The window rule has two copies: the TS module (instrumentation/budget/window-rule.ts) the budgets use, and the
 // Lua of the rolling-window script. This differential property runs the real script on a real
 // redis-server over random histories (admissions counted at once and holds with use schedules,
 // settles that release holds and correct slots, carried tokens, blocks, limit changes, time
@@ -10,9 +10,9 @@ import fc from 'fast-check';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_WINDOW_SLOTS } from '../../instrumentation/defaults.ts';
-import { amountOf } from '../../instrumentation/redis-window-client.ts';
-import { maxBudgetTtlMs, ROLLING_WINDOW_SCRIPT } from '../../instrumentation/redis-window-script.ts';
-import { excessNow, fitsNow, leavesInMs, slotsAfter, WindowOutlook } from '../../instrumentation/window-outlook.ts';
+import { amountOf } from '../../instrumentation/budget/redis-window-client.ts';
+import { maxBudgetTtlMs, ROLLING_WINDOW_SCRIPT } from '../../instrumentation/budget/redis-window-script.ts';
+import { excessNow, fitsNow, leavesInMs, slotsAfter, WindowOutlook } from '../../instrumentation/budget/window-rule.ts';
 import { type RedisServer, startRedisServer } from '../support/redis-server.ts';
 
 // Slots of 3 ms (a part's ms are rounded to slots, as in a real window): the window moves while

@@ -2,10 +2,10 @@
 // (a TypeError or RangeError naming the field).
 import { z } from 'zod';
 import { CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy } from './budget.ts';
-import type { Clock } from './clock.ts';
-import type { CountedTokens } from './counted-tokens.ts';
-import { optionProblems } from './limiter-options.ts';
-import type { AnyRegistry } from './metrics/limiter-metrics.ts';
+import type { Clock } from '../clock.ts';
+import type { CountedTokens } from '../counted-tokens.ts';
+import { optionProblems } from '../limiter-options.ts';
+import type { AnyRegistry } from '../metrics/limiter-metrics.ts';
 import type { RedisScriptClient } from './redis-window-client.ts';
 import { checkBudgetOptions } from './token-budget.ts';
 

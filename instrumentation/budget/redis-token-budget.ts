@@ -33,8 +33,8 @@
 // (redis-fallback.ts), Redis' health (redis-health.ts) and the batched settles
 // (redis-settles.ts); this file queues reservations and serves them in batches.
 import { type Budget, type BudgetFunding, type BudgetTicket, type CentralOutagePolicy, type CentralSharing, type ReserveOptions, type UsePart, windowLimitWithin } from './budget.ts';
-import { type Clock, realClock } from './clock.ts';
-import type { CountedTokens } from './counted-tokens.ts';
+import { type Clock, realClock } from '../clock.ts';
+import type { CountedTokens } from '../counted-tokens.ts';
 import {
   DEFAULT_COUNTED_TOKENS,
   DEFAULT_REDIS_COMMAND_DEADLINE_MS,
@@ -42,9 +42,9 @@ import {
   DEFAULT_REDIS_MAX_POLL_MS,
   DEFAULT_REDIS_RETRY_AFTER_MS,
   DEFAULT_WINDOW_MS,
-} from './defaults.ts';
-import { BudgetRequestTooLarge, CentralBudgetConflict, CentralBudgetUnavailable } from './errors.ts';
-import { createLimiterMetrics, type LimiterMetrics } from './metrics/limiter-metrics.ts';
+} from '../defaults.ts';
+import { BudgetRequestTooLarge, CentralBudgetConflict, CentralBudgetUnavailable } from '../errors.ts';
+import { createLimiterMetrics, type LimiterMetrics } from '../metrics/limiter-metrics.ts';
 import { centralOutageOf, type RedisTokenBudgetOptions } from './redis-budget-options.ts';
 import { RedisFallback } from './redis-fallback.ts';
 import { RedisHealth } from './redis-health.ts';
@@ -52,11 +52,11 @@ import { amountOf, RedisWindowClient, type ScriptOp, type ScriptReply } from './
 import { maxBudgetTtlMs } from './redis-window-script.ts';
 import { RedisSettles } from './redis-settles.ts';
 import { RedisTicket } from './redis-ticket.ts';
-import { type Waiter, WaiterQueue } from './waiter-queue.ts';
-import { drawFromHolds, excessNow, partsOf } from './window-outlook.ts';
+import { type Waiter, WaiterQueue } from '../waiter-queue.ts';
+import { drawFromHolds, excessNow, partsOf } from './window-rule.ts';
 
 export type { RedisScriptClient } from './redis-window-client.ts';
-export { DEFAULT_REDIS_COMMAND_DEADLINE_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS } from './defaults.ts';
+export { DEFAULT_REDIS_COMMAND_DEADLINE_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS } from '../defaults.ts';
 export type { RedisTokenBudgetOptions } from './redis-budget-options.ts';
 export { ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
 

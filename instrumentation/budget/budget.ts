@@ -5,7 +5,7 @@
 // capacity fails at once, reconcile may go negative.
 // Every admission hands back a ticket; reconcile settles that ticket, so a budget that keeps
 // per-admission state (TokenBudget's rolling-minute guard) corrects the right entry.
-import type { CountedTokens } from './counted-tokens.ts';
+import type { CountedTokens } from '../counted-tokens.ts';
 
 /**
  * One admission: the tokens it took. A budget may keep more in its own tickets; a ticket it

@@ -1,6 +1,6 @@
 // A RedisTokenBudget admission and the parts of its hold in Redis.
 import type { BudgetTicket } from './budget.ts';
-import type { Hold } from './window-outlook.ts';
+import type { Hold } from './window-rule.ts';
 
 /** Part of a hold in Redis: its tokens not charged yet, in the hold field of its due slot. */
 export interface RedisHold extends Hold {

@@ -18,13 +18,13 @@
 // tokensPerMinute. Off (`rollingWindow: false`) is the pure bucket, for a provider whose
 // quota refills continuously.
 import { type Budget, type BudgetFunding, type BudgetTicket, LOCAL_SHARING, type LocalSharing, type ReserveOptions, type UsePart } from './budget.ts';
-import { type Clock, realClock, type TimerHandle } from './clock.ts';
-import { type CountedTokens, countedTokensSchema } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, LOCAL_WINDOW_SLOTS, MAX_WINDOW_MS, MIN_WINDOW_MS } from './defaults.ts';
-import { BudgetRequestTooLarge } from './errors.ts';
+import { type Clock, realClock, type TimerHandle } from '../clock.ts';
+import { type CountedTokens, countedTokensSchema } from '../counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, LOCAL_WINDOW_SLOTS, MAX_WINDOW_MS, MIN_WINDOW_MS } from '../defaults.ts';
+import { BudgetRequestTooLarge } from '../errors.ts';
 import { RollingWindow } from './rolling-window.ts';
-import { WaiterQueue } from './waiter-queue.ts';
-import { drawFromHolds, type Hold, heldTokens, partsOf, WindowOutlook } from './window-outlook.ts';
+import { WaiterQueue } from '../waiter-queue.ts';
+import { drawFromHolds, type Hold, heldTokens, partsOf, WindowOutlook } from './window-rule.ts';
 
 export type { ReserveOptions, UsePart } from './budget.ts';
 

@@ -3,7 +3,7 @@
 // retryAfterMs before trying Redis again; any answer makes it usable again at once. Health
 // also comes from a periodic probe (an unref'd timer), not only from the last reservation,
 // so `central` is fresh on an idle replica too.
-import { type Clock, type TimerHandle, unrefTimer } from './clock.ts';
+import { type Clock, type TimerHandle, unrefTimer } from '../clock.ts';
 
 export interface RedisHealthOptions {
   readonly clock: Clock;

@@ -2,7 +2,7 @@
 // a brute force over every whole ms, and the helpers the budgets build on it.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { drawFromHolds, excessNow, fitsNow, type Hold, heldTokens, leavesInMs, partsOf, slotsAfter, WindowOutlook } from '../../instrumentation/window-outlook.ts';
+import { drawFromHolds, excessNow, fitsNow, type Hold, heldTokens, leavesInMs, partsOf, slotsAfter, WindowOutlook } from '../../instrumentation/budget/window-rule.ts';
 
 type Leaving = [number, number][];
 type Part = { afterMs: number; tokens: number };

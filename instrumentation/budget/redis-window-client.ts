@@ -10,11 +10,11 @@
 // limit rejects as CentralBudgetConflict.
 import { createHash } from 'node:crypto';
 import type { UsePart } from './budget.ts';
-import { type Clock, withDeadline } from './clock.ts';
-import { REDIS_WINDOW_SLOTS } from './defaults.ts';
-import { CentralBudgetConflict } from './errors.ts';
+import { type Clock, withDeadline } from '../clock.ts';
+import { REDIS_WINDOW_SLOTS } from '../defaults.ts';
+import { CentralBudgetConflict } from '../errors.ts';
 import { BUDGET_CONFLICT_REPLY, maxBudgetTtlMs, ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
-import { type Hold, slotsAfter, WindowOutlook } from './window-outlook.ts';
+import { type Hold, slotsAfter, WindowOutlook } from './window-rule.ts';
 
 const SCRIPT_SHA1 = createHash('sha1').update(ROLLING_WINDOW_SCRIPT).digest('hex');
 

@@ -9,8 +9,8 @@
 // that could not reach Redis) is carried: counted in a local window and handed to the next
 // script run, which counts it in Redis' window once Redis answers again.
 import type { BudgetTicket, ReserveOptions } from './budget.ts';
-import type { Clock } from './clock.ts';
-import type { CountedTokens } from './counted-tokens.ts';
+import type { Clock } from '../clock.ts';
+import type { CountedTokens } from '../counted-tokens.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { TokenBudget } from './token-budget.ts';
 

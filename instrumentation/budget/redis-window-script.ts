@@ -22,7 +22,7 @@
 // do not idle the window while its first ones run: the window may take tokens that leave it
 // before those calls start. The check: the window, the holds due by then and the new parts due
 // by then never exceed the limit at any later time (holds are taken to stay until charged;
-// what is charged leaves a window after). That rule is window-outlook.ts's (fitsNow,
+// what is charged leaves a window after). That rule is window-rule.ts's (fitsNow,
 // excessNow, leavesInMs), proven equal by a differential property (redis-window-rule.test.ts).
 //
 // The budget's identity: the first run on a key stores its window (`win`) and configured
@@ -56,7 +56,7 @@
 // the op is peek or a take that did not fit, or flags ask): H pairs (ms from now until due,
 // tokens) of the holds, and pairs (ms from now, tokens) of what leaves the window when, in
 // order; else H = 0 and nothing more }.
-import { MAX_REQUEST_DEADLINE_MS, REDIS_WINDOW_SLOTS } from './defaults.ts';
+import { MAX_REQUEST_DEADLINE_MS, REDIS_WINDOW_SLOTS } from '../defaults.ts';
 
 /** The start of the script's error reply when a key belongs to another window or limit. */
 export const BUDGET_CONFLICT_REPLY = 'BUDGET_CONFLICT';

@@ -14,8 +14,8 @@
 // A slot number is the admission's ticket: reconcile adjusts that slot, so the window counts
 // what the call really used (an underestimate's debt included) while the slot is live.
 
-import { LOCAL_WINDOW_SLOTS } from './defaults.ts';
-import { leavesInMs } from './window-outlook.ts';
+import { LOCAL_WINDOW_SLOTS } from '../defaults.ts';
+import { leavesInMs } from './window-rule.ts';
 
 /** Slots live at once: an admission in slot s is counted while the current slot < s + SLOTS. */
 const SLOTS = LOCAL_WINDOW_SLOTS + 1;
