@@ -40,6 +40,7 @@ const integration = [
   'test/instrumentation/redis-budget-health.test.ts',
   'test/instrumentation/request-admission-redis.test.ts',
   'test/instrumentation/redis-token-budget.test.ts',
+  'test/instrumentation/redis-window-rule.test.ts',
   'test/loadtest/measurement.test.ts',
   'test/loadtest/model-plans.test.ts',
   'test/loadtest/deep-tree-plan.test.ts',

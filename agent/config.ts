@@ -1,7 +1,7 @@
 // Agent service configuration: one zod schema with the worked example's defaults (the
 // `agent` and `serve` commands make their flags from it). Every bad value fails naming its option.
 import { z } from 'zod';
-import { CENTRAL_OUTAGE_POLICIES } from '../instrumentation/budget.ts';
+import { CENTRAL_OUTAGE_POLICIES } from '../instrumentation/budget/budget.ts';
 import { DEFAULT_WINDOW_MS, MAX_PERMITS, MAX_WINDOW_MS, MIN_WINDOW_MS } from '../instrumentation/defaults.ts';
 import { limiterOptionFields } from '../instrumentation/limiter-options.ts';
 import { checkServerLimits, DEFAULT_HOST, milliseconds, serverLimitFields } from './http-server.ts';

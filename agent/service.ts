@@ -53,7 +53,7 @@ interface SampleTrees extends TreeSource {
 function limiterHealth(limiter: Limiter) {
   const budget = limiter.budget;
   // central: whether the shared Redis bucket answers (false while on the local share).
-  const central = budget.central === undefined ? {} : { centralBudgetReachable: budget.central };
+  const central = budget.sharing.kind === 'central' ? { centralBudgetReachable: budget.sharing.reachable } : {};
   // Lanes: the batch lane's cap and the permits it holds now (absent when lanes are off).
   const batchMax = limiter.batchMaxPermits;
   const lanes = batchMax === undefined ? {} : { batchLane: { maxPermits: batchMax, permitsInUse: limiter.model.semaphore.laneInUse(BATCH_LANE) } };

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
 import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../instrumentation/redis.ts';
-import { ROLLING_WINDOW_SCRIPT } from '../instrumentation/redis-token-budget.ts';
+import { ROLLING_WINDOW_SCRIPT } from '../instrumentation/budget/redis-token-budget.ts';
 import { startRedisServer } from '../scripts/redis-server.ts';
 import type { BenchModule, BenchRow } from './types.ts';
 

@@ -14,7 +14,7 @@
 import { LogLevel, setLogLevel } from '@google/adk';
 import { Registry } from 'prom-client';
 import { ProviderGemini } from '../agent/provider-model.ts';
-import type { CentralOutagePolicy } from '../instrumentation/budget.ts';
+import type { CentralOutagePolicy } from '../instrumentation/budget/budget.ts';
 import { type CallReport, RateLimitedLlm } from '../instrumentation/index.ts';
 import { type BudgetRedisClient, connectBudgetRedis, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { fakeRequest } from '../instrumentation/testing.ts';

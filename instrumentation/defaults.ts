@@ -134,3 +134,24 @@ export const DEFAULT_REPLICA_HEADROOM = 0.9;
 export const DEFAULT_INITIAL_OUTPUT_TOKENS = 1_000;
 export const DEFAULT_OUTPUT_QUANTILE = 0.95;
 export const DEFAULT_ESTIMATE_WINDOW = 100;
+
+/**
+ * Slots per quota window of a budget's rolling window: a slot is counted until its end is a
+ * window old, so a wait runs up to one slot longer than the tokens need. One size per store,
+ * as one size for both would change what each admits: the local ring (601 slots in memory)
+ * costs nothing per slot, so its slots are 100 ms of a minute; the script reads every live
+ * slot and hold field of the window in one HMGET per scheduled check and keeps them in the
+ * key, so Redis' slots are 600 ms of a minute (six times fewer fields per run and key).
+ * Moving either changes every wait it answers (rounded to its slot end) and the tests' figures.
+ */
+export const LOCAL_WINDOW_SLOTS = 600;
+export const REDIS_WINDOW_SLOTS = 100;
+
+/** A shared budget: a Redis command that has not answered after this long counts as Redis unreachable, ms. */
+export const DEFAULT_REDIS_COMMAND_DEADLINE_MS = 500;
+/** A shared budget: how often the health probe asks Redis, ms. */
+export const DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS = 1_000;
+/** A shared budget: after a Redis failure, serve from the fallback this long before trying Redis again, ms. */
+export const DEFAULT_REDIS_RETRY_AFTER_MS = 1_000;
+/** A shared budget: the longest a waiting reservation sleeps between two tries, ms (tokens given back by other replicas are noticed). */
+export const DEFAULT_REDIS_MAX_POLL_MS = 1_000;

@@ -2,7 +2,18 @@
 // Redis-backed shared budget is in ./redis.ts (it loads the redis client) and the test
 // helpers in ./testing.ts; everything else is internal.
 
-export { type Budget, type BudgetTicket, CENTRAL_OUTAGE_POLICIES, type CentralOutagePolicy, type ReserveOptions } from './budget.ts';
+export {
+  type Budget,
+  type BudgetFunding,
+  type BudgetSharing,
+  type BudgetTicket,
+  CENTRAL_OUTAGE_POLICIES,
+  type CentralOutagePolicy,
+  type CentralSharing,
+  LOCAL_SHARING,
+  type LocalSharing,
+  type ReserveOptions,
+} from './budget/budget.ts';
 export { COUNTED_TOKEN_KINDS, type CountedTokenKind, type CountedTokens, type Usage } from './counted-tokens.ts';
 export {
   DEFAULT_COUNTED_TOKENS,
@@ -37,5 +48,5 @@ export { createLimiterMetrics } from './metrics/limiter-metrics.ts';
 export type { CallOutcome, CallReport } from './call-observers.ts';
 export { isRateLimitedLlm, type LimiterSnapshot, RateLimitedLlm, type RateLimitedLlmOptions } from './rate-limited-llm.ts';
 export { FairSemaphore, type FairSemaphoreOptions } from './semaphore.ts';
-export { TokenBudget, type TokenBudgetOptions } from './token-budget.ts';
+export { TokenBudget, type TokenBudgetOptions } from './budget/token-budget.ts';
 export { declareRunsNode } from './tree/runs-node.ts';

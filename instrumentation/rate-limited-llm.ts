@@ -19,7 +19,7 @@ import { context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { type Admission, AdmissionControl } from './admission/call-admission.ts';
 import { type AdmittedRequest, currentRequest } from './admission/admitted-request.ts';
-import type { Budget } from './budget.ts';
+import type { Budget } from './budget/budget.ts';
 import { BUDGET_FUNDED } from './admission/funded-share.ts';
 import { type CallOutcome, type CallReport, CallObservers, type CallWatch, type Usage } from './call-observers.ts';
 import { CallCostModel } from './admission/call-cost.ts';

@@ -2,11 +2,11 @@
 // because it loads the redis client package.
 
 export { CentralBudgetUnavailable } from './errors.ts';
-export { BudgetRedisClient, type BudgetRedisOptions, connectBudgetRedis, redactUrl } from './redis-client.ts';
+export { BudgetRedisClient, type BudgetRedisOptions, connectBudgetRedis, redactUrl } from './budget/redis-client.ts';
 export {
   DEFAULT_REDIS_COMMAND_DEADLINE_MS,
   DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS,
   type RedisScriptClient,
   RedisTokenBudget,
   type RedisTokenBudgetOptions,
-} from './redis-token-budget.ts';
+} from './budget/redis-token-budget.ts';

@@ -112,7 +112,7 @@ function moduleHealth(appName: string, branches: readonly string[], models: read
       {
         ...limiter.snapshot(),
         quotaSharing: limiter.quotaSharing,
-        ...(limiter.budget.central === undefined ? {} : { centralBudgetReachable: limiter.budget.central }),
+        ...(limiter.budget.sharing.kind === 'central' ? { centralBudgetReachable: limiter.budget.sharing.reachable } : {}),
       },
     ]),
   );

@@ -12,7 +12,7 @@
 // rule, above the agent's funded tokens per call) first takes the difference from the budget,
 // waiting for it if need be: it is never sent on credit.
 import type { LlmRequest } from '@google/adk';
-import type { Budget, BudgetTicket } from '../budget.ts';
+import type { Budget, BudgetTicket } from '../budget/budget.ts';
 import type { CallWatch } from '../call-observers.ts';
 import { type Clock, sleep } from '../clock.ts';
 import { countsInput } from '../counted-tokens.ts';
@@ -156,9 +156,9 @@ export class AdmissionControl {
 
   /** A funded call's share counted in the rolling window now, when the provider counts it, or once its room is due. */
   #chargeFunded(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, toppedUp = 0): Admission | Promise<Admission> {
-    const roomMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0;
+    const roomMs = share.budget.funding?.windowRoomInMs(share.ticket, funded) ?? 0;
     if (roomMs > 0) return this.#chargeWhenRoom(call, permit, share, funded, roomMs, toppedUp);
-    share.budget.chargeWindow?.(share.ticket, funded);
+    share.budget.funding?.chargeWindow(share.ticket, funded);
     return admitted(permit, funded + toppedUp, undefined, true);
   }
 
@@ -169,7 +169,7 @@ export class AdmissionControl {
    */
   async #chargeWhenRoom(call: AdmissionRequest, permit: Permit, share: FundedShare, funded: number, roomMs: number, toppedUp: number): Promise<Admission> {
     const clock = this.#options.clock;
-    for (let waitMs = roomMs; waitMs > 0; waitMs = share.budget.windowRoomInMs?.(share.ticket, funded) ?? 0) {
+    for (let waitMs = roomMs; waitMs > 0; waitMs = share.budget.funding?.windowRoomInMs(share.ticket, funded) ?? 0) {
       const left = call.deadline - clock.now();
       if (left <= 0 || waitMs > left) {
         permit.release();
@@ -182,7 +182,7 @@ export class AdmissionControl {
         return this.#refuse(call, error, 'budget');
       }
     }
-    share.budget.chargeWindow?.(share.ticket, funded);
+    share.budget.funding?.chargeWindow(share.ticket, funded);
     return admitted(permit, funded + toppedUp, undefined, true);
   }
 

@@ -6,7 +6,7 @@
 // Through a shared budget's door (permit-door.ts) the share holds the request's door pass
 // until its start is over: its first calls took permits (the pass counts them), one of its
 // calls ended, or the share was settled. endStart is the one place admission ends a start.
-import type { Budget, BudgetTicket } from '../budget.ts';
+import type { Budget, BudgetTicket } from '../budget/budget.ts';
 import type { DoorPass } from './permit-door.ts';
 
 /** How one call is paid: from its request's share, at the agent's funded tokens per call, or by the budget alone. */

@@ -16,7 +16,7 @@
 //   cold -> learning -> warm when the turn taught a cost; -> cold when it ended without one,
 //   and the next waiter learns. A limiter given expectedTokensPerCall starts warm. Warm is
 //   final: a learned cost is never forgotten.
-import type { Budget, BudgetTicket, UsePart } from '../budget.ts';
+import type { Budget, BudgetTicket, UsePart } from '../budget/budget.ts';
 import type { Clock } from '../clock.ts';
 import { ColdStart, type ColdStartTurn } from './cold-start.ts';
 import { countsInput } from '../counted-tokens.ts';
@@ -35,7 +35,7 @@ export type DoorKind = 'local' | 'shared';
  * a request asks it only once this replica can start it.
  */
 export function isSharedBudget(budget: Budget): boolean {
-  return budget.central !== undefined;
+  return budget.sharing.kind === 'central';
 }
 
 /** A limiter's door kind, from its budget. */
@@ -87,7 +87,7 @@ export class LimiterDoor {
     const tokensPerCall = costsOf(llm, calls, door.messageTokens) ?? (await this.#coldStart(calls, door));
     if (!tokensPerCall) {
       // Calls admitted one by one from a shared budget that refuses them all: shed whole instead.
-      const refused = await budget.refusal?.();
+      const refused = await (budget.sharing.kind === 'central' ? budget.sharing.refusal() : undefined);
       if (refused) throw new RequestShed(llm.name, 'budget_unavailable', refused.retryAfterMs ?? DEFAULT_UNAVAILABLE_RETRY_MS);
       return undefined;
     }
@@ -98,7 +98,7 @@ export class LimiterDoor {
     const now = this.#clock.now();
     const shed = (reason: ShedReason, retryAfterMs: number) => new RequestShed(llm.name, reason, retryAfterMs);
     if (tokens > budget.capacity) throw shed('too_large', budget.windowMs ?? DEFAULT_WINDOW_MS);
-    const fundableInMs = budget.fundableInMs?.(tokens, useSchedule);
+    const fundableInMs = budget.funding?.fundableInMs(tokens, useSchedule);
     if (door.shedFirst && this.#queue.waiting > 0) throw shed('lane', fundableInMs ?? DEFAULT_REQUEST_DEADLINE_MS);
     // A lane shed first goes only if it can be funded now; the others if in time for their door deadline.
     if (fundableInMs !== undefined && (door.shedFirst ? fundableInMs > 0 : now + fundableInMs > door.deadlines.door)) {
@@ -124,7 +124,7 @@ export class LimiterDoor {
           ticket = await reserve();
         }
       } catch (error) {
-        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.fundableInMs?.(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
+        if (error instanceof DeadlineExceeded) throw shed('deadline', budget.funding?.fundableInMs(tokens, useSchedule) ?? DEFAULT_REQUEST_DEADLINE_MS);
         // Nothing can be funded while the shared budget fails closed: turned away whole, like any shed request.
         if (error instanceof CentralBudgetUnavailable) throw shed('budget_unavailable', error.retryAfterMs ?? DEFAULT_UNAVAILABLE_RETRY_MS);
         throw error;

@@ -29,7 +29,7 @@
 //   have moved, and the limit probes upwards by additive steps that grow while the windows
 //   stay clean (tokenStep, × tokenGrowth per clean window): a raised quota is used within
 //   about ceilingWindows + 2 windows of the last 429.
-import type { Budget } from '../budget.ts';
+import type { Budget } from '../budget/budget.ts';
 import { type Clock, realClock } from '../clock.ts';
 import { z } from 'zod';
 import {
@@ -261,7 +261,7 @@ export class AimdLimit implements AdaptiveLimit {
     const admitted = this.#admitted.since(now, now - passed * this.windowMs);
     // Admissions are estimates; this replica's own budget counts what the provider reported.
     const logged = this.#admitted.total(now);
-    const counted = this.#budget?.central === undefined ? this.#budget?.windowTokens : undefined;
+    const counted = this.#budget?.sharing.kind === 'central' ? undefined : this.#budget?.windowTokens;
     const scale = counted !== undefined && counted > 0 && logged > 0 ? clamp(counted / logged, 0.5, 2) : 1;
     return admitted * scale;
   }

@@ -20,7 +20,7 @@
 // The limit is a function of time and the 429s heard (limitAt); a timer moves the budget's
 // window limit when it changes.
 import { z } from 'zod';
-import type { Budget } from '../budget.ts';
+import type { Budget } from '../budget/budget.ts';
 import { type Clock, realClock, type TimerHandle, unrefTimer } from '../clock.ts';
 import {
   DEFAULT_WINDOW_MS,

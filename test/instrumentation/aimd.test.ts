@@ -1,7 +1,7 @@
 // AimdLimit on the rate that binds: the permits and a budget's tokens per window, on fake time.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Budget } from '../../instrumentation/budget.ts';
+import type { Budget } from '../../instrumentation/budget/budget.ts';
 import { AimdLimit, TokenBudget } from '../../instrumentation/index.ts';
 import { ManualClock } from '../../instrumentation/testing.ts';
 

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { Registry } from 'prom-client';
 import { createClient } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { BudgetTicket } from '../../instrumentation/budget.ts';
+import type { BudgetTicket } from '../../instrumentation/budget/budget.ts';
 import { type Clock, realClock } from '../../instrumentation/clock.ts';
 import { BudgetRequestTooLarge, DeadlineExceeded } from '../../instrumentation/errors.ts';
 import { ERROR_CODES, limiterMetrics, RateLimitedLlm } from '../../instrumentation/index.ts';

@@ -5,8 +5,8 @@
 // notices it from its own command deadline and calls reconnect(), which drops the client
 // and connects a new one in the background, each attempt bounded by connectTimeoutMs.
 import { createClient } from 'redis';
-import { redactUrl } from './redact-url.ts';
-import type { RedisScriptClient } from './redis-token-budget.ts';
+import { redactUrl } from '../redact-url.ts';
+import type { RedisScriptClient } from './redis-window-client.ts';
 
 export { redactUrl };
 

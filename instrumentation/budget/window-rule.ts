@@ -1,8 +1,12 @@
+// The window rule, in one place: a reservation is admitted only if the window, the holds and
+// its new parts stay within the limit at every later time. TokenBudget applies it to its own
+// window, RedisTokenBudget to the one Redis last sent; the Lua of redis-window-script.ts is
+// its one other copy, kept equal by a differential property (redis-window-rule.test.ts).
+//
 // What a rolling window will hold at any later time: the tokens it counts as they leave, and
 // the holds of admissions counted when used (windowAtUse) as they fall due. A whole request
 // admitted at the door holds its later calls' tokens only from when they are expected to
-// start, so the window may take tokens that leave it before those calls run. TokenBudget
-// reads its own window this way; RedisTokenBudget reads the one Redis last sent.
+// start, so the window may take tokens that leave it before those calls run.
 import type { UsePart } from './budget.ts';
 
 /** Tokens held against the window from dueAt on (a time on the budget's clock). */
@@ -47,6 +51,48 @@ export function drawFromHolds<H extends Hold>(holds: H[], tokens: number): { hol
     if (hold.tokens <= EPSILON) holds.shift();
   }
   return drawn;
+}
+
+/**
+ * Tokens over the limit were everything counted now: the window, every hold and `tokens`
+ * (<= 0: it fits). More than the limit fits only an empty window with no holds.
+ */
+export function excessNow(counted: number, held: number, tokens: number, limit: number): number {
+  return counted + held + (tokens <= limit ? tokens - limit : 0);
+}
+
+/**
+ * The rule's decision now: `tokens` fit when everything counted now fits, or, given its
+ * `parts` (held from when each falls due), when the outlook's peak from `at` stays within
+ * the limit. Without parts only the first applies (the script's reservation counted at once).
+ */
+export function fitsNow(
+  window: { readonly counted: number; readonly held: number; outlook(): WindowOutlook },
+  at: number,
+  tokens: number,
+  parts: readonly UsePart[] | undefined,
+  limit: number,
+): boolean {
+  if (excessNow(window.counted, window.held, tokens, limit) <= EPSILON) return true;
+  return parts !== undefined && tokens <= limit && window.outlook().peak(at, parts) <= limit + EPSILON;
+}
+
+/**
+ * Ms from `now` until `excess` tokens have left the window (`leaving`: when each live slot
+ * leaves, ascending, and its tokens); undefined when what leaves is not enough.
+ */
+export function leavesInMs(leaving: readonly (readonly [number, number])[], now: number, excess: number): number | undefined {
+  let freed = 0;
+  for (const [at, tokens] of leaving) {
+    freed += tokens;
+    if (freed + EPSILON >= excess) return at - now;
+  }
+  return undefined;
+}
+
+/** Whole slots after its admission's slot that a part used `afterMs` later is due in (the ms rounded, then floored to slots). */
+export function slotsAfter(afterMs: number, slotMs: number): number {
+  return Math.floor(Math.round(afterMs) / slotMs);
 }
 
 /** Index of the first element above `value` in an ascending array. */

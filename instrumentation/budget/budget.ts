@@ -5,7 +5,7 @@
 // capacity fails at once, reconcile may go negative.
 // Every admission hands back a ticket; reconcile settles that ticket, so a budget that keeps
 // per-admission state (TokenBudget's rolling-minute guard) corrects the right entry.
-import type { CountedTokens } from './counted-tokens.ts';
+import type { CountedTokens } from '../counted-tokens.ts';
 
 /**
  * One admission: the tokens it took. A budget may keep more in its own tickets; a ticket it
@@ -51,6 +51,52 @@ export interface UsePart {
   readonly tokens: number;
 }
 
+/** A budget this process alone counts. */
+export interface LocalSharing {
+  readonly kind: 'local';
+}
+
+/** A budget whose window lives in a store every replica shares (Redis): its health, and whether it would refuse. */
+export interface CentralSharing {
+  readonly kind: 'central';
+  /** Whether the store answers now (false while on a fallback). */
+  readonly reachable: boolean;
+  /**
+   * Why every reservation would be refused now (the store cannot be used and the budget fails
+   * closed, or its key holds another configuration), with when to retry when known; undefined
+   * when it may admit. Asks the store once.
+   */
+  refusal(): Promise<(Error & { readonly retryAfterMs?: number }) | undefined>;
+}
+
+/** Who counts a budget, said by the budget (never inferred from other members). */
+export type BudgetSharing = LocalSharing | CentralSharing;
+
+/** The one LocalSharing: every local budget's `sharing`. */
+export const LOCAL_SHARING: LocalSharing = Object.freeze({ kind: 'local' });
+
+/**
+ * Funding a whole request at the door: what a budget that can tell when tokens fit and count
+ * a request's calls as they are used (windowAtUse) adds. Request admission sheds on it.
+ */
+export interface BudgetFunding {
+  /**
+   * Milliseconds until `tokens` could be taken after every reservation queued in this process
+   * ahead of it (0: now), as far as this process can tell; undefined when it cannot tell (a
+   * shared budget whose level lives elsewhere). Request admission sheds at once on it.
+   */
+  fundableInMs(tokens: number, useSchedule?: readonly UsePart[]): number | undefined;
+  /** A `windowAtUse` admission's tokens are being used now: count them in the rolling window. */
+  chargeWindow(ticket: BudgetTicket, tokens: number): void;
+  /**
+   * Ms until `tokens` of a `windowAtUse` admission can be counted in the rolling window
+   * without overrunning it (0: now). A call that starts before its part was expected waits
+   * this long; the part's room is held from its expected time on.
+   */
+  windowRoomInMs(ticket: BudgetTicket, tokens: number): number;
+}
+
+/** What every budget does. Sharing is explicit; funding is a capability of its own. */
 export interface Budget {
   /** Bucket capacity in tokens (one window of tokensPerMinute). */
   readonly capacity: number;
@@ -64,16 +110,12 @@ export interface Budget {
   readonly waiting: number;
   /** Tokens counted in the last window by a rolling-window guard; undefined without one. */
   readonly windowTokens?: number;
-  /** A shared budget: whether its store answers now (false while on a fallback); undefined for a local budget. */
-  readonly central?: boolean;
+  /** Who counts it: this process alone, or a shared store (with its health). */
+  readonly sharing: BudgetSharing;
+  /** Funding whole requests at the door; undefined: the budget cannot tell (request admission waits and sees). */
+  readonly funding?: BudgetFunding;
   /** Tokens admitted per window now: the capacity unless an adaptive limit lowered it. */
   readonly windowLimit?: number;
-  /**
-   * A shared budget that would refuse every reservation now (its store cannot be used and it
-   * fails closed, or its key holds another configuration): why, with when to retry when known;
-   * undefined when it may admit. Asks the store once.
-   */
-  refusal?(): Promise<(Error & { readonly retryAfterMs?: number }) | undefined>;
   /**
    * Admit this many tokens per window from now on, at most the capacity (an adaptive limit
    * moves it; the capacity stays the largest reservation accepted).
@@ -91,20 +133,6 @@ export interface Budget {
    * ticket. Rejects with DeadlineExceeded, the abort reason, or BudgetRequestTooLarge at once.
    */
   reserve(tokens: number, options?: ReserveOptions): Promise<BudgetTicket>;
-  /**
-   * Milliseconds until `tokens` could be taken after every reservation queued in this process
-   * ahead of it (0: now), as far as this process can tell; undefined when it cannot tell (a
-   * shared budget whose level lives elsewhere). Request admission sheds at once on it.
-   */
-  fundableInMs?(tokens: number, useSchedule?: readonly UsePart[]): number | undefined;
-  /** A `windowAtUse` admission's tokens are being used now: count them in the rolling window. */
-  chargeWindow?(ticket: BudgetTicket, tokens: number): void;
-  /**
-   * Ms until `tokens` of a `windowAtUse` admission can be counted in the rolling window
-   * without overrunning it (0: now). A call that starts before its part was expected waits
-   * this long; the part's room is held from its expected time on. Undefined: never waits.
-   */
-  windowRoomInMs?(ticket: BudgetTicket, tokens: number): number;
   /**
    * Settle an admission against the provider's usage: give back an overestimate, take an
    * underestimate's shortfall.

@@ -17,14 +17,14 @@
 // last 60 s (actual usage once reconciled, debt included) plus it stay within
 // tokensPerMinute. Off (`rollingWindow: false`) is the pure bucket, for a provider whose
 // quota refills continuously.
-import type { Budget, BudgetTicket, ReserveOptions, UsePart } from './budget.ts';
-import { type Clock, realClock, type TimerHandle } from './clock.ts';
-import { type CountedTokens, countedTokensSchema } from './counted-tokens.ts';
-import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, MAX_WINDOW_MS, MIN_WINDOW_MS } from './defaults.ts';
-import { BudgetRequestTooLarge } from './errors.ts';
+import { type Budget, type BudgetFunding, type BudgetTicket, LOCAL_SHARING, type LocalSharing, type ReserveOptions, type UsePart } from './budget.ts';
+import { type Clock, realClock, type TimerHandle } from '../clock.ts';
+import { type CountedTokens, countedTokensSchema } from '../counted-tokens.ts';
+import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, LOCAL_WINDOW_SLOTS, MAX_WINDOW_MS, MIN_WINDOW_MS } from '../defaults.ts';
+import { BudgetRequestTooLarge } from '../errors.ts';
 import { RollingWindow } from './rolling-window.ts';
-import { WaiterQueue } from './waiter-queue.ts';
-import { drawFromHolds, type Hold, heldTokens, partsOf, WindowOutlook } from './window-outlook.ts';
+import { WaiterQueue } from '../waiter-queue.ts';
+import { drawFromHolds, type Hold, heldTokens, partsOf, WindowOutlook } from './window-rule.ts';
 
 export type { ReserveOptions, UsePart } from './budget.ts';
 
@@ -102,7 +102,8 @@ interface Wanted {
 // Refill is computed from elapsed time in floating point; tolerate rounding noise.
 const EPSILON = 1e-6;
 
-export class TokenBudget implements Budget {
+export class TokenBudget implements Budget, BudgetFunding {
+  readonly sharing: LocalSharing = LOCAL_SHARING;
   /** Tokens per window (per minute unless windowMs says otherwise). */
   readonly tokensPerMinute: number;
   readonly capacity: number;
@@ -137,6 +138,11 @@ export class TokenBudget implements Budget {
     this.#window = options.rollingWindow === false ? undefined : new RollingWindow(tokensPerMinute, this.windowMs);
     // The head may have left: the next waiter may fit now, or needs its own wake-up.
     this.#waiters = new WaiterQueue({ clock: this.#clock, what: 'token budget', onGiveUp: () => this.#admit() });
+  }
+
+  /** It funds whole requests: fundableInMs, chargeWindow, windowRoomInMs. */
+  get funding(): BudgetFunding {
+    return this;
   }
 
   /** Whether the rolling-minute guard is on. */
@@ -293,7 +299,7 @@ export class TokenBudget implements Budget {
     if (tokens <= this.#limit) return this.#scheduleWaitMs(now, parts);
     const emptyMs = window.waitMs(now, this.#limit);
     if (emptyMs > 0) return emptyMs;
-    return this.#pending > EPSILON ? Math.ceil(this.windowMs / 600) : 0;
+    return this.#pending > EPSILON ? this.#slotWaitMs : 0;
   }
 
   /** The earliest admission time (ms from now) at which `parts` fit the window's outlook. */
@@ -302,7 +308,12 @@ export class TokenBudget implements Budget {
     if (!window) return 0;
     const waitMs = new WindowOutlook(window.leaving(now), this.#holds()).fitsInMs(now, parts, this.#limit);
     // Nothing left to leave makes room: the holds must be counted or released first.
-    return waitMs ?? Math.ceil(this.windowMs / 600);
+    return waitMs ?? this.#slotWaitMs;
+  }
+
+  /** One slot of the rolling window, ms: how long to wait before looking again while only holds fill it. */
+  get #slotWaitMs(): number {
+    return Math.ceil(this.windowMs / LOCAL_WINDOW_SLOTS);
   }
 
   *#holds(): IterableIterator<Hold> {

@@ -2,7 +2,7 @@
 // rolling window (the provider's quota window), kept in one Redis hash and changed only by
 // this script, which Redis runs atomically. The check and the admission are one run.
 //
-// The hash holds the tokens admitted per slot of 1/100 of the window (field = slot number),
+// The hash holds the tokens admitted per slot of 1/REDIS_WINDOW_SLOTS (100) of the window (field = slot number),
 // their sum, the newest slot seen and `blocked` (no admission before this Redis time, ms: a
 // provider 429's retry delay shared by every replica). A slot is counted until its end is a
 // window old, so no window is ever undercounted (the price: at most one slot of extra wait).
@@ -22,7 +22,8 @@
 // do not idle the window while its first ones run: the window may take tokens that leave it
 // before those calls start. The check: the window, the holds due by then and the new parts due
 // by then never exceed the limit at any later time (holds are taken to stay until charged;
-// what is charged leaves a window after).
+// what is charged leaves a window after). That rule is window-rule.ts's (fitsNow,
+// excessNow, leavesInMs), proven equal by a differential property (redis-window-rule.test.ts).
 //
 // The budget's identity: the first run on a key stores its window (`win`) and configured
 // limit (`cap`); a run with another window or limit is refused (an error reply starting
@@ -55,10 +56,7 @@
 // the op is peek or a take that did not fit, or flags ask): H pairs (ms from now until due,
 // tokens) of the holds, and pairs (ms from now, tokens) of what leaves the window when, in
 // order; else H = 0 and nothing more }.
-import { MAX_REQUEST_DEADLINE_MS } from './defaults.ts';
-
-/** Slots per window in Redis' hash: a slot is counted until its end is a window old. */
-export const REDIS_SLOTS_PER_WINDOW = 100;
+import { MAX_REQUEST_DEADLINE_MS, REDIS_WINDOW_SLOTS } from '../defaults.ts';
 
 /** The start of the script's error reply when a key belongs to another window or limit. */
 export const BUDGET_CONFLICT_REPLY = 'BUDGET_CONFLICT';
@@ -79,7 +77,7 @@ local send_leaving = flags >= 2
 local capacity = tonumber(ARGV[6])
 local first_arg = 7
 local max_ttl = window_ms + ${MAX_REQUEST_DEADLINE_MS}
-local per_window = ${REDIS_SLOTS_PER_WINDOW}
+local per_window = ${REDIS_WINDOW_SLOTS}
 local live = per_window + 1
 local slot_ms = window_ms / per_window
 local key = KEYS[1]

@@ -7,17 +7,18 @@
 // admitted and when, so the budget can refuse anything that would make a 60 s window hold
 // more than tokensPerMinute.
 //
-// Memory is bounded: admissions are summed per slot of 1/600 of the window (100 ms of a
+// Memory is bounded: admissions are summed per slot of 1/LOCAL_WINDOW_SLOTS (600) of the window (100 ms of a
 // minute) in a ring of 601 slots. A slot is counted until its END is a window old (60.0 to
 // 60.1 s after each admission in it, never less), so no window is ever undercounted; the
 // price is at most one slot of extra wait.
 // A slot number is the admission's ticket: reconcile adjusts that slot, so the window counts
 // what the call really used (an underestimate's debt included) while the slot is live.
 
-/** Slots per window. */
-const SLOTS_PER_WINDOW = 600;
+import { LOCAL_WINDOW_SLOTS } from '../defaults.ts';
+import { leavesInMs } from './window-rule.ts';
+
 /** Slots live at once: an admission in slot s is counted while the current slot < s + SLOTS. */
-const SLOTS = SLOTS_PER_WINDOW + 1;
+const SLOTS = LOCAL_WINDOW_SLOTS + 1;
 // Sums of floating-point adjustments; tolerate rounding noise.
 const EPSILON = 1e-6;
 
@@ -36,7 +37,7 @@ export class RollingWindow {
   constructor(limit: number, windowMs = 60_000) {
     this.limit = limit;
     this.windowMs = windowMs;
-    this.#slotMs = windowMs / SLOTS_PER_WINDOW;
+    this.#slotMs = windowMs / LOCAL_WINDOW_SLOTS;
   }
 
   /** Tokens counted in the window ending now. */
@@ -88,18 +89,12 @@ export class RollingWindow {
 
   /** Milliseconds until `tokens` more fit, as old slots leave the window (0 if they fit now). */
   waitMs(now: number, tokens: number): number {
-    const current = this.#advance(now);
+    this.#advance(now);
     const excess = this.#sum + tokens - this.limit;
     if (excess <= EPSILON) return 0;
-    let freed = 0;
-    for (let slot = current - SLOTS + 1; slot <= current; slot++) {
-      const pos = position(slot);
-      if (this.#slotAt[pos] !== slot) continue;
-      freed += this.#tokens[pos];
-      if (freed + EPSILON >= excess) return Math.max(1, Math.ceil((slot + SLOTS) * this.#slotMs - now));
-    }
-    // Only reachable for tokens > limit, which callers refuse up front.
-    return this.windowMs + this.#slotMs;
+    const leftInMs = leavesInMs(this.leaving(now), now, excess);
+    // Undefined only for tokens > limit, which callers refuse up front.
+    return leftInMs === undefined ? this.windowMs + this.#slotMs : Math.max(1, Math.ceil(leftInMs));
   }
 
   /**
