@@ -25,6 +25,8 @@ import { BudgetRequestTooLarge } from '../errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { WaiterQueue } from '../waiter-queue.ts';
 import { drawFromHolds, type Hold, heldTokens, partsOf, WindowOutlook } from './window-rule.ts';
+import { parseOptions } from '../limiter-options.ts';
+import { z } from 'zod';
 
 export type { ReserveOptions, UsePart } from './budget.ts';
 
@@ -50,18 +52,15 @@ export interface TokenBudgetOptions {
   windowMs?: number;
 }
 
+const budgetOptionsSchema = z.object({
+  tokensPerMinute: z.number().positive().finite(),
+  windowMs: z.number().int().min(MIN_WINDOW_MS).max(MAX_WINDOW_MS).optional(),
+  countedTokens: countedTokensSchema.optional(),
+});
+
 /** Checks the options every budget shares; throws a RangeError naming the field. */
 export function checkBudgetOptions(tokensPerMinute: number, options: { countedTokens?: unknown; windowMs?: number }): void {
-  if (!Number.isFinite(tokensPerMinute) || tokensPerMinute <= 0) {
-    throw new RangeError(`tokensPerMinute must be a positive number, got ${tokensPerMinute}`);
-  }
-  const windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
-  if (!Number.isInteger(windowMs) || windowMs < MIN_WINDOW_MS || windowMs > MAX_WINDOW_MS) {
-    throw new RangeError(`windowMs must be a whole number of ms in [${MIN_WINDOW_MS}, ${MAX_WINDOW_MS}], got ${windowMs}`);
-  }
-  if (options.countedTokens !== undefined && !countedTokensSchema.safeParse(options.countedTokens).success) {
-    throw new RangeError(`countedTokens must be 'input', 'total' or a function of usage, got ${JSON.stringify(options.countedTokens)}`);
-  }
+  parseOptions('budget', budgetOptionsSchema, { tokensPerMinute, windowMs: options.windowMs, countedTokens: options.countedTokens });
 }
 
 /**
