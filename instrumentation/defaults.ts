@@ -1,6 +1,5 @@
 // The wrapper's defaults and the bounds of its options, in one place: RateLimitedLlm, its
 // retry policy and the option fields (limiter-options.ts) read them from here.
-import type { BackoffOptions } from './backoff.ts';
 import type { CountedTokenKind } from './counted-tokens.ts';
 
 /** Bound on the whole wait for admission (permit + budget) and on retry delays, ms. */
@@ -25,7 +24,7 @@ export const MAX_WAITING_LIMIT = 100_000;
 export const DEFAULT_MAX_CALL_MS = 300_000;
 
 /** Full-jitter backoff between rate-limited attempts, ms. */
-export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 500, capMs: 30_000 };
+export const DEFAULT_BACKOFF = { baseMs: 500, capMs: 30_000 } as const;
 
 /** Retry budget: retries per call made in the window, the window, and the floor per window. */
 export const DEFAULT_RETRY_RATIO = 0.1;
