@@ -136,13 +136,6 @@ export async function collectCharts(prometheusUrl: string, start: number, end: n
   return charts;
 }
 
-/** The charts with the planned calls in flight as a reference line on the calls-in-flight panels (pure; unchanged without a plan). */
-export function withPlannedInFlight(charts: readonly Chart[], plannedInFlight: number | undefined): Chart[] {
-  if (plannedInFlight === undefined) return [...charts];
-  const inFlight = new Set(dashboards.flatMap((d) => panelsOf(d).filter((panel) => panel.callsInFlight).map((panel) => `${d.uid}/${panel.key}`)));
-  return charts.map((chart) => (inFlight.has(chart.id) ? { ...chart, lines: [...chart.lines, { label: 'planned', value: plannedInFlight, color: 'grey' }] } : chart));
-}
-
 /** Pending and firing stretches of every alert in [start, end], from the ALERTS series. */
 export async function collectAlerts(prometheusUrl: string, start: number, end: number): Promise<AlertSpan[]> {
   const step = stepSecondsFor(start, end);
