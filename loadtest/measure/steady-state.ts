@@ -1,11 +1,9 @@
 // Where a run's steady state is, and what the planner is told about it: shared by `npm start`
 // and `npm run loadtest -- <scenario> --plan`.
-import { EVERY_OTHER_MODEL, type PerModel, valueForModel } from '../../agent/per-model.ts';
+import type { PerModel } from '../../agent/per-model.ts';
 import type { TreeShape } from '../../agent/tree-shapes.ts';
-import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
-import { type CallLatency, callSecondsFor } from '../planner/call-time.ts';
-import type { PlanInput } from '../planner/index.ts';
+import type { CallLatency } from '../planner/call-time.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
 import { resolveRequest } from '../scenario/request.ts';
 import type { ConstantArrival, ScenarioFile } from '../scenario/types.ts';
@@ -113,39 +111,6 @@ export interface StackParameters {
   replicas: number;
   maxWaitSeconds?: number;
   burstUsers?: number;
-}
-
-/** A quota of `model` (the one for every model when none is named). */
-function quotaOf(value: PerModel, model: string | undefined, fallback: number): number {
-  return valueForModel(value, model ?? EVERY_OTHER_MODEL, fallback);
-}
-
-/**
- * The planner's input for a steady phase on a tree of `shape` (or one model's share of it,
- * `model`: that model's quota, and its calibrated tokens per call when known) and the stack's parameters.
- */
-export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: StackParameters, model?: string): PlanInput {
-  const calibrated = model === undefined ? undefined : stack.inputTokensPerModel?.[model];
-  const output = model === undefined ? undefined : stack.outputTokensPerModel?.[model];
-  const { parallelBranches, callsPerBranch, sequentialSteps, branchOutputsPerStep } = shape;
-  return {
-    parallelBranches,
-    callsPerBranch,
-    sequentialSteps,
-    ...(branchOutputsPerStep === undefined ? {} : { branchOutputsPerStep }),
-    userRequestsPerMinute: phase.arrival.perMinute,
-    inputTokensPerCall: calibrated ?? phase.inputTokensPerCall,
-    outputTokensPerCall: stack.outputTokensPerCall,
-    countedTokens: stack.countedTokens,
-    // A model's calls take its own mean time: a tool turn's short answer ends soon after its first token.
-    latencySeconds: output !== undefined && stack.callLatency ? callSecondsFor(stack.callLatency, output) : stack.latencySeconds,
-    quotaRequestsPerMinute: quotaOf(stack.quotaRequestsPerMinute, model, WORKED_EXAMPLE.quotaRequestsPerMinute),
-    quotaTokensPerMinute: quotaOf(stack.quotaTokensPerMinute, model, WORKED_EXAMPLE.quotaTokensPerMinute),
-    budgetFraction: stack.budgetFraction,
-    replicas: stack.replicas,
-    ...(stack.maxWaitSeconds ? { toleratedWaitSeconds: stack.maxWaitSeconds } : {}),
-    ...(stack.burstUsers ? { burstUsers: stack.burstUsers } : {}),
-  };
 }
 
 /**

@@ -12,7 +12,8 @@ import { requestFailed, STATUS_TAGS, statusSubmetric, statusTag } from '../../lo
 import { condenseSummary, type K6Summary } from '../../loadtest/k6/summary.ts';
 import { SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
 import { allFailedMessage } from '../../loadtest/measure/run-outcome.ts';
-import { steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from '../../loadtest/measure/steady-state.ts';
+import { steadyPlanInput } from '../../loadtest/measure/steady-plan.ts';
+import { steadyPhase, steadyWindow, whyNoComparison } from '../../loadtest/measure/steady-state.ts';
 import { plan } from '../../loadtest/planner/index.ts';
 import { loadScenario, parseScenario, ScenarioError } from '../../loadtest/scenario/schema.ts';
 import { scenarioTrees, withTree } from '../../loadtest/scenario/trees.ts';
