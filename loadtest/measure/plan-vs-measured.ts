@@ -4,9 +4,9 @@
 import type { ModelPlan, ModelPlans } from '../planner/model-plans.ts';
 import { type Plan, type PlanInput, plan } from '../planner/index.ts';
 import type { AgentShape } from './agent-shapes.ts';
-import { collectSteadyRun, type FleetFigures, limitedModels, type ModelFigures, type RunComparisonInput, type SteadyRun } from './steady-collect.ts';
+import { collectSteadyRun, type FleetFigures, type ModelFigures, type RunComparisonInput, type SteadyRun } from './steady-collect.ts';
 import { planSteadyPhase, type SteadyPlan } from './steady-plan.ts';
-import type { StackParameters, SteadyPhase } from './steady-state.ts';
+import { limitedModels, type StackParameters, type SteadyPhase } from './steady-state.ts';
 
 /** How the limiters admitted the run's work: whole requests (the default) or each call on its own. */
 export type Admission = 'request' | 'call';

@@ -7,7 +7,7 @@ import type { CallLatency } from '../planner/call-time.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
 import { resolveRequest } from '../scenario/request.ts';
 import type { ConstantArrival, ScenarioFile } from '../scenario/types.ts';
-import { type AgentShapes, BUILT_IN_SHAPES } from './agent-shapes.ts';
+import { type AgentShape, type AgentShapes, BUILT_IN_SHAPES, type ModelShape } from './agent-shapes.ts';
 
 export interface SteadyPhase {
   arrival: ConstantArrival;
@@ -61,11 +61,19 @@ export function steadyWindow(phase: SteadyPhase, callSeconds: number): { from: n
   return { from: a.start + Math.min(warmUp, a.duration / 2), to: a.start + a.duration - 1 };
 }
 
-/** A finished run's steady phase as a comparison reads it: the phase, its tree's shape and the window in epoch ms. */
+/** A finished run's steady phase as a comparison reads it: the phase, its tree's shape (and its limited models) and the window in epoch ms. */
 export interface SteadyFrame {
   phase: SteadyPhase;
   shape: NonNullable<AgentShapes[string]>;
+  /** The tree's models that each go through a limiter of their own (limitedModels); none: the fleet is measured whole. */
+  models: readonly ModelShape[];
   window: { start: number; end: number };
+}
+
+/** The models of a tree that each go through a limiter of their own: all of them, or none when one has no limiter. */
+export function limitedModels(shape: AgentShape): readonly ModelShape[] {
+  const models = shape.models?.filter((m) => m.limiter !== undefined) ?? [];
+  return models.length > 0 && models.length === shape.models?.length ? models : [];
 }
 
 /**
@@ -82,7 +90,32 @@ export function steadyFrame(s: ScenarioFile, shapes: AgentShapes, callSeconds: n
   const start = testStartedAt + steady.from * 1000;
   const end = Math.min(testStartedAt + steady.to * 1000, endedAt);
   if (end - start < 3000) return { skipped: `the steady window is too short (${((end - start) / 1000).toFixed(1)} s): lengthen the steady phase` };
-  return { phase, shape, window: { start, end } };
+  return { phase, shape, models: limitedModels(shape), window: { start, end } };
+}
+
+/** Why a scenario that changes the mock mid-run is not compared. */
+const MOCK_CHANGES = "the scenario changes the mock provider's settings (quota, throttling) mid-run: the plan knows only those at the start";
+
+/**
+ * A finished run's steady phase, in one read: the steady window in epoch ms (where the
+ * scenario has a steady phase; the verdict counts the completions in it even where plan vs
+ * measured is skipped) and the frame plan vs measured reads, or why it cannot compare: a
+ * scenario that changes the mock (its `shapes` are not read: undefined), the shapes that
+ * could not be read, or steadyFrame's reasons.
+ */
+export function steadyOfRun(
+  s: ScenarioFile,
+  shapes: AgentShapes | { skipped: string } | undefined,
+  callSeconds: number,
+  testStartedAt: number,
+  endedAt: number,
+): { window?: { start: number; end: number }; frame: SteadyFrame | { skipped: string } } {
+  const phase = steadyPhase(s);
+  const steady = phase ? steadyWindow(phase, callSeconds) : undefined;
+  const window = steady ? { start: testStartedAt + steady.from * 1000, end: Math.min(testStartedAt + steady.to * 1000, endedAt) } : undefined;
+  if (s.mock || shapes === undefined) return { window, frame: { skipped: MOCK_CHANGES } };
+  if ('skipped' in shapes) return { window, frame: shapes as { skipped: string } };
+  return { window, frame: steadyFrame(s, shapes, callSeconds, testStartedAt, endedAt) };
 }
 
 export interface StackParameters {

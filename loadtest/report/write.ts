@@ -7,10 +7,11 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { replaceFile } from '../../shared/replace-files.ts';
 import { redactUrl, redactUrlsIn, redactUrlsInValue } from '../../instrumentation/redact-url.ts';
-import { alertRuleCount } from '../measure/prometheus-client.ts';
 import { dashboards, panelsOf } from '../../dashboards/index.ts';
-import { type AlertSpan, type Chart, type ChartExtras, collectAlerts, collectCharts } from './collect.ts';
-import { collectMarkers, type Marker } from './markers.ts';
+import { answerQueries } from '../measure/prometheus-client.ts';
+import { reportQueries } from '../measure/run-queries.ts';
+import { type AlertSpan, type Chart, type ChartExtras, reportFiguresOf } from './collect.ts';
+import { type Marker, markersOf } from './markers.ts';
 import { type ReportData, renderReport } from './page.ts';
 
 /** The report's file name inside the run folder. */
@@ -45,16 +46,9 @@ export type ReportFigures = { readonly unreachable: string } | { readonly alertR
 
 /** Every query the report makes, in one pass; never throws for Prometheus' sake (an unreachable one is part of the figures). */
 export async function collectReport(source: ReportSource): Promise<ReportFigures> {
-  let alertRules: number;
-  try {
-    alertRules = await alertRuleCount(source.prometheusUrl);
-  } catch (error) {
-    return { unreachable: (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message };
-  }
-  const charts = await collectCharts(source.prometheusUrl, source.from, source.to, source.rateInterval, source.probeSamples);
-  const alerts = await collectAlerts(source.prometheusUrl, source.from, source.to);
-  const markers = await collectMarkers(source.prometheusUrl, source.from, source.to);
-  return { alertRules, charts, alerts, markers };
+  const answers = await answerQueries(source.prometheusUrl, reportQueries(source.from, source.to, source.rateInterval));
+  const markers = typeof answers.alertRules === 'number' ? markersOf({ ...answers.markers, from: source.from, stepMs: answers.markers.step * 1000 }) : [];
+  return reportFiguresOf(answers, markers, source);
 }
 
 /** The page's data: what the run knows beside what Prometheus gave (pure; a problem is part of the data). */
