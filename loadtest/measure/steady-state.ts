@@ -2,6 +2,7 @@
 // and `npm run loadtest -- <scenario> --plan`.
 import type { PerModel } from '../../agent/per-model.ts';
 import type { TreeShape } from '../../agent/tree-shapes.ts';
+import { chainDeadlineMs, requestDeadlineMsFor } from '../../instrumentation/admission/request-deadlines.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { CallLatency } from '../planner/call-time.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
@@ -171,4 +172,26 @@ export function minimumSteadySeconds(criticalPath: number, callSeconds: number):
   // The warm-up is d/3, 4 call times or d/2: the least d each case needs, smallest first.
   const candidates = [3 * criticalPath + 1.5, 2 * criticalPath + 1 + 4 * callSeconds, 4 * criticalPath + 2].map((d) => Math.ceil(d)).sort((a, b) => a - b);
   return candidates.find(long) ?? (candidates.at(-1) as number);
+}
+
+/** A tree's times at the run's call time, worked out once: what fitting the run to the tree and its scenario read. */
+export interface TreeTiming {
+  /** Its critical path, s (criticalPathSeconds; 0 for a tree without a fixed shape). */
+  readonly criticalPath: number;
+  /** The shortest steady phase that measures whole requests, s (minimumSteadySeconds). */
+  readonly minimumSteadySeconds: number;
+  /** The request deadline under request admission: the configured one, else the one the tree's path gets, ms. */
+  readonly requestDeadlineMs: number;
+  /** Twice the critical path, the deadline to suggest when the configured one is too short, ms. */
+  readonly chainDeadlineMs: number;
+}
+
+/** The timing of a tree whose critical path is `criticalPath` s, at `f`'s call time and configured request deadline. */
+export function treeTiming(criticalPath: number, f: { callSeconds: number; requestDeadlineMs?: number }): TreeTiming {
+  return {
+    criticalPath,
+    minimumSteadySeconds: minimumSteadySeconds(criticalPath, f.callSeconds),
+    requestDeadlineMs: requestDeadlineMsFor(criticalPath * 1000, f.requestDeadlineMs),
+    chainDeadlineMs: chainDeadlineMs(criticalPath, 1000),
+  };
 }

@@ -18,7 +18,8 @@ import { plan } from '../../loadtest/planner/index.ts';
 import { loadScenario, parseScenario, ScenarioError } from '../../loadtest/scenario/schema.ts';
 import { scenarioTrees, withTree } from '../../loadtest/scenario/trees.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
-import { AgentTargetError, resolveAgentTarget, scenarioForTarget } from '../../loadtest/stack/agent-target.ts';
+import { AgentTargetError, resolveAgentTarget } from '../../loadtest/stack/agent-target.ts';
+import { scenarioForTarget } from '../../loadtest/stack/target-scenario.ts';
 import { checkServed, checkTargetsServe, UnservedTreeError } from '../../loadtest/stack/served-trees.ts';
 import { startServe } from '../../agent/serve/server.ts';
 
