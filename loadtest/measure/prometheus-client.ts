@@ -152,7 +152,8 @@ export async function answerQueries<T>(prometheusUrl: string, queries: T): Promi
   let gate: QueryError | undefined;
   for (const [key, q] of Object.entries(queries)) {
     answers[key] = gate ? failedWith(q, gate) : await answerQueries(prometheusUrl, q);
-    if (!gate && typeof q === 'object' && q !== null && 'gate' in q && 'error' in (answers[key] as object)) gate = answers[key] as QueryError;
+    const answer = answers[key];
+    if (!gate && typeof q === 'object' && q !== null && 'gate' in q && typeof answer === 'object' && answer !== null && 'error' in answer) gate = answer as QueryError;
   }
   return answers as Answers<T>;
 }
