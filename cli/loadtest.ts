@@ -67,7 +67,8 @@ async function run(scenarioName: string, flags: Options, wantPlan: boolean): Pro
     { scaleScenario },
     { withProtocol },
     { runScenario, ScenarioRunError },
-    { AgentTargetError, resolveAgentTarget, scenarioForTarget },
+    { AgentTargetError, resolveAgentTarget },
+    { scenarioForTarget },
     { UnservedTreeError },
   ] = await Promise.all([
     import('../loadtest/scenario/schema.ts'),
@@ -75,6 +76,7 @@ async function run(scenarioName: string, flags: Options, wantPlan: boolean): Pro
     import('../loadtest/scenario/protocol.ts'),
     import('../loadtest/run-scenario.ts'),
     import('../loadtest/stack/agent-target.ts'),
+    import('../loadtest/stack/target-scenario.ts'),
     import('../loadtest/stack/served-trees.ts'),
   ]);
   if (flags.agent !== undefined && (flags.target !== undefined || flags.prometheus !== undefined)) {

@@ -198,7 +198,8 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
     outputOf = (model) => outputPerModel.get(model);
   }
   const agents = agentsByModel(tree);
-  const models = planModels(modelShares(tree).map((share) => ({ ...share, agents: agents[share.model] ?? [] })), (share) => {
+  const shares = modelShares(tree).map((share) => ({ ...share, agents: agents[share.model] ?? [] }));
+  const inputOf = (share: (typeof shares)[number]): ValidPlanInput => {
     const input = inputFrom(flags, {
       ...treePlanInput(tree),
       ...Object.fromEntries(QUOTA_KEYS.flatMap((key) => (quotaFor(flags, key, share.model) === undefined ? [] : [[key, quotaFor(flags, key, share.model) as number]]))),
@@ -207,7 +208,8 @@ async function planAgent(flags: FlagSet<Key>, agent: string): Promise<AgentPlanR
     // --latency is a full answer's; a model whose calls include tool turns (short answers) takes less per call.
     const output = outputOf(share.model);
     return output === undefined ? input : { ...input, latencySeconds: callSecondsFor(latencyOfFullAnswer(input.latencySeconds, input.outputTokensPerCall), output) };
-  });
+  };
+  const models = planModels(shares, shares.map(inputOf));
   const binding = models.models.find((m) => m.model === models.binding);
   return { ...result, plan: binding?.plan, models, calibration };
 }

@@ -10,7 +10,7 @@ import { durationSeconds } from '../dashboards/config.ts';
 import { readRunRecord, type RunRecord } from '../loadtest/report/run-record.ts';
 import { SCREENSHOTS_DIR, takeScreenshots } from '../loadtest/report/screenshots.ts';
 import { runIdFor } from '../loadtest/run-id.ts';
-import { rateIntervalFor } from '../loadtest/report/collect.ts';
+import { rateIntervalFor } from '../loadtest/measure/run-queries.ts';
 import { writeReport } from '../loadtest/report/write.ts';
 
 export const USAGE = `usage: quotascope report [flags]

@@ -3,13 +3,17 @@
 // the provider's answers, the totals of a stack the run started, and the report's charts,
 // alerts and markers. Nothing after this step queries: run-measure.ts judges, run-report.ts writes.
 import type { K6Summary } from './k6/summary.ts';
+import { shapesAt } from './measure/agent-shapes.ts';
 import type { GaugeProbe } from './measure/gauge-probe.ts';
-import { completionsBetween, providerStatusCounts } from './measure/run-outcome.ts';
-import { collectSteadyRun, type SteadyRun } from './measure/steady-collect.ts';
-import { type StackParameters, steadyPhase, steadyWindow } from './measure/steady-state.ts';
-import { rateIntervalFor } from './report/collect.ts';
-import { type StackTotals, stackTotals } from './report/summary.ts';
-import { collectReport, type ReportFigures } from './report/write.ts';
+import { answerQueries } from './measure/prometheus-client.ts';
+import { providerStatusCountsOf } from './measure/run-outcome.ts';
+import { rateIntervalFor, runQueries } from './measure/run-queries.ts';
+import { type SteadyRun, steadyRunOf } from './measure/steady-collect.ts';
+import { type StackParameters, steadyOfRun } from './measure/steady-state.ts';
+import { reportFiguresOf } from './report/collect.ts';
+import { markersOf } from './report/markers.ts';
+import { type StackTotals, stackTotalsOf } from './report/summary.ts';
+import type { ReportFigures } from './report/write.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 
 /** The traffic's outcome (K6Result's fields; the Node driver gives the same). */
@@ -54,30 +58,45 @@ export interface RunFigures {
   report?: CollectedReport;
 }
 
-/** Requests the run's own stack completed in the steady window, and the window's length; undefined without a plan or a steady phase. */
-async function steadyCompletions(s: MeasureInput & { prometheusUrl: string }, driven: Driven): Promise<RunFigures['steadyCompletions']> {
-  const phase = steadyPhase(s.scenario);
-  const window = phase && s.plan ? steadyWindow(phase, s.plan.latencySeconds) : undefined;
-  if (!window) return undefined;
-  const from = driven.testStartedAt + window.from * 1000;
-  const to = Math.min(driven.testStartedAt + window.to * 1000, driven.endedAt);
-  return { completions: to > from ? await completionsBetween(s.prometheusUrl, from, to) : 0, seconds: Math.max(0, to - from) / 1000 };
-}
-
-/** Every figure the comparison, the verdict and the summary need, read after one more scrape of the agent side. */
+/**
+ * Every figure the comparison, the verdict, the summary and the report need, read after one
+ * more scrape of the agent side: the trees' shapes from the agent (the steady window's
+ * queries depend on them), then every query in one pass, then each figure decoded from its answers.
+ */
 export async function collectRun(s: MeasureInput, driven: Driven): Promise<RunFigures> {
   const { prometheusUrl } = s;
   if (!prometheusUrl) return {};
   await new Promise((r) => setTimeout(r, (s.scrapeSeconds + 1) * 1000));
-  // The steady window's completions first (a stack of its own): the verdict needs them even where plan vs measured is skipped.
-  const completions = s.own ? await steadyCompletions({ ...s, prometheusUrl }, driven) : undefined;
-  const steady = s.plan
-    ? await collectSteadyRun({ scenario: s.scenario, prometheusUrl, testStartedAt: driven.testStartedAt, endedAt: driven.endedAt, probe: driven.probe, agentUrl: s.targets[0], stack: s.plan })
-    : undefined;
-  const statuses = await providerStatusCounts(prometheusUrl, driven.startedAt, Date.now()).catch(() => undefined);
-  const totals = s.own ? await stackTotals(prometheusUrl, driven.startedAt, Date.now()) : undefined;
-  const range = { from: driven.testStartedAt, to: Date.now() };
+  const shapes = s.plan && !s.scenario.mock ? await shapesAt(s.targets[0]) : undefined;
+  const steady = s.plan ? steadyOfRun(s.scenario, shapes, s.plan.latencySeconds, driven.testStartedAt, driven.endedAt) : undefined;
+  const frame = steady && !('skipped' in steady.frame) ? steady.frame : undefined;
+  // The steady window's completions (a stack of its own): the verdict needs them even where plan vs measured is skipped.
+  const window = s.own ? steady?.window : undefined;
+  const now = Date.now();
+  const range = { from: driven.testStartedAt, to: now };
   const rateInterval = rateIntervalFor(range.from, range.to, s.scrapeSeconds);
-  const report = { range, rateInterval, figures: await collectReport({ prometheusUrl, ...range, rateInterval, probeSamples: driven.probe?.samples }) };
-  return { steady, statuses, totals, steadyCompletions: completions, report };
+  const answers = await answerQueries(
+    prometheusUrl,
+    runQueries({
+      steady: frame && { window: frame.window, models: frame.models },
+      completions: window && window.end > window.start ? window : undefined,
+      run: { start: driven.startedAt, end: now },
+      totals: s.own,
+      report: { ...range, rateInterval },
+    }),
+  );
+  const probed = frame && driven.probe?.meanBetween(frame.window.start, frame.window.end);
+  const steadyRun = steady && (frame && answers.steady ? steadyRunOf(frame, probed, answers.steady, prometheusUrl) : (steady.frame as { skipped: string }));
+  const statuses = providerStatusCountsOf(answers.statuses);
+  const totals = answers.totals && stackTotalsOf(answers.totals);
+  const reachable = typeof answers.report.alertRules === 'number';
+  const markers = reachable ? markersOf({ ...answers.report.markers, from: range.from, stepMs: answers.report.markers.step * 1000 }) : [];
+  const figures = reportFiguresOf(answers.report, markers, { ...range, probeSamples: driven.probe?.samples });
+  return {
+    steady: steadyRun,
+    statuses,
+    totals,
+    steadyCompletions: window && { completions: Math.round(answers.completions ?? 0), seconds: Math.max(0, window.end - window.start) / 1000 },
+    report: { range, rateInterval, figures },
+  };
 }

@@ -4,6 +4,9 @@
 import type { K6Summary } from './k6/summary.ts';
 import { compareSteadyRun, type PlanVsMeasured } from './measure/plan-vs-measured.ts';
 import { runProblem } from './measure/run-outcome.ts';
+import type { SteadyRun } from './measure/steady-collect.ts';
+import { planSteadyPhase } from './measure/steady-plan.ts';
+import type { StackParameters } from './measure/steady-state.ts';
 import { quotaChangesSince } from './report/markers.ts';
 import type { StackTotals } from './report/summary.ts';
 import { runVerdict, type Verdict } from './report/verdict.ts';
@@ -21,10 +24,17 @@ export interface Measured {
   problem?: { message: string; exitCode: number };
 }
 
+/** Plan vs measured over the collected steady phase: planned first, then compared (or why it cannot be). */
+function comparisonOf(steady: SteadyRun | { skipped: string }, stack: StackParameters): PlanVsMeasured | { skipped: string } {
+  if ('skipped' in steady) return steady;
+  const planned = planSteadyPhase(steady.phase, steady.shape, steady.figures.kind === 'models' ? steady.figures.models : [], stack);
+  return compareSteadyRun(steady, stack, undefined, planned);
+}
+
 /** Plan vs measured, the verdict and the run's problem, from what collectRun read (pure). */
 export function measureRun(s: MeasureInput, driven: Driven, figures: RunFigures): Measured {
   const { steady, statuses, totals } = figures;
-  const comparison = steady && s.plan ? ('skipped' in steady ? steady : compareSteadyRun(steady, s.plan, undefined)) : undefined;
+  const comparison = steady && s.plan ? comparisonOf(steady, s.plan) : undefined;
   const evidence = totals ? { limiterSeries: totals.limiterSeries, ...(figures.steadyCompletions ? { steady: figures.steadyCompletions } : {}) } : undefined;
   const { failure, problem } = runProblem(driven.summary, statuses, evidence);
   const summary = driven.summary;

@@ -1,13 +1,17 @@
 // What a run leaves in its folder beside k6's files: plan vs measured (plan-vs-measured.json),
 // the run record (summary.json) and the report page (index.html), from what the run measured
 // and what the Prometheus that saw it gave (read before, by collectRun: nothing here queries).
-import { join } from 'node:path';
-import { replaceFile } from '../shared/replace-files.ts';
-import { type RunRecord, writeRunRecord } from './report/run-record.ts';
-import { reportData, writeReportPage } from './report/write.ts';
+import { rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { replaceFiles } from '../shared/replace-files.ts';
+import { RUN_RECORD_FILE, type RunRecord, runRecordText } from './report/run-record.ts';
+import { reportPage } from './report/write.ts';
 import type { CollectedReport, Driven } from './run-collect.ts';
 import type { Measured } from './run-measure.ts';
 import type { ScenarioFile } from './scenario/types.ts';
+
+/** Plan vs measured's file in the run folder. */
+const PLAN_VS_MEASURED_FILE = 'plan-vs-measured.json';
 
 /** The served module of a run against a user's agent, as the run record keeps it. */
 export interface RunAgent {
@@ -36,14 +40,31 @@ export interface Recorded {
   recordPath: string;
 }
 
-/** Writes plan-vs-measured.json, summary.json, then the report, then summary.json again naming the report. */
+/** Writes plan-vs-measured.json, summary.json (naming the report) and the report page, in one replace of the run folder's files. */
 export function recordRun(r: RecordInput, driven: Driven, m: Measured, report: CollectedReport): Recorded {
-  if (m.comparison) replaceFile(join(r.reportDir, 'plan-vs-measured.json'), JSON.stringify(m.comparison, null, 2));
   const { range, rateInterval } = report;
+  const flags = r.parameters;
+  const probeSamples = driven.probe?.samples;
+  const page = reportPage(
+    r.reportDir,
+    {
+      prometheusUrl: r.prometheusUrl,
+      ...range,
+      reportDir: r.reportDir,
+      runId: r.runId,
+      rateInterval,
+      probeSamples,
+      parameters: { scenario: r.scenario.name, ...flags },
+      totals: m.totals,
+      k6: m.summary,
+      planVsMeasured: m.comparison,
+    },
+    report.figures,
+  );
   const record: RunRecord = {
     runId: r.runId,
     scenario: r.scenario.name,
-    flags: r.parameters,
+    flags,
     agent: r.agent,
     range,
     rateInterval,
@@ -53,24 +74,14 @@ export function recordRun(r: RecordInput, driven: Driven, m: Measured, report: C
     stack: m.totals,
     planVsMeasured: m.comparison,
     processes: r.processes,
-    probeSamples: driven.probe?.samples,
+    probeSamples,
+    report: page.path,
   };
-  writeRunRecord(r.reportDir, record);
-  const page = reportData(
-    {
-      prometheusUrl: r.prometheusUrl,
-      ...range,
-      reportDir: r.reportDir,
-      runId: r.runId,
-      rateInterval,
-      probeSamples: record.probeSamples,
-      parameters: { scenario: r.scenario.name, ...record.flags },
-      totals: m.totals,
-      k6: m.summary,
-      planVsMeasured: m.comparison,
-    },
-    report.figures,
-  );
-  const { path } = writeReportPage(r.reportDir, page);
-  return { reportPath: path, recordPath: writeRunRecord(r.reportDir, { ...record, report: path }) };
+  const files = new Map<string, string>();
+  if (m.comparison) files.set(PLAN_VS_MEASURED_FILE, JSON.stringify(m.comparison, null, 2));
+  files.set(RUN_RECORD_FILE, runRecordText(record));
+  files.set(basename(page.path), page.html);
+  replaceFiles(r.reportDir, files);
+  if (page.stale) rmSync(page.stale, { force: true });
+  return { reportPath: page.path, recordPath: join(r.reportDir, RUN_RECORD_FILE) };
 }

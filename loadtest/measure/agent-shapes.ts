@@ -41,11 +41,23 @@ export async function scrapedAgentUrl(prometheusUrl: string, job: string): Promi
  * Prometheus scrapes under the agent job), or why they cannot be read.
  */
 export async function publishedShapes(prometheusUrl: string, agentUrl: string | undefined): Promise<AgentShapes | { skipped: string }> {
+  let url: string | undefined;
   try {
-    const url = agentUrl ?? (await scrapedAgentUrl(prometheusUrl, jobs.agent));
-    if (!url) return { skipped: `Prometheus at ${prometheusUrl} scrapes no agent service (job ${jobs.agent}) to read the trees' shapes from` };
-    return await fetchAgentShapes(url);
+    url = agentUrl ?? (await scrapedAgentUrl(prometheusUrl, jobs.agent));
   } catch (e) {
-    return { skipped: `cannot read the agent service's trees: ${(e as Error).message}` };
+    return { skipped: cannotRead(e) };
+  }
+  if (!url) return { skipped: `Prometheus at ${prometheusUrl} scrapes no agent service (job ${jobs.agent}) to read the trees' shapes from` };
+  return shapesAt(url);
+}
+
+const cannotRead = (e: unknown) => `cannot read the agent service's trees: ${(e as Error).message}`;
+
+/** The published shapes of the agent replica at `agentUrl`, or why they cannot be read. */
+export async function shapesAt(agentUrl: string): Promise<AgentShapes | { skipped: string }> {
+  try {
+    return await fetchAgentShapes(agentUrl);
+  } catch (e) {
+    return { skipped: cannotRead(e) };
   }
 }

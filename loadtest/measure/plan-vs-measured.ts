@@ -1,12 +1,12 @@
 // Plan vs measured: what the capacity planner predicts for a run's parameters, next to what
 // the run measured at steady state, with the relative error. Pure: steady-collect.ts reads
 // the run (the shapes and every Prometheus figure) first, and compareSteadyRun compares.
-import type { TreeShape } from '../../agent/tree-shapes.ts';
-import { type ModelPlan, type ModelPlans, planModels } from '../planner/model-plans.ts';
+import type { ModelPlan, ModelPlans } from '../planner/model-plans.ts';
 import { type Plan, type PlanInput, plan } from '../planner/index.ts';
-import type { AgentShape, ModelShape } from './agent-shapes.ts';
-import { collectSteadyRun, type FleetFigures, limitedModels, type ModelFigures, type RunComparisonInput, type SteadyRun } from './steady-collect.ts';
-import { type StackParameters, type SteadyPhase, steadyPlanInput } from './steady-state.ts';
+import type { AgentShape } from './agent-shapes.ts';
+import { collectSteadyRun, type FleetFigures, type ModelFigures, type RunComparisonInput, type SteadyRun } from './steady-collect.ts';
+import { planSteadyPhase, type SteadyPlan } from './steady-plan.ts';
+import { limitedModels, type StackParameters, type SteadyPhase } from './steady-state.ts';
 
 /** How the limiters admitted the run's work: whole requests (the default) or each call on its own. */
 export type Admission = 'request' | 'call';
@@ -145,23 +145,15 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   };
 }
 
-/** Each model's share of the tree planned against its own quota (its calibrated tokens per call when known). */
-export function planPerModel(models: readonly ModelShape[], phase: SteadyPhase, stack: StackParameters): ModelPlans {
-  return planModels(
-    models.map((m) => ({ model: m.model, limiter: m.limiter, calls: m.modelCallsPerRequest, width: m.shape.parallelBranches, agents: stack.agentsPerModel?.[m.model] })),
-    (share) => steadyPlanInput(phase, models.find((m) => m.model === share.model)?.shape as TreeShape, stack, share.model),
-  );
-}
-
 /** What the budget sustains for a tree of `shape`: user requests per minute, with the plan that binds (the binding model's, for a tree of several with limiters) and its limiter. */
 export function plannedCapacity(shape: AgentShape, phase: SteadyPhase, stack: StackParameters): { perMinute: number; plan: Plan; binding: string; limiter?: string } {
-  const models = limitedModels(shape);
-  if (models.length > 0) {
-    const plans = planPerModel(models, phase, stack);
+  const planned = planSteadyPhase(phase, shape, limitedModels(shape), stack);
+  const plans = planned.models;
+  if (plans) {
     const binding = plans.models.find((m) => m.model === plans.binding) as ModelPlan;
     return { perMinute: binding.sustainedUserRequestsPerMinute, plan: binding.plan, binding: `${binding.plan.binding.axis} of ${binding.model}`, limiter: binding.limiter };
   }
-  const p = plan(steadyPlanInput(phase, shape, stack));
+  const p = plan(planned.input);
   return { perMinute: p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas, plan: p, binding: p.binding.axis };
 }
 
@@ -219,14 +211,12 @@ export function plannedPerModel(plans: ModelPlans, admission: Admission, permits
  */
 function compareModels(
   stack: StackParameters,
-  phase: SteadyPhase,
-  models: readonly ModelShape[],
+  plans: ModelPlans,
   byModel: ReadonlyMap<string, ModelFigures>,
   window: { start: number; end: number },
   probed: number | undefined,
 ): PlanVsMeasured {
   const latencySeconds = stack.latencySeconds;
-  const plans = planPerModel(models, phase, stack);
   const rows: ComparisonRow[] = [];
   let callSecondsSum = 0;
   let callsSum = 0;
@@ -290,12 +280,13 @@ export function measuredOf(fleet: FleetFigures, callsPerRequest: number, window:
   };
 }
 
-/** Plan vs measured over a collected steady phase (pure). */
-export function compareSteadyRun(run: SteadyRun, stack: StackParameters, planLatency: RunComparisonInput['planLatency']): PlanVsMeasured {
-  const { phase, shape, window, probed, figures } = run;
-  if (figures.kind === 'models') return compareModels(stack, phase, figures.models, figures.byModel, window, probed);
+/** Plan vs measured over a collected steady phase and its plan (planSteadyPhase's; pure). */
+export function compareSteadyRun(run: SteadyRun, stack: StackParameters, planLatency: RunComparisonInput['planLatency'], planned: SteadyPlan): PlanVsMeasured {
+  const { window, probed, figures } = run;
+  if (figures.kind === 'models' && planned.models) return compareModels(stack, planned.models, figures.byModel, window, probed);
+  if (figures.kind === 'models') throw new Error('a steady run measured per model needs its plan per model');
   // A tree planned whole: the stack's latency is the only field of the input that the latency changes.
-  const input = steadyPlanInput(phase, shape, stack);
+  const { input } = planned;
   const measured = measuredOf(figures.fleet, plan(input).tree.callsPerRequest, window, probed);
   const latencySeconds = planLatency === 'measured' && measured.callSeconds ? measured.callSeconds : stack.latencySeconds;
   return comparePlan({ ...input, latencySeconds }, measured);
@@ -304,5 +295,7 @@ export function compareSteadyRun(run: SteadyRun, stack: StackParameters, planLat
 /** Plan vs measured over a finished run's steady phase, or why it cannot be compared: collect, then compare. */
 export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured | { skipped: string }> {
   const run = await collectSteadyRun(r);
-  return 'skipped' in run ? run : compareSteadyRun(run, r.stack, r.planLatency);
+  if ('skipped' in run) return run;
+  const planned = planSteadyPhase(run.phase, run.shape, run.figures.kind === 'models' ? run.figures.models : [], r.stack);
+  return compareSteadyRun(run, r.stack, r.planLatency, planned);
 }

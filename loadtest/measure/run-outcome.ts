@@ -3,11 +3,9 @@
 // statuses the requests ended with and, where the stack has a mock provider, what the
 // provider answered the model calls. So does a run that measured nothing the verdict needs:
 // no limiter metrics, or no request completed in its steady window.
-import { agentMetrics } from '../../agent/metrics.ts';
-import { mock } from '../../dashboards/config.ts';
 import type { K6Summary } from '../k6/summary.ts';
 import { formatStatusCounts } from '../k6/summary-text.ts';
-import { query } from './prometheus-client.ts';
+import type { QueryError, Sample } from './prometheus-client.ts';
 
 /** Exit code of a run whose every request failed. */
 export const ALL_FAILED_EXIT_CODE = 1;
@@ -33,13 +31,6 @@ export function unmeasuredMessage(e: RunEvidence): string | undefined {
   return undefined;
 }
 
-/** Requests the agent side answered 2xx in [start, end] (epoch ms). */
-export async function completionsBetween(prometheusUrl: string, start: number, end: number): Promise<number> {
-  const seconds = Math.max(1, Math.round((end - start) / 1000));
-  const [first] = await query(prometheusUrl, `sum(increase(${agentMetrics.requests.name}{status=~"2.."}[${seconds}s]))`, end);
-  return first && Number.isFinite(first.value) ? Math.round(first.value) : 0;
-}
-
 /** The one-line reason a run failed as a whole, or undefined when some request succeeded (or none ran). */
 export function allFailedMessage(summary: K6Summary | undefined, providerStatuses?: Record<string, number>): string | undefined {
   if (!summary || summary.requests === 0 || summary.failedRequests < summary.requests) return undefined;
@@ -52,10 +43,9 @@ export function allFailedMessage(summary: K6Summary | undefined, providerStatuse
   );
 }
 
-/** The mock provider's answers by HTTP status over [start, end] (epoch ms; fresh processes: last value = total). */
-export async function providerStatusCounts(prometheusUrl: string, start: number, end: number): Promise<Record<string, number>> {
-  const seconds = Math.max(1, Math.ceil((end - start) / 1000));
-  const samples = await query(prometheusUrl, `sum by (status) (last_over_time(${mock.requests}[${seconds}s]))`, end);
+/** The mock provider's answers by HTTP status, from the answer to providerStatusQuery (run-queries.ts); undefined when it could not be read. */
+export function providerStatusCountsOf(samples: readonly Sample[] | QueryError): Record<string, number> | undefined {
+  if ('error' in samples) return undefined;
   const counts = samples.filter((s) => s.value > 0).map((s) => [s.metric.status ?? 'unknown', Math.round(s.value)] as const);
   return Object.fromEntries(counts.sort(([a], [b]) => a.localeCompare(b)));
 }

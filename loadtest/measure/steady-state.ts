@@ -1,15 +1,14 @@
 // Where a run's steady state is, and what the planner is told about it: shared by `npm start`
 // and `npm run loadtest -- <scenario> --plan`.
-import { EVERY_OTHER_MODEL, type PerModel, valueForModel } from '../../agent/per-model.ts';
+import type { PerModel } from '../../agent/per-model.ts';
 import type { TreeShape } from '../../agent/tree-shapes.ts';
-import { WORKED_EXAMPLE } from '../../agent/worked-example.ts';
+import { chainDeadlineMs, requestDeadlineMsFor } from '../../instrumentation/admission/request-deadlines.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
-import { type CallLatency, callSecondsFor } from '../planner/call-time.ts';
-import type { PlanInput } from '../planner/index.ts';
+import type { CallLatency } from '../planner/call-time.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
 import { resolveRequest } from '../scenario/request.ts';
 import type { ConstantArrival, ScenarioFile } from '../scenario/types.ts';
-import { type AgentShapes, BUILT_IN_SHAPES } from './agent-shapes.ts';
+import { type AgentShape, type AgentShapes, BUILT_IN_SHAPES, type ModelShape } from './agent-shapes.ts';
 
 export interface SteadyPhase {
   arrival: ConstantArrival;
@@ -63,11 +62,19 @@ export function steadyWindow(phase: SteadyPhase, callSeconds: number): { from: n
   return { from: a.start + Math.min(warmUp, a.duration / 2), to: a.start + a.duration - 1 };
 }
 
-/** A finished run's steady phase as a comparison reads it: the phase, its tree's shape and the window in epoch ms. */
+/** A finished run's steady phase as a comparison reads it: the phase, its tree's shape (and its limited models) and the window in epoch ms. */
 export interface SteadyFrame {
   phase: SteadyPhase;
   shape: NonNullable<AgentShapes[string]>;
+  /** The tree's models that each go through a limiter of their own (limitedModels); none: the fleet is measured whole. */
+  models: readonly ModelShape[];
   window: { start: number; end: number };
+}
+
+/** The models of a tree that each go through a limiter of their own: all of them, or none when one has no limiter. */
+export function limitedModels(shape: AgentShape): readonly ModelShape[] {
+  const models = shape.models?.filter((m) => m.limiter !== undefined) ?? [];
+  return models.length > 0 && models.length === shape.models?.length ? models : [];
 }
 
 /**
@@ -84,7 +91,32 @@ export function steadyFrame(s: ScenarioFile, shapes: AgentShapes, callSeconds: n
   const start = testStartedAt + steady.from * 1000;
   const end = Math.min(testStartedAt + steady.to * 1000, endedAt);
   if (end - start < 3000) return { skipped: `the steady window is too short (${((end - start) / 1000).toFixed(1)} s): lengthen the steady phase` };
-  return { phase, shape, window: { start, end } };
+  return { phase, shape, models: limitedModels(shape), window: { start, end } };
+}
+
+/** Why a scenario that changes the mock mid-run is not compared. */
+const MOCK_CHANGES = "the scenario changes the mock provider's settings (quota, throttling) mid-run: the plan knows only those at the start";
+
+/**
+ * A finished run's steady phase, in one read: the steady window in epoch ms (where the
+ * scenario has a steady phase; the verdict counts the completions in it even where plan vs
+ * measured is skipped) and the frame plan vs measured reads, or why it cannot compare: a
+ * scenario that changes the mock (its `shapes` are not read: undefined), the shapes that
+ * could not be read, or steadyFrame's reasons.
+ */
+export function steadyOfRun(
+  s: ScenarioFile,
+  shapes: AgentShapes | { skipped: string } | undefined,
+  callSeconds: number,
+  testStartedAt: number,
+  endedAt: number,
+): { window?: { start: number; end: number }; frame: SteadyFrame | { skipped: string } } {
+  const phase = steadyPhase(s);
+  const steady = phase ? steadyWindow(phase, callSeconds) : undefined;
+  const window = steady ? { start: testStartedAt + steady.from * 1000, end: Math.min(testStartedAt + steady.to * 1000, endedAt) } : undefined;
+  if (s.mock || shapes === undefined) return { window, frame: { skipped: MOCK_CHANGES } };
+  if ('skipped' in shapes) return { window, frame: shapes as { skipped: string } };
+  return { window, frame: steadyFrame(s, shapes, callSeconds, testStartedAt, endedAt) };
 }
 
 export interface StackParameters {
@@ -115,39 +147,6 @@ export interface StackParameters {
   burstUsers?: number;
 }
 
-/** A quota of `model` (the one for every model when none is named). */
-function quotaOf(value: PerModel, model: string | undefined, fallback: number): number {
-  return valueForModel(value, model ?? EVERY_OTHER_MODEL, fallback);
-}
-
-/**
- * The planner's input for a steady phase on a tree of `shape` (or one model's share of it,
- * `model`: that model's quota, and its calibrated tokens per call when known) and the stack's parameters.
- */
-export function steadyPlanInput(phase: SteadyPhase, shape: TreeShape, stack: StackParameters, model?: string): PlanInput {
-  const calibrated = model === undefined ? undefined : stack.inputTokensPerModel?.[model];
-  const output = model === undefined ? undefined : stack.outputTokensPerModel?.[model];
-  const { parallelBranches, callsPerBranch, sequentialSteps, branchOutputsPerStep } = shape;
-  return {
-    parallelBranches,
-    callsPerBranch,
-    sequentialSteps,
-    ...(branchOutputsPerStep === undefined ? {} : { branchOutputsPerStep }),
-    userRequestsPerMinute: phase.arrival.perMinute,
-    inputTokensPerCall: calibrated ?? phase.inputTokensPerCall,
-    outputTokensPerCall: stack.outputTokensPerCall,
-    countedTokens: stack.countedTokens,
-    // A model's calls take its own mean time: a tool turn's short answer ends soon after its first token.
-    latencySeconds: output !== undefined && stack.callLatency ? callSecondsFor(stack.callLatency, output) : stack.latencySeconds,
-    quotaRequestsPerMinute: quotaOf(stack.quotaRequestsPerMinute, model, WORKED_EXAMPLE.quotaRequestsPerMinute),
-    quotaTokensPerMinute: quotaOf(stack.quotaTokensPerMinute, model, WORKED_EXAMPLE.quotaTokensPerMinute),
-    budgetFraction: stack.budgetFraction,
-    replicas: stack.replicas,
-    ...(stack.maxWaitSeconds ? { toleratedWaitSeconds: stack.maxWaitSeconds } : {}),
-    ...(stack.burstUsers ? { burstUsers: stack.burstUsers } : {}),
-  };
-}
-
 /**
  * The tree's critical path: its longest chain of model calls one after another (a branch's
  * calls, then the sequential steps), times the call time. No request finishes sooner.
@@ -173,4 +172,26 @@ export function minimumSteadySeconds(criticalPath: number, callSeconds: number):
   // The warm-up is d/3, 4 call times or d/2: the least d each case needs, smallest first.
   const candidates = [3 * criticalPath + 1.5, 2 * criticalPath + 1 + 4 * callSeconds, 4 * criticalPath + 2].map((d) => Math.ceil(d)).sort((a, b) => a - b);
   return candidates.find(long) ?? (candidates.at(-1) as number);
+}
+
+/** A tree's times at the run's call time, worked out once: what fitting the run to the tree and its scenario read. */
+export interface TreeTiming {
+  /** Its critical path, s (criticalPathSeconds; 0 for a tree without a fixed shape). */
+  readonly criticalPath: number;
+  /** The shortest steady phase that measures whole requests, s (minimumSteadySeconds). */
+  readonly minimumSteadySeconds: number;
+  /** The request deadline under request admission: the configured one, else the one the tree's path gets, ms. */
+  readonly requestDeadlineMs: number;
+  /** Twice the critical path, the deadline to suggest when the configured one is too short, ms. */
+  readonly chainDeadlineMs: number;
+}
+
+/** The timing of a tree whose critical path is `criticalPath` s, at `f`'s call time and configured request deadline. */
+export function treeTiming(criticalPath: number, f: { callSeconds: number; requestDeadlineMs?: number }): TreeTiming {
+  return {
+    criticalPath,
+    minimumSteadySeconds: minimumSteadySeconds(criticalPath, f.callSeconds),
+    requestDeadlineMs: requestDeadlineMsFor(criticalPath * 1000, f.requestDeadlineMs),
+    chainDeadlineMs: chainDeadlineMs(criticalPath, 1000),
+  };
 }

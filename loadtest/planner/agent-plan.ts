@@ -1,7 +1,7 @@
 // `plan --agent FILE[#export]`: counts the model calls of a real ADK agent tree, for the
 // tree printout and, given the traffic and quota, the capacity plan for that many calls
 // per request at that peak width (the flags are cli/plan.ts's).
-import { type BaseAgent, LogLevel, setLogLevel } from '@google/adk';
+import { type BaseAgent, type LlmAgent, LogLevel, setLogLevel } from '@google/adk';
 import { type LoadedAgentModule, loadAgentModule } from '../../agent/agent-module.ts';
 import { lendProviderKey, PLACEHOLDER_PROVIDER_KEY } from '../../agent/provider-model.ts';
 import { checkModelsResolve } from '../../agent/serve/server.ts';
@@ -9,7 +9,7 @@ import { shapeOfCount } from '../../agent/tree-shapes.ts';
 import { type CountedNode, countModelCalls, DEFAULT_TOOL_TURNS, TreeCountError } from '../../instrumentation/tree/tree-count.ts';
 import { type AgentTreeNode, llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { documentForTokens } from '../scenario/document.ts';
-import { type Calibration, calibrateTree } from './calibrate.ts';
+import { type Calibration, calibrateTree, tokensNote } from './calibrate.ts';
 import { formatPlan } from './format.ts';
 import type { PlanInput } from './input.ts';
 import { formatModelPlans, type ModelPlans } from './model-plans.ts';
@@ -31,10 +31,12 @@ export interface AgentPlanResult {
   readonly calibration?: Calibration;
 }
 
-/** A loaded module, its walked tree and its count. */
+/** A loaded module, its walked tree, its LLM agents and its count. */
 export interface CountedAgent {
   readonly module: LoadedAgentModule;
   readonly walked: AgentTreeNode;
+  /** The tree's LLM agents (llmAgentsOf the walked tree). */
+  readonly agents: readonly LlmAgent[];
   readonly tree: CountedNode;
 }
 
@@ -47,25 +49,17 @@ export async function countAgent(spec: string, toolTurns = DEFAULT_TOOL_TURNS, c
   lendProviderKey(PLACEHOLDER_PROVIDER_KEY);
   const module = await loadAgentModule(spec, cwd);
   const walked = walkAgentTree(module.root);
-  checkModelsResolve(llmAgentsOf(walked));
+  const agents = llmAgentsOf(walked);
+  checkModelsResolve(agents);
   const tree = countModelCalls(walked, { toolTurns });
   if (tree.calls < 1) throw new TreeCountError(`"${tree.name}" makes no model calls`);
-  return { module, walked, tree };
+  return { module, walked, agents, tree };
 }
 
 /** One request through the counted tree with a user message of `messageTokens` tokens (as the load test sends it). */
-export function calibrateAgent(agent: CountedAgent, options: { messageTokens: number; outputTokensPerCall: number }): Promise<Calibration> {
-  return calibrateTree(agent.module.root as BaseAgent, agent.walked, {
-    message: documentForTokens(options.messageTokens, options.messageTokens),
-    outputTokensPerCall: options.outputTokensPerCall,
-  });
-}
-
-/** What the per-model plans took their tokens per call from. */
-export function tokensNote(calibration: Calibration | undefined): string {
-  if (!calibration) return 'input tokens per call as given';
-  const agents = calibration.agents.map((a) => `${a.agent} ${Math.round(a.inputTokens / a.calls).toLocaleString('en-US')}`).join(', ');
-  return `input tokens per call calibrated from one request with session history: ${agents}`;
+export function calibrateAgent(agent: Pick<CountedAgent, 'module' | 'agents'>, options: { messageTokens: number; outputTokensPerCall: number }): Promise<Calibration> {
+  const message = documentForTokens(options.messageTokens, options.messageTokens);
+  return calibrateTree(agent.module.root as BaseAgent, agent.agents, { message, outputTokensPerCall: options.outputTokensPerCall });
 }
 
 /** The planner input of a counted tree: its calls, and its shape (the width as the fan-out). */

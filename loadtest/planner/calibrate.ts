@@ -6,8 +6,6 @@
 // request and given back afterwards.
 import { type BaseAgent, BaseLlm, InMemoryRunner, type LlmAgent, type LlmRequest, type LlmResponse } from '@google/adk';
 import { ProviderGemini } from '../../agent/provider-model.ts';
-import type { AgentTreeNode } from '../../instrumentation/tree/tree-walk.ts';
-import { llmAgentsOf } from '../../instrumentation/tree/tree-walk.ts';
 import { agentNameOf } from '../../instrumentation/rate-limited-llm.ts';
 import { startMockProvider } from '../../mock-provider/index.ts';
 
@@ -69,15 +67,16 @@ function modelNameOf(agent: LlmAgent): string {
 }
 
 /**
- * Runs one request with `message` through the tree and reports each agent's input tokens.
- * Throws CalibrationError when a call fails (a model the mock does not serve, a custom model).
+ * Runs one request with `message` through the tree of `root` and reports each agent's input
+ * tokens; `agents` are the tree's LLM agents (llmAgentsOf its walk), pointed at the private
+ * mock for the request. Throws CalibrationError when a call fails (a model the mock does not
+ * serve, a custom model).
  */
 export async function calibrateTree(
   root: BaseAgent,
-  tree: AgentTreeNode,
+  agents: readonly LlmAgent[],
   options: { message: string; outputTokensPerCall: number; timeoutMs?: number },
 ): Promise<Calibration> {
-  const agents = llmAgentsOf(tree);
   const mock = await startMockProvider(
     {
       timeToFirstTokenMs: { kind: 'fixed', value: 0 },
@@ -137,4 +136,11 @@ export function inputTokensPerModel(calibration: Calibration): Map<string, numbe
 /** Per model: the mean output tokens per call (tool turns answer short), what its call time follows. */
 export function outputTokensPerModel(calibration: Calibration): Map<string, number> {
   return meanPerModel(calibration, (a) => a.outputTokens);
+}
+
+/** What the per-model plans took their tokens per call from. */
+export function tokensNote(calibration: Calibration | undefined): string {
+  if (!calibration) return 'input tokens per call as given';
+  const agents = calibration.agents.map((a) => `${a.agent} ${Math.round(a.inputTokens / a.calls).toLocaleString('en-US')}`).join(', ');
+  return `input tokens per call calibrated from one request with session history: ${agents}`;
 }

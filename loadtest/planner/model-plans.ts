@@ -42,13 +42,14 @@ export function shareTree(share: Pick<ModelShare, 'calls' | 'width'>): Required<
 }
 
 /**
- * Plans each model's share; `inputOf` gives its input (its quota, its calls' tokens) without
- * the tree, which is the share's. Throws PlanInputError as plan() does.
+ * Plans each model's share; `inputs[i]` is share i's input (its quota, its calls' tokens)
+ * without the tree, which is the share's. Throws PlanInputError as plan() does.
  */
-export function planModels(shares: readonly ModelShare[], inputOf: (share: ModelShare) => PlanInput): ModelPlans {
+export function planModels(shares: readonly ModelShare[], inputs: readonly PlanInput[]): ModelPlans {
   if (shares.length === 0) throw new Error('a tree with no model calls cannot be planned per model');
-  const models = shares.map((share): ModelPlan => {
-    const planned = plan({ ...inputOf(share), ...shareTree(share) });
+  if (inputs.length !== shares.length) throw new Error(`${shares.length} model shares but ${inputs.length} plan inputs`);
+  const models = shares.map((share, i): ModelPlan => {
+    const planned = plan({ ...inputs[i], ...shareTree(share) });
     // A fix of this share changes this model's quota, prompts or calls: it says so.
     const p = { ...planned, fixes: planned.fixes.map((fix) => fixForModel(fix, share.model, share.agents)) };
     return {

@@ -1,11 +1,13 @@
-// What the run report shows, read from Prometheus: every panel of the generated dashboards
-// (the same specs: expressions, titles, units, legends, thresholds) over the run's range,
-// and the alerts that were pending or firing in it, from the ALERTS series.
-import { durationSeconds } from '../../dashboards/config.ts';
-import { dashboards, instantiate, type PanelKind, panelsOf, type ThresholdSpec } from '../../dashboards/index.ts';
+// What the run report shows, decoded from Prometheus' answers to run-queries.ts's
+// reportQueries: every panel of the generated dashboards (the same specs: expressions,
+// titles, units, legends, thresholds) over the run's range, and the alerts that were pending
+// or firing in it, from the ALERTS series. Pure: nothing here queries.
+import { dashboards, type PanelKind, panelsOf, type ThresholdSpec } from '../../dashboards/index.ts';
 import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
 import type { ProbeSample } from '../measure/gauge-probe.ts';
-import { queryRange } from '../measure/prometheus-client.ts';
+import type { Answers, Series } from '../measure/prometheus-client.ts';
+import type { reportQueries } from '../measure/run-queries.ts';
+import type { Marker } from './markers.ts';
 
 export interface ChartSeries {
   label: string;
@@ -76,16 +78,6 @@ export function trailingMean(samples: readonly ProbeSample[], start: number, end
   return points;
 }
 
-/** The query step for a range: about 300 points per series, at least 1 s. */
-export function stepSecondsFor(start: number, end: number): number {
-  return Math.max(1, Math.round((end - start) / 1000 / 300));
-}
-
-/** $__rate_interval as Grafana derives it: four times the larger of the query step and the scrape interval. */
-export function rateIntervalFor(start: number, end: number, scrapeIntervalSeconds: number): string {
-  return `${4 * Math.max(stepSecondsFor(start, end), scrapeIntervalSeconds)}s`;
-}
-
 const thresholdLine = (t: ThresholdSpec): ChartLine => ({ label: t.color === 'red' ? 'alert line' : 'warning line', value: t.value, color: t.color });
 
 /** Heatmap buckets in bound order (`+Inf` last), as Grafana's heatmap format sorts them. */
@@ -94,12 +86,20 @@ function byBound(a: ChartSeries, b: ChartSeries): number {
   return bound(a) - bound(b);
 }
 
-/** Every panel of every generated dashboard, drawn from Prometheus over [start, end]. */
-export async function collectCharts(prometheusUrl: string, start: number, end: number, rateInterval: string, probeSamples?: ChartExtras['probeSamples']): Promise<Chart[]> {
-  const step = stepSecondsFor(start, end);
+/** The answers to reportQueries (run-queries.ts) the report's charts and alerts are drawn from. */
+export type ReportAnswers = Answers<ReturnType<typeof reportQueries>>;
+
+/**
+ * Every panel of every generated dashboard, drawn from the answers to its targets' queries
+ * over [start, end] (pure; a query Prometheus refused is the chart's error), with the probe's
+ * samples as a trailing mean on the calls-in-flight panels.
+ */
+export function chartsOf(a: ReportAnswers, start: number, end: number, probeSamples?: ChartExtras['probeSamples']): Chart[] {
   const charts: Chart[] = [];
+  let index = 0;
   for (const dashboard of dashboards) {
     for (const panel of panelsOf(dashboard)) {
+      const answered = a.panels[index++];
       const chart: Chart = {
         dashboard: dashboard.title,
         id: `${dashboard.uid}/${panel.key}`,
@@ -113,22 +113,22 @@ export async function collectCharts(prometheusUrl: string, start: number, end: n
         lines: (panel.thresholds ?? []).map(thresholdLine),
         quietRunEmpty: panel.quietRunEmpty,
       };
-      for (const target of panel.targets) {
-        try {
-          const result = await queryRange(prometheusUrl, instantiate(target.expr, { rateInterval }), start, end, step);
-          // A gauge's scraped values can alias with periodic arrivals: say that it is scraped.
-          const scraped = panel.callsInFlight && target.expr.includes(limiterMetrics.permitsInUse.name) ? ', scraped' : '';
-          for (const r of result) {
-            chart.series.push({ label: `${legendOf(target.legend, r.metric).trim() || panel.title}${scraped}`, points: r.points, reference: target.reference, unit: target.unit });
-          }
-        } catch (error) {
-          chart.error = (error as Error).message;
+      if (answered?.id !== chart.id) throw new Error(`report: the answers do not match the panels at ${chart.id}`);
+      panel.targets.forEach((target, i) => {
+        const result = answered.targets[i];
+        if ('error' in result) {
+          chart.error = result.error;
+          return;
         }
-      }
+        // A gauge's scraped values can alias with periodic arrivals: say that it is scraped.
+        const scraped = panel.callsInFlight && target.expr.includes(limiterMetrics.permitsInUse.name) ? ', scraped' : '';
+        for (const r of result) {
+          chart.series.push({ label: `${legendOf(target.legend, r.metric).trim() || panel.title}${scraped}`, points: r.points, reference: target.reference, unit: target.unit });
+        }
+      });
       if (panel.kind === 'heatmap') chart.series.sort(byBound);
       if (panel.callsInFlight && probeSamples?.length) {
-        const windowMs = (durationSeconds(rateInterval) ?? 0) * 1000;
-        chart.series.push({ label: 'permits in use, sampled at random times', points: trailingMean(probeSamples, start, end, step * 1000, windowMs) });
+        chart.series.push({ label: 'permits in use, sampled at random times', points: trailingMean(probeSamples, start, end, a.step * 1000, a.rateWindowMs) });
       }
       charts.push(chart);
     }
@@ -136,18 +136,10 @@ export async function collectCharts(prometheusUrl: string, start: number, end: n
   return charts;
 }
 
-/** The charts with the planned calls in flight as a reference line on the calls-in-flight panels (pure; unchanged without a plan). */
-export function withPlannedInFlight(charts: readonly Chart[], plannedInFlight: number | undefined): Chart[] {
-  if (plannedInFlight === undefined) return [...charts];
-  const inFlight = new Set(dashboards.flatMap((d) => panelsOf(d).filter((panel) => panel.callsInFlight).map((panel) => `${d.uid}/${panel.key}`)));
-  return charts.map((chart) => (inFlight.has(chart.id) ? { ...chart, lines: [...chart.lines, { label: 'planned', value: plannedInFlight, color: 'grey' }] } : chart));
-}
-
-/** Pending and firing stretches of every alert in [start, end], from the ALERTS series. */
-export async function collectAlerts(prometheusUrl: string, start: number, end: number): Promise<AlertSpan[]> {
-  const step = stepSecondsFor(start, end);
+/** Pending and firing stretches of every alert, from the ALERTS series at `step` seconds (pure). */
+export function alertSpansOf(series: readonly Series[], step: number): AlertSpan[] {
   const spans: AlertSpan[] = [];
-  for (const s of await queryRange(prometheusUrl, 'ALERTS', start, end, step)) {
+  for (const s of series) {
     const { __name__: _name, alertname, alertstate, severity, ...rest } = s.metric;
     const labels = Object.entries(rest)
       .map(([k, v]) => `${k}=${v}`)
@@ -163,4 +155,18 @@ export async function collectAlerts(prometheusUrl: string, start: number, end: n
     }
   }
   return spans.sort((a, b) => a.start - b.start || a.name.localeCompare(b.name));
+}
+
+/**
+ * The report's figures from the answers to reportQueries and the markers found in them
+ * (pure): why Prometheus could not be reached (the alerting rules' error's cause), or the
+ * rules' count, the charts, the alerts' stretches and the markers.
+ */
+export function reportFiguresOf(
+  a: ReportAnswers,
+  markers: readonly Marker[],
+  range: { from: number; to: number; probeSamples?: ChartExtras['probeSamples'] },
+): { readonly unreachable: string } | { readonly alertRules: number; readonly charts: Chart[]; readonly alerts: AlertSpan[]; readonly markers: Marker[] } {
+  if (typeof a.alertRules !== 'number') return { unreachable: a.alertRules.cause ?? a.alertRules.error };
+  return { alertRules: a.alertRules, charts: chartsOf(a, range.from, range.to, range.probeSamples), alerts: alertSpansOf(a.alerts, a.step), markers: [...markers] };
 }

@@ -1,9 +1,7 @@
 // The incident on the report: the first provider 429, the first request shed at the door and
-// every change of the mock provider's quota, read from Prometheus, marked on every chart and
-// on the alerts timeline.
-import { limiterMetrics } from '../../instrumentation/metrics/definitions.ts';
-import { mock } from '../../dashboards/metrics.ts';
-import { queryRange, type Series } from '../measure/prometheus-client.ts';
+// every change of the mock provider's quota, found in the series run-queries.ts's
+// markerQueries read from Prometheus, marked on every chart and on the alerts timeline.
+import type { Series } from '../measure/prometheus-client.ts';
 import type { QuotaChangeIn } from './quota-cuts.ts';
 
 export type MarkerKind = 'first-429' | 'first-shed' | 'quota-change';
@@ -22,14 +20,6 @@ export interface QuotaChange {
   quota: string;
   from: number;
   to: number;
-}
-
-/** Markers are read at this many points per series at most (Prometheus allows 11,000). */
-const MAX_POINTS = 5000;
-
-/** A step fine enough to place a marker within a scrape or two: at least 1 s. */
-export function markerStepSeconds(from: number, to: number): number {
-  return Math.max(1, Math.ceil((to - from) / 1000 / MAX_POINTS));
 }
 
 /**
@@ -94,20 +84,4 @@ export function markersOf(input: { rateLimited: readonly Series[]; shed: readonl
   if (firstShed) markers.push({ kind: 'first-shed', at: firstShed.at, label: 'first shed' });
   for (const c of quotaChanges(input.quotaLimits)) markers.push({ kind: 'quota-change', at: c.at, label: quotaChangeLabel(c) });
   return markers.sort((a, b) => a.at - b.at);
-}
-
-/** The quota changes of [from, to] from the mock provider's quota gauge. */
-export async function collectQuotaChanges(prometheusUrl: string, from: number, to: number): Promise<QuotaChange[]> {
-  return quotaChanges(await queryRange(prometheusUrl, mock.quotaLimit, from, to, markerStepSeconds(from, to)));
-}
-
-/** The markers of [from, to] from Prometheus. */
-export async function collectMarkers(prometheusUrl: string, from: number, to: number): Promise<Marker[]> {
-  const step = markerStepSeconds(from, to);
-  const [rateLimited, shed, quotaLimits] = await Promise.all([
-    queryRange(prometheusUrl, mock.rateLimited, from, to, step),
-    queryRange(prometheusUrl, `${limiterMetrics.requests.name}{outcome="shed"}`, from, to, step),
-    queryRange(prometheusUrl, mock.quotaLimit, from, to, step),
-  ]);
-  return markersOf({ rateLimited, shed, quotaLimits, from, stepMs: step * 1000 });
 }

@@ -46,8 +46,13 @@ const recordSchema = z.looseObject({
 /** Writes summary.json (URLs in it without their credentials); a failure leaves the old one. */
 export function writeRunRecord(reportDir: string, record: RunRecord): string {
   const path = join(reportDir, RUN_RECORD_FILE);
-  replaceFile(path, JSON.stringify(redactUrlsInValue(record), null, 2));
+  replaceFile(path, runRecordText(record));
   return path;
+}
+
+/** summary.json's text: the record, URLs in it without their credentials. */
+export function runRecordText(record: RunRecord): string {
+  return JSON.stringify(redactUrlsInValue(record), null, 2);
 }
 
 /** The run record in `runDir`; throws naming the file and the field when it is missing or malformed. */

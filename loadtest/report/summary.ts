@@ -2,11 +2,10 @@
 // the run's total), the admitted calls' acquire-time percentiles, the timeouts as their own
 // count, request admission's own request counts and wasted tokens, and the alerts that fired
 // and those still pending or firing at the end.
-import { agentMetrics } from '../../agent/metrics.ts';
-import { mock } from '../../dashboards/config.ts';
-import { limiterMetrics, type TimeoutReason } from '../../instrumentation/metrics/definitions.ts';
-import { alerts, alertsFiredBetween, query, queryScalar } from '../measure/prometheus-client.ts';
-import { collectQuotaChanges, type QuotaChange } from './markers.ts';
+import type { TimeoutReason } from '../../instrumentation/metrics/definitions.ts';
+import { type Answers, answerQueries, type Sample } from '../measure/prometheus-client.ts';
+import { totalsQueries } from '../measure/run-queries.ts';
+import { type QuotaChange, quotaChanges } from './markers.ts';
 
 export interface StackTotals {
   requests: number;
@@ -35,36 +34,35 @@ export interface StackTotals {
   quotaChanges?: QuotaChange[];
 }
 
-const total = (name: string, seconds: number) => `sum(last_over_time(${name}[${seconds}s]))`;
-
+/** The run's totals over [start, end] (epoch ms) from Prometheus, in one pass. */
 export async function stackTotals(prometheusUrl: string, start: number, end: number): Promise<StackTotals> {
-  const s = Math.max(1, Math.ceil((end - start) / 1000));
-  const q = async (expr: string) => (await queryScalar(prometheusUrl, expr, end)) ?? 0;
-  const acquire = `sum by (le) (last_over_time(${limiterMetrics.acquireDuration.name}_bucket{outcome="acquired"}[${s}s]))`;
-  const quantile = (p: number) => queryScalar(prometheusUrl, `histogram_quantile(${p}, ${acquire})`, end);
-  return {
-    requests: await q(total(agentMetrics.requests.name, s)),
-    modelCalls: await q(total(mock.requests, s)),
-    providerRateLimited: await q(total(mock.rateLimited, s)),
-    limiterRateLimited: await q(total(limiterMetrics.rateLimited.name, s)),
-    timeouts: await q(total(limiterMetrics.timeouts.name, s)),
-    timeoutsByReason: await byLabel(prometheusUrl, `sum by (reason) (last_over_time(${limiterMetrics.timeouts.name}[${s}s]))`, 'reason', end),
-    acquireSeconds: { p50: await quantile(0.5), p95: await quantile(0.95), p99: await quantile(0.99) },
-    maxWaitSeconds: await queryScalar(prometheusUrl, `max(max_over_time(${limiterMetrics.maxWait.name}[${s}s]))`, end),
-    alertsFired: await alertsFiredBetween(prometheusUrl, start, end),
-    alertsActiveAtEnd: [...new Set((await alerts(prometheusUrl)).map((a) => `${a.name} (${a.state})`))].sort(),
-    limiterSeries: await q(`count(last_over_time(${limiterMetrics.calls.name}[${s}s])) or count(last_over_time(${limiterMetrics.permitsLimit.name}[${s}s]))`),
-    limiterRequests: await limiterRequests(prometheusUrl, s, end),
-    wastedTokens: await q(total(limiterMetrics.wastedTokens.name, s)),
-    actualTokens: await q(total(limiterMetrics.tokensActual.name, s)),
-    quotaChanges: await collectQuotaChanges(prometheusUrl, start, end),
-  };
+  return stackTotalsOf(await answerQueries(prometheusUrl, totalsQueries(start, end)));
 }
 
-/** A `sum by (label)` query as counts, the label's values that counted anything. */
-async function byLabel(prometheusUrl: string, expr: string, label: string, end: number): Promise<Record<string, number>> {
-  const samples = await query(prometheusUrl, expr, end);
-  return Object.fromEntries(samples.filter((x) => x.value > 0).map((x) => [x.metric[label] ?? 'unknown', Math.round(x.value)]));
+/** A `sum by (label)` answer as counts, the label's values that counted anything. */
+const countsByLabel = (samples: readonly Sample[], label: string): Record<string, number> =>
+  Object.fromEntries(samples.filter((x) => x.value > 0).map((x) => [x.metric[label] ?? 'unknown', Math.round(x.value)]));
+
+/** The totals from the answers to totalsQueries (run-queries.ts; pure). */
+export function stackTotalsOf(a: Answers<ReturnType<typeof totalsQueries>>): StackTotals {
+  return {
+    requests: a.requests ?? 0,
+    modelCalls: a.modelCalls ?? 0,
+    providerRateLimited: a.providerRateLimited ?? 0,
+    limiterRateLimited: a.limiterRateLimited ?? 0,
+    timeouts: a.timeouts ?? 0,
+    timeoutsByReason: countsByLabel(a.timeoutsByReason, 'reason'),
+    acquireSeconds: a.acquireSeconds,
+    maxWaitSeconds: a.maxWaitSeconds,
+    alertsFired: a.alertsFired.map((s) => s.metric.alertname).sort(),
+    alertsActiveAtEnd: [...new Set(a.alertsActiveAtEnd.map((x) => `${x.name} (${x.state})`))].sort(),
+    limiterSeries: a.limiterSeries ?? 0,
+    // The busiest limiter's request counts by outcome (every limiter a request draws on counts it).
+    limiterRequests: Object.fromEntries(a.limiterRequests.map((x) => [x.metric.outcome ?? 'unknown', Math.round(x.value)])),
+    wastedTokens: a.wastedTokens ?? 0,
+    actualTokens: a.actualTokens ?? 0,
+    quotaChanges: quotaChanges(a.quotaLimits),
+  };
 }
 
 /** What a limiter timeout's reason means, for people. */
@@ -80,10 +78,4 @@ export function formatTimeouts(total: number, byReason: Record<string, number> |
   const reasons = Object.entries(byReason ?? {}).filter(([, n]) => n > 0);
   if (total === 0 || reasons.length === 0) return String(total);
   return `${total} (${reasons.map(([reason, n]) => `${reason} ${n}${reason in TIMEOUT_MEANINGS ? `: ${TIMEOUT_MEANINGS[reason as TimeoutReason]}` : ''}`).join('; ')})`;
-}
-
-/** The busiest limiter's request counts by outcome (every limiter a request draws on counts it). */
-async function limiterRequests(prometheusUrl: string, seconds: number, end: number): Promise<Record<string, number>> {
-  const samples = await query(prometheusUrl, `max by (outcome) (sum by (limiter, outcome) (last_over_time(${limiterMetrics.requests.name}[${seconds}s])))`, end);
-  return Object.fromEntries(samples.map((x) => [x.metric.outcome ?? 'unknown', Math.round(x.value)]));
 }

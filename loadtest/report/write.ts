@@ -7,9 +7,11 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { replaceFile } from '../../shared/replace-files.ts';
 import { redactUrl, redactUrlsIn, redactUrlsInValue } from '../../instrumentation/redact-url.ts';
-import { alertRuleCount } from '../measure/prometheus-client.ts';
-import { type AlertSpan, type Chart, type ChartExtras, collectAlerts, collectCharts, withPlannedInFlight } from './collect.ts';
-import { collectMarkers, type Marker } from './markers.ts';
+import { dashboards, panelsOf } from '../../dashboards/index.ts';
+import { answerQueries } from '../measure/prometheus-client.ts';
+import { reportQueries } from '../measure/run-queries.ts';
+import { type AlertSpan, type Chart, type ChartExtras, reportFiguresOf } from './collect.ts';
+import { type Marker, markersOf } from './markers.ts';
 import { type ReportData, renderReport } from './page.ts';
 
 /** The report's file name inside the run folder. */
@@ -44,20 +46,15 @@ export type ReportFigures = { readonly unreachable: string } | { readonly alertR
 
 /** Every query the report makes, in one pass; never throws for Prometheus' sake (an unreachable one is part of the figures). */
 export async function collectReport(source: ReportSource): Promise<ReportFigures> {
-  let alertRules: number;
-  try {
-    alertRules = await alertRuleCount(source.prometheusUrl);
-  } catch (error) {
-    return { unreachable: (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message };
-  }
-  const charts = await collectCharts(source.prometheusUrl, source.from, source.to, source.rateInterval, source.probeSamples);
-  const alerts = await collectAlerts(source.prometheusUrl, source.from, source.to);
-  const markers = await collectMarkers(source.prometheusUrl, source.from, source.to);
-  return { alertRules, charts, alerts, markers };
+  const answers = await answerQueries(source.prometheusUrl, reportQueries(source.from, source.to, source.rateInterval));
+  const markers = typeof answers.alertRules === 'number' ? markersOf({ ...answers.markers, from: source.from, stepMs: answers.markers.step * 1000 }) : [];
+  return reportFiguresOf(answers, markers, source);
 }
 
 /** The page's data: what the run knows beside what Prometheus gave (pure; a problem is part of the data). */
 export function reportData(input: ReportInput, figures: ReportFigures): ReportData {
+  const compared = input.planVsMeasured && 'rows' in input.planVsMeasured ? input.planVsMeasured : undefined;
+  const charts = 'unreachable' in figures ? [] : withPlannedInFlight(figures.charts, input.plannedInFlight ?? compared?.rows.find((r) => r.quantity === 'calls in flight')?.planned);
   const shownUrl = redactUrl(input.prometheusUrl).replace(/\/$/, '');
   const base: ReportData = {
     title: input.title ?? `quotascope run ${input.runId}`,
@@ -77,8 +74,6 @@ export function reportData(input: ReportInput, figures: ReportFigures): ReportDa
     const message = `${shownUrl} did not answer (${redactUrlsIn(figures.unreachable)}). Start it, or pass the Prometheus that scraped the run with --prometheus; the charts and alerts need it; the tables below come from the run folder, when one was given.`;
     return { ...base, problem: { kind: 'down', message } };
   }
-  const compared = input.planVsMeasured && 'rows' in input.planVsMeasured ? input.planVsMeasured : undefined;
-  const charts = withPlannedInFlight(figures.charts, input.plannedInFlight ?? compared?.rows.find((r) => r.quantity === 'calls in flight')?.planned);
   const { alerts, alertRules, markers } = figures;
   const points = charts.reduce((n, c) => n + c.series.reduce((m, s) => m + s.points.length, 0), 0);
   const data = { ...base, charts, alerts, alertRules, markers };
@@ -95,24 +90,46 @@ export function reportData(input: ReportInput, figures: ReportFigures): ReportDa
   return data;
 }
 
-/**
- * Writes <reportDir>/index.html and returns its path and what it found. A page with a problem
- * (Prometheus down, no data) does not replace an index.html already there: it goes to
- * index.failed.html, and `kept` is the page left in place.
- */
-export async function writeReport(input: ReportInput): Promise<{ path: string; data: ReportData; kept?: string }> {
-  return writeReportPage(input.reportDir, reportData(input, await collectReport(input)));
+/** The charts with the planned calls in flight as a reference line on the calls-in-flight panels (pure; unchanged without a plan). */
+export function withPlannedInFlight(charts: readonly Chart[], plannedInFlight: number | undefined): Chart[] {
+  if (plannedInFlight === undefined) return [...charts];
+  const inFlight = new Set(dashboards.flatMap((d) => panelsOf(d).filter((panel) => panel.callsInFlight).map((panel) => `${d.uid}/${panel.key}`)));
+  return charts.map((chart) => (inFlight.has(chart.id) ? { ...chart, lines: [...chart.lines, { label: 'planned', value: plannedInFlight, color: 'grey' }] } : chart));
 }
 
-/** Writes the page of `data` into `reportDir`: index.html, or beside a page already there when it has a problem. */
-export function writeReportPage(reportDir: string, data: ReportData): { path: string; data: ReportData; kept?: string } {
+/** A rendered report page and where it goes: index.html, or beside a page already there when it has a problem. */
+export interface ReportPage {
+  /** Where the page goes. */
+  path: string;
+  html: string;
+  data: ReportData;
+  /** The page left in place (the new one has a problem). */
+  kept?: string;
+  /** A failed page to remove once this one is written (the new one has no problem). */
+  stale?: string;
+}
+
+/**
+ * The page of `input` and `figures` for `reportDir`, rendered, not written. A page with a
+ * problem (Prometheus down, no data) does not replace an index.html already there: it goes
+ * to index.failed.html, and `kept` is the page left in place.
+ */
+export function reportPage(reportDir: string, input: ReportInput, figures: ReportFigures): ReportPage {
+  const data = reportData(input, figures);
   const page = join(reportDir, REPORT_FILE);
   const failed = join(reportDir, FAILED_REPORT_FILE);
-  if (data.problem && existsSync(page)) {
-    replaceFile(failed, renderReport(data));
-    return { path: failed, data, kept: page };
-  }
-  replaceFile(page, renderReport(data));
-  if (!data.problem) rmSync(failed, { force: true });
-  return { path: page, data };
+  const html = renderReport(data);
+  if (data.problem && existsSync(page)) return { path: failed, html, data, kept: page };
+  return { path: page, html, data, ...(data.problem ? {} : { stale: failed }) };
+}
+
+/**
+ * Writes <reportDir>/index.html and returns its path and what it found (index.failed.html
+ * beside a page already there when the new one has a problem; `kept` is the page left in place).
+ */
+export async function writeReport(input: ReportInput): Promise<{ path: string; data: ReportData; kept?: string }> {
+  const { path, html, data, kept, stale } = reportPage(input.reportDir, input, await collectReport(input));
+  replaceFile(path, html);
+  if (stale) rmSync(stale, { force: true });
+  return { path, data, ...(kept ? { kept } : {}) };
 }

@@ -5,18 +5,15 @@
 // here, in-process, before any process starts (an agent without a model too).
 import type { AgentServiceOptions, QuotaScope, QuotaSharing } from '../../agent/config.ts';
 import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
-import { shapeOfCount, TREE_NAMES, type TreeShape } from '../../agent/tree-shapes.ts';
+import { shapeOfCount, type TreeShape } from '../../agent/tree-shapes.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { AdmissionMode } from '../../instrumentation/defaults.ts';
 import { APP_NAME_PATTERN } from '../../agent/serve/options.ts';
 import { optionFlagName } from '../../shared/option-flag-name.ts';
 import { DEFAULT_TREE } from '../scenario/request.ts';
-import { scenarioTrees, withTree } from '../scenario/trees.ts';
-import type { ScenarioFile } from '../scenario/types.ts';
 import { freePort, type ProcessGroup, waitForHealthy } from './processes.ts';
 import { QUOTASCOPE_BIN } from './quotascope-bin.ts';
 import { BUILT_IN_SHAPES } from '../measure/agent-shapes.ts';
-import { checkServed, UnservedTreeError } from './served-trees.ts';
 
 
 export type AgentTarget =
@@ -70,12 +67,15 @@ export async function resolveAgentTarget(
   const { lendProviderKey, PLACEHOLDER_PROVIDER_KEY } = await import('../../agent/provider-model.ts');
   // The run serves against its own mock: a module that needs a key to load gets a placeholder (serve gets one too).
   lendProviderKey(PLACEHOLDER_PROVIDER_KEY);
+  // The tree is walked once: its LLM agents, its count, its shape and its calibration all read this walk.
   let module: Awaited<ReturnType<typeof loadAgentModule>>;
   let tree: ReturnType<typeof walkAgentTree>;
+  let agents: ReturnType<typeof llmAgentsOf>;
   try {
     module = await loadAgentModule(choice.agent, cwd);
     tree = walkAgentTree(module.root);
-    checkModelsResolve(llmAgentsOf(tree));
+    agents = llmAgentsOf(tree);
+    checkModelsResolve(agents);
   } catch (error) {
     if ([AgentModuleError, AgentTreeError, AgentConfigError].some((kind) => error instanceof kind)) throw new AgentTargetError(`--agent: ${(error as Error).message}`);
     throw error;
@@ -88,6 +88,7 @@ export async function resolveAgentTarget(
   let shape: TreeShape | undefined;
   let countNote: string | undefined;
   let agentsPerModel: Record<string, string[]> | undefined;
+  let countError: InstanceType<typeof TreeCountError> | undefined;
   try {
     const counted = countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS });
     const calls = counted.calls;
@@ -99,24 +100,28 @@ export async function resolveAgentTarget(
   } catch (error) {
     if (!(error instanceof TreeCountError)) throw error;
     countNote = error.message;
+    countError = error;
   }
   let inputTokensPerModel: Record<string, number> | undefined;
   let inputTokensPerAgent: Record<string, number> | undefined;
   let outputTokensPerModel: Record<string, number> | undefined;
   let calibrationNote: string | undefined;
   if (choice.calibrate) {
-    const { calibrateAgent, tokensNote } = await import('../planner/agent-plan.ts');
-    const { CalibrationError, inputTokensPerModel: perModel, outputTokensPerModel: outputPerModel } = await import('../planner/calibrate.ts');
-    try {
-      const counted = { module, walked: tree, tree: countModelCalls(tree, { toolTurns: DEFAULT_TOOL_TURNS }) };
-      const calibration = await calibrateAgent(counted, choice.calibrate);
-      inputTokensPerModel = Object.fromEntries(perModel(calibration));
-      inputTokensPerAgent = Object.fromEntries(calibration.agents.map((a) => [a.agent, a.inputTokens / a.calls]));
-      outputTokensPerModel = Object.fromEntries(outputPerModel(calibration));
-      calibrationNote = tokensNote(calibration);
-    } catch (error) {
-      if (!(error instanceof CalibrationError || error instanceof TreeCountError)) throw error;
-      calibrationNote = `not calibrated (${error.message}): the plan takes every call at the request's input tokens`;
+    const { calibrateAgent } = await import('../planner/agent-plan.ts');
+    const { CalibrationError, inputTokensPerModel: perModel, outputTokensPerModel: outputPerModel, tokensNote } = await import('../planner/calibrate.ts');
+    const notCalibrated = (why: string) => `not calibrated (${why}): the plan takes every call at the request's input tokens`;
+    if (countError) calibrationNote = notCalibrated(countError.message);
+    else {
+      try {
+        const calibration = await calibrateAgent({ module, agents }, choice.calibrate);
+        inputTokensPerModel = Object.fromEntries(perModel(calibration));
+        inputTokensPerAgent = Object.fromEntries(calibration.agents.map((a) => [a.agent, a.inputTokens / a.calls]));
+        outputTokensPerModel = Object.fromEntries(outputPerModel(calibration));
+        calibrationNote = tokensNote(calibration);
+      } catch (error) {
+        if (!(error instanceof CalibrationError)) throw error;
+        calibrationNote = notCalibrated(error.message);
+      }
     }
   }
   return {
@@ -134,32 +139,20 @@ export async function resolveAgentTarget(
   };
 }
 
-/** The counted shape of `tree` on this target, or undefined where its calls per request are not fixed. */
-export function treeShapeOf(target: AgentTarget, tree: string): TreeShape | undefined {
-  if (target.kind === 'serve') return target.shape;
-  return BUILT_IN_SHAPES[tree] ?? undefined;
+/** The agent side of a run resolved once: the target, the tree its requests call and that tree's counted shape. */
+export interface RunTarget {
+  readonly target: AgentTarget;
+  /** --tree, else the served module's app, else the agent service's default tree. */
+  readonly tree: string;
+  /** The tree's counted shape, or undefined where its calls per request are not fixed. */
+  readonly shape: TreeShape | undefined;
 }
 
-/** The tree a built-in scenario calls on this target when no --tree is given. */
-export const defaultTreeOf = (target: AgentTarget): string => (target.kind === 'serve' ? target.app : DEFAULT_TREE);
-
-/**
- * The scenario as the target runs it: a served module is the only tree (and app), so every
- * request goes to it; against the agent service every tree the scenario names must be one of its own.
- */
-export function scenarioForTarget(target: AgentTarget, scenario: ScenarioFile): ScenarioFile {
-  if (target.kind === 'serve') {
-    const sent = withTree(scenario, target.app);
-    return sent.protocol === 'adk' && sent.adk ? { ...sent, adk: { ...sent.adk, app: target.app } } : sent;
-  }
-  if (scenario.protocol === 'adk') throw new AgentTargetError('the scenario uses protocol adk, which the agent service does not speak: serve your agent with --agent FILE');
-  try {
-    checkServed(scenarioTrees(scenario), TREE_NAMES, 'tree', 'the agent service');
-  } catch (error) {
-    if (error instanceof UnservedTreeError) throw new AgentTargetError(`${error.message} (or serve your own with --agent FILE)`);
-    throw error;
-  }
-  return scenario;
+/** resolveAgentTarget, with the tree a run calls on the target and that tree's shape. */
+export async function resolveRunTarget(choice: Parameters<typeof resolveAgentTarget>[0], cwd?: string): Promise<RunTarget> {
+  const target = await resolveAgentTarget(choice, cwd);
+  const tree = choice.tree ?? (target.kind === 'serve' ? target.app : DEFAULT_TREE);
+  return { target, tree, shape: target.kind === 'serve' ? target.shape : (BUILT_IN_SHAPES[tree] ?? undefined) };
 }
 
 /** The limiter of each replica: the fleet's budget split evenly over the replicas. */

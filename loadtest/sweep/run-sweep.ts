@@ -11,14 +11,16 @@ import { MIN_REQUEST_DEADLINE_MS } from '../../instrumentation/defaults.ts';
 import { requestDeadlineMsFor } from '../../instrumentation/admission/request-deadlines.ts';
 import { replaceFile } from '../../shared/replace-files.ts';
 import { STOPPED_EXIT_CODE } from '../../shared/stop-signals.ts';
-import { mainScenario, startInput } from '../main.ts';
+import { mainScenario } from '../run-fit.ts';
+import { startInput } from '../start-input.ts';
 import { fetchAgentShapes } from '../measure/agent-shapes.ts';
 import { plannedCapacity } from '../measure/plan-vs-measured.ts';
-import { criticalPathSeconds, type StackParameters } from '../measure/steady-state.ts';
+import { criticalPathSeconds, type StackParameters, treeTiming } from '../measure/steady-state.ts';
 import { runIdFor } from '../run-id.ts';
 import { runShutdown } from '../run-shutdown.ts';
 import { withTree } from '../scenario/trees.ts';
-import { defaultTreeOf, resolveAgentTarget, scenarioForTarget, treeShapeOf } from '../stack/agent-target.ts';
+import { resolveRunTarget } from '../stack/agent-target.ts';
+import { scenarioForTarget } from '../stack/target-scenario.ts';
 import { LOCAL_STACK_SCRAPE_SECONDS, startLocalStack } from '../stack/local-stack.ts';
 import { ProcessGroup } from '../stack/processes.ts';
 import type { StartOptions } from '../start-options.ts';
@@ -91,9 +93,7 @@ function measuredQuantities(steps: readonly StepResult[]): PlanQuantities {
 
 export async function runSweep(o: SweepOptions): Promise<number> {
   const began = Date.now();
-  const target = await resolveAgentTarget({ agent: o.agent, tree: o.tree, calibrate: { messageTokens: o.tokens, outputTokensPerCall: WORKED_EXAMPLE.outputTokensPerCall } });
-  const tree = o.tree ?? defaultTreeOf(target);
-  const shape = treeShapeOf(target, tree);
+  const { target, tree, shape } = await resolveRunTarget({ agent: o.agent, tree: o.tree, calibrate: { messageTokens: o.tokens, outputTokensPerCall: WORKED_EXAMPLE.outputTokensPerCall } });
   const criticalPath = shape ? criticalPathSeconds(shape, o.callSeconds) : 4 * o.callSeconds;
   // The door's deadline and the SLO as the unscaled tree would have them, scaled like the call time.
   const scale = timeScaleOf(o.callSeconds);
@@ -102,8 +102,9 @@ export async function runSweep(o: SweepOptions): Promise<number> {
   const sloP95 = o.sloP95 ?? Number(Math.max(DEFAULT_SLO_P95_SECONDS * scale, SLO_CRITICAL_PATHS * criticalPath).toFixed(2));
   const flags: StartOptions = { ...o, scenario: undefined, duration: o.windowSeconds, rate: 1, burstUsers: 0, ...(o.admission === 'request' ? { requestDeadlineMs: deadlineMs } : {}) };
   const timing = stepTiming(criticalPath, o.callSeconds, o.admission === 'request' ? deadlineMs / 1000 : 0, o.windowSeconds);
+  const treeTimes = treeTiming(criticalPath, flags);
   const scenarioFor = (perMinute: number, duration: number, name: string) => {
-    const s = mainScenario({ ...flags, rate: perMinute, duration }, tree, criticalPath);
+    const s = mainScenario({ ...flags, rate: perMinute, duration }, tree, treeTimes);
     return scenarioForTarget(target, withTree({ ...s, name }, tree));
   };
   const input = startInput(flags, target, scenarioFor(1, o.windowSeconds, 'sweep'));

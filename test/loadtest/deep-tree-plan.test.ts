@@ -8,7 +8,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { modelShares } from '../../instrumentation/tree/tree-count.ts';
 import { plannedPerModel } from '../../loadtest/measure/plan-vs-measured.ts';
-import { steadyPlanInput, type StackParameters } from '../../loadtest/measure/steady-state.ts';
+import { steadyPlanInput } from '../../loadtest/measure/steady-plan.ts';
+import type { StackParameters } from '../../loadtest/measure/steady-state.ts';
 import { calibrateAgent, countAgent, treePlanInput } from '../../loadtest/planner/agent-plan.ts';
 import { inputTokensPerModel, outputTokensPerModel } from '../../loadtest/planner/calibrate.ts';
 import { callSecondsFor, latencyOfFullAnswer } from '../../loadtest/planner/call-time.ts';
@@ -79,9 +80,10 @@ describe('the deep research pipeline, planned per model', () => {
     const agents = agentsByModel(tree);
     const tokens: Record<string, number> = { [FLASH]: 5466, [PRO]: 11_495 };
     const seconds: Record<string, number> = { [FLASH]: 8, [PRO]: 5.34 };
+    const shares = modelShares(tree).map((s) => ({ ...s, agents: agents[s.model] }));
     const plans = planModels(
-      modelShares(tree).map((s) => ({ ...s, agents: agents[s.model] })),
-      (share) => ({ ...treePlanInput(tree), userRequestsPerMinute: 40, inputTokensPerCall: tokens[share.model], outputTokensPerCall: OUTPUT, latencySeconds: seconds[share.model], quotaRequestsPerMinute: 1000, quotaTokensPerMinute: 1_000_000, replicas: 3 }),
+      shares,
+      shares.map((share) => ({ ...treePlanInput(tree), userRequestsPerMinute: 40, inputTokensPerCall: tokens[share.model], outputTokensPerCall: OUTPUT, latencySeconds: seconds[share.model], quotaRequestsPerMinute: 1000, quotaTokensPerMinute: 1_000_000, replicas: 3 })),
     );
     expect(plans.binding).toBe(PRO);
     const planned = plannedPerModel(plans, 'request', 10);
@@ -120,7 +122,7 @@ describe('the per-model headline and the fleet figure agree', () => {
   it('the headline prints the fleet’s whole requests; when a request exceeds a replica’s share it suggests central sharing or fewer replicas', () => {
     fc.assert(
       fc.property(input, (i) => {
-        const plans = planModels([{ model: 'm', calls: i.calls, width: i.width }], () => ({
+        const plans = planModels([{ model: 'm', calls: i.calls, width: i.width }], [{
           userRequestsPerMinute: 40,
           inputTokensPerCall: i.tokens,
           outputTokensPerCall: 800,
@@ -128,7 +130,7 @@ describe('the per-model headline and the fleet figure agree', () => {
           quotaRequestsPerMinute: 1e6,
           quotaTokensPerMinute: i.tpm,
           replicas: i.replicas,
-        }));
+        }]);
         const p = plans.models[0].plan;
         const text = formatModelPlans(plans, 'x');
         expect(text).toContain(`sustains ${p.fleet.userRequestsPerMinute} user requests/min`);
@@ -155,7 +157,7 @@ describe('the per-model headline and the fleet figure agree', () => {
   it("the issue's case: 1.8/min by the tokens but 0 per replica reads 0, with the two ways out", () => {
     const p = plan({ callsPerRequest: 8, userRequestsPerMinute: 40, inputTokensPerCall: 11_000, outputTokensPerCall: 800, latencySeconds: 8, quotaRequestsPerMinute: 1000, quotaTokensPerMinute: 180_000, replicas: 3 });
     expect(p.perReplica.userRequestsPerMinuteExact * 3).toBeCloseTo(1.84, 2);
-    const plans = planModels([{ model: PRO, calls: 8, width: 3 }], () => ({ ...p.input, callsPerRequest: undefined, parallelBranches: undefined }));
+    const plans = planModels([{ model: PRO, calls: 8, width: 3 }], [{ ...p.input, callsPerRequest: undefined, parallelBranches: undefined }]);
     const line = formatModelPlans(plans, 'x');
     expect(line).not.toMatch(/sustains 1\.8/);
     expect(line).toContain('sustains 0 user requests/min (0 per replica, 1.8 by its tokens; tokens bind)');

@@ -51,7 +51,7 @@ describe('planModels', () => {
       fc.property(fc.array(share, { minLength: 1, maxLength: 4 }), fc.integer({ min: 100, max: 20_000 }), (shares, tokens) => {
         const named = shares.map((s, i) => ({ model: `m${i}`, calls: s.calls, width: s.width }));
         const base = { userRequestsPerMinute: 40, inputTokensPerCall: tokens, outputTokensPerCall: 800, latencySeconds: 8, quotaRequestsPerMinute: 1e6 };
-        const plans = planModels(named, (s) => ({ ...base, quotaTokensPerMinute: shares[Number(s.model.slice(1))].tpm }));
+        const plans = planModels(named, named.map((s) => ({ ...base, quotaTokensPerMinute: shares[Number(s.model.slice(1))].tpm })));
         const lowest = Math.min(...plans.models.map((m) => m.sustainedUserRequestsPerMinute));
         expect(plans.models.find((m) => m.model === plans.binding)?.sustainedUserRequestsPerMinute).toBe(lowest);
         for (const [i, m] of plans.models.entries()) {

@@ -12,12 +12,14 @@ import { requestFailed, STATUS_TAGS, statusSubmetric, statusTag } from '../../lo
 import { condenseSummary, type K6Summary } from '../../loadtest/k6/summary.ts';
 import { SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
 import { allFailedMessage } from '../../loadtest/measure/run-outcome.ts';
-import { steadyPhase, steadyPlanInput, steadyWindow, whyNoComparison } from '../../loadtest/measure/steady-state.ts';
+import { steadyPlanInput } from '../../loadtest/measure/steady-plan.ts';
+import { steadyPhase, steadyWindow, whyNoComparison } from '../../loadtest/measure/steady-state.ts';
 import { plan } from '../../loadtest/planner/index.ts';
 import { loadScenario, parseScenario, ScenarioError } from '../../loadtest/scenario/schema.ts';
 import { scenarioTrees, withTree } from '../../loadtest/scenario/trees.ts';
 import type { ScenarioFile } from '../../loadtest/scenario/types.ts';
-import { AgentTargetError, resolveAgentTarget, scenarioForTarget } from '../../loadtest/stack/agent-target.ts';
+import { AgentTargetError, resolveAgentTarget } from '../../loadtest/stack/agent-target.ts';
+import { scenarioForTarget } from '../../loadtest/stack/target-scenario.ts';
 import { checkServed, checkTargetsServe, UnservedTreeError } from '../../loadtest/stack/served-trees.ts';
 import { startServe } from '../../agent/serve/server.ts';
 

@@ -5,13 +5,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { WORKED_EXAMPLE as EX } from '../../agent/worked-example.ts';
+import type { TreeShape } from '../../agent/tree-shapes.ts';
 import { isShedAnswer, REQUEST_OUTCOMES, requestFailed, requestOutcome } from '../../loadtest/k6/request-status.ts';
 import { condenseSummary } from '../../loadtest/k6/summary.ts';
 import { formatHttpFailed, SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
-import { deadlineNote, fitRunToTree } from '../../loadtest/main.ts';
+import { deadlineNote, fitRunToTree } from '../../loadtest/run-fit.ts';
 import { comparePlan, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
 import { unmeasuredMessage } from '../../loadtest/measure/run-outcome.ts';
-import { criticalPathSeconds, minimumSteadySeconds, steadyWindow } from '../../loadtest/measure/steady-state.ts';
+import { criticalPathSeconds, minimumSteadySeconds, steadyWindow, treeTiming } from '../../loadtest/measure/steady-state.ts';
 import { reviewAgentExample } from '../../loadtest/planner/examples.ts';
 import { renderReport } from '../../loadtest/report/page.ts';
 import { formatTimeouts } from '../../loadtest/report/summary.ts';
@@ -80,11 +81,13 @@ describe('every started request is counted', () => {
 
 describe('a run long enough for the tree', () => {
   const defaults = startOptionsSchema.parse({});
+  // The tree's timing as the run works it out once (run-spec.ts).
+  const timingOf = (shape: TreeShape | undefined, f: { callSeconds: number; requestDeadlineMs?: number }) => treeTiming(shape ? criticalPathSeconds(shape, f.callSeconds) : 0, f);
   // The trip planner: 10 calls, 3 at once at most: 8 calls one after another.
   const tripPlanner = { parallelBranches: 3, callsPerBranch: 1, sequentialSteps: 7 };
 
   it('a 60 s run of a tree whose critical path is 64 s is lengthened, and says why before it starts', () => {
-    const fitted = fitRunToTree({ ...defaults, duration: 60, callSeconds: 8 }, tripPlanner, 'trip_planner');
+    const fitted = fitRunToTree({ ...defaults, duration: 60, callSeconds: 8 }, tripPlanner, 'trip_planner', timingOf(tripPlanner, { ...defaults, callSeconds: 8 }));
     expect(fitted.criticalPath).toBe(64);
     expect(fitted.flags.duration).toBe(minimumSteadySeconds(64, 8));
     expect(fitted.note).toBe(
@@ -93,22 +96,22 @@ describe('a run long enough for the tree', () => {
   });
 
   it('the default run of the worked example is long enough as it is', () => {
-    const fitted = fitRunToTree(defaults, { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, 'review');
+    const fitted = fitRunToTree(defaults, { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, 'review', timingOf({ parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, defaults));
     expect(fitted.note).toBeUndefined();
     expect(fitted.flags).toBe(defaults);
-    expect(fitRunToTree(defaults, undefined, 'wide').note).toBeUndefined();
+    expect(fitRunToTree(defaults, undefined, 'wide', timingOf(undefined, defaults)).note).toBeUndefined();
   });
 
   it('a request deadline not longer than the critical path is named before the run: no admitted request could finish', () => {
     const loop = { parallelBranches: 2, callsPerBranch: 1, sequentialSteps: 9 };
     // Unset, the deadline follows the tree: nothing to warn about.
-    expect(deadlineNote({ ...defaults, callSeconds: 8 }, loop, 'loop_tools')).toBeUndefined();
-    expect(deadlineNote({ ...defaults, callSeconds: 8, requestDeadlineMs: 60_000 }, loop, 'loop_tools')).toBe(
+    expect(deadlineNote({ ...defaults, callSeconds: 8 }, loop, 'loop_tools', timingOf(loop, { ...defaults, callSeconds: 8 }))).toBeUndefined();
+    expect(deadlineNote({ ...defaults, callSeconds: 8, requestDeadlineMs: 60_000 }, loop, 'loop_tools', timingOf(loop, { ...defaults, callSeconds: 8, requestDeadlineMs: 60_000 }))).toBe(
       "the request deadline (60 s) is not longer than loop_tools's critical path (80 s at 8 s per call): no admitted request can finish in time, so the run will shed or cut short every one; pass --request-deadline-ms 160000 (twice the critical path) to give requests room",
     );
-    expect(deadlineNote({ ...defaults, callSeconds: 8, requestDeadlineMs: 90_000 }, loop, 'loop_tools')).toBeUndefined();
-    expect(deadlineNote({ ...defaults, callSeconds: 8, admission: 'call' }, loop, 'loop_tools')).toBeUndefined();
-    expect(deadlineNote(defaults, { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, 'review')).toBeUndefined();
+    expect(deadlineNote({ ...defaults, callSeconds: 8, requestDeadlineMs: 90_000 }, loop, 'loop_tools', timingOf(loop, { ...defaults, callSeconds: 8, requestDeadlineMs: 90_000 }))).toBeUndefined();
+    expect(deadlineNote({ ...defaults, callSeconds: 8, admission: 'call' }, loop, 'loop_tools', timingOf(loop, { ...defaults, callSeconds: 8 }))).toBeUndefined();
+    expect(deadlineNote(defaults, { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, 'review', timingOf({ parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, defaults))).toBeUndefined();
   });
 
   it('the lengthened steady window starts after one request life and holds two', () => {
