@@ -14,6 +14,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 COPY cli ./cli
+COPY shared ./shared
 COPY instrumentation ./instrumentation
 COPY agent ./agent
 COPY mock-provider ./mock-provider
