@@ -19,6 +19,8 @@ export interface FundedShare {
   readonly tokensPerCall: ReadonlyMap<string, number>;
   /** Counted tokens the request's calls on this limiter really used so far. */
   spent: number;
+  /** Tokens its calls drew from the share when they started (counted input alone: each call's own prompt). */
+  drawn: number;
   /** Tokens its calls took from the budget beyond the share (calls larger than funded): already charged, so settled apart. */
   toppedUp: number;
   /** Through a shared budget's door: told as the request's calls take permits, and when it ends. */

@@ -20,6 +20,14 @@ const WINDOW = 50;
 /** Weight of the newest call in the mean call time. */
 const CALL_TIME_WEIGHT = 0.1;
 
+/**
+ * What a call is funded at: the most the agent's recent calls used ('most': a call's cost is
+ * known only once it reported, as with output tokens counted), or their mean ('mean': each call
+ * is charged its own prompt when it starts, drawn from its request's share, so a request funded
+ * at the mean is right on average and a larger one takes the rest before it is sent).
+ */
+export type FundingBasis = 'most' | 'mean';
+
 /** What a limiter assumes before it has measured a call. */
 export interface CallCostPrior {
   /** A call's time, ms (default DEFAULT_EXPECTED_CALL_MS). */
@@ -63,18 +71,19 @@ export class CallCostModel {
   /** The mean start of the agent's recent calls after their request's admission, ms; undefined before its first. */
   meanStartOffsetMs(agent: string): number | undefined {
     const samples = this.#offsets.get(agent);
-    return samples && samples.length > 0 ? samples.reduce((sum, t) => sum + t, 0) / samples.length : undefined;
+    return samples && samples.length > 0 ? meanOf(samples) : undefined;
   }
 
   /**
    * Counted tokens to fund one call of the agent with in a request whose message counts
-   * `messageTokens`: the most the agent's recent calls used beyond their request's message,
-   * plus this one's; an agent not seen yet takes the mean of those seen (plus the message);
+   * `messageTokens`: the most the agent's recent calls used beyond their request's message
+   * (`basis` 'mean': their mean), plus this one's; an agent not seen yet takes the mean of
+   * those seen (plus the message);
    * before any call, the prior (at least the message). Undefined when nothing is known.
    */
-  fundPerCall(agent: string, messageTokens = 0): number | undefined {
+  fundPerCall(agent: string, messageTokens = 0, basis: FundingBasis = 'most'): number | undefined {
     const samples = this.#tokens.get(agent);
-    if (samples && samples.length > 0) return Math.max(...samples) + messageTokens;
+    if (samples && samples.length > 0) return (basis === 'mean' ? meanOf(samples) : Math.max(...samples)) + messageTokens;
     const seen = this.#learnedMean();
     if (seen !== undefined) return seen + messageTokens;
     const prior = this.#priorFor(agent);
@@ -115,6 +124,10 @@ export class CallCostModel {
   get expectedCallMs(): number {
     return this.#meanCallMs ?? this.#prior.callMs ?? DEFAULT_EXPECTED_CALL_MS;
   }
+}
+
+function meanOf(samples: readonly number[]): number {
+  return samples.reduce((sum, t) => sum + t, 0) / samples.length;
 }
 
 /** Keep a finite sample >= 0 among the agent's last WINDOW. */

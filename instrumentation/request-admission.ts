@@ -352,7 +352,7 @@ export class RequestAdmission {
         this.#waiting--;
       }
     }
-    return { budget, ticket, tokensPerCall, spent: 0, toppedUp: 0, starting };
+    return { budget, ticket, tokensPerCall, spent: 0, drawn: 0, toppedUp: 0, starting };
   }
 
   /**
@@ -436,12 +436,17 @@ function chainWithMarginMs(depth: number, callMs: number): number {
 /**
  * Funded tokens per call of each agent (call-cost.ts: learned beyond the request's message,
  * plus this request's where the limiter counts input); undefined while the limiter knows none.
+ * A limiter that counts input tokens alone funds each agent's mean: every call's cost is its
+ * own prompt, known when it starts, and is drawn from the request's whole share (admission.ts),
+ * so a request is funded at what it uses on average, as the plan counts it. Counting output
+ * too, a call's cost is known only once it reported: the most recent calls used.
  */
 function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, messageTokens: number | undefined): Map<string, number> | undefined {
   if (!llm.callCost.known) return undefined;
   const message = messageTokens !== undefined && countsInput(llm.countedTokens) ? messageTokens : 0;
+  const basis = llm.countedTokens === 'input' ? 'mean' : 'most';
   const costs = new Map<string, number>();
-  for (const agent of calls.keys()) costs.set(agent, llm.callCost.fundPerCall(agent, message) ?? message);
+  for (const agent of calls.keys()) costs.set(agent, llm.callCost.fundPerCall(agent, message, basis) ?? message);
   return costs;
 }
 
