@@ -94,6 +94,20 @@ export interface PlanVsMeasured {
   permitsInUseScraped: number | undefined;
   window: { start: number; end: number };
   rows: ComparisonRow[];
+  /**
+   * Whole requests the limiters shed in the steady window (each limiter counts a request once:
+   * the busiest limiter's count), and what arrived before the steady rate (an opening burst),
+   * so the verdict tells the sheds of a cold start or a burst from the steady rate's.
+   */
+  steadyRequests?: SteadyRequests;
+}
+
+/** What request admission did in the steady window, beside what came before it. */
+export interface SteadyRequests {
+  /** Requests shed in the steady window. */
+  shed: number;
+  /** The arrivals before the steady rate, in words (`the opening burst of 10 users`); undefined when none. */
+  before: string | undefined;
 }
 
 const relativeError = (planned: number, measured: number): number =>
@@ -395,9 +409,10 @@ export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured 
   const from = r.testStartedAt + window.from * 1000;
   const to = Math.min(r.testStartedAt + window.to * 1000, r.endedAt);
   if (to - from < 3000) return { skipped: `the steady window is too short (${((to - from) / 1000).toFixed(1)} s): lengthen the steady phase` };
+  const steadyRequests = await steadyRequestsIn(r, phase, from, to);
   const models = shape.models?.filter((m) => m.limiter !== undefined) ?? [];
   if (models.length > 0 && models.length === shape.models?.length) {
-    return compareModels(r, phase, models, { start: from, end: to }, r.probe?.meanBetween(from, to));
+    return withSteady(await compareModels(r, phase, models, { start: from, end: to }, r.probe?.meanBetween(from, to)), steadyRequests);
   }
   const input = steadyPlanInput(phase, shape, r.stack);
   const callsPerRequest = plan(input).tree.callsPerRequest;
@@ -407,5 +422,28 @@ export async function compareRun(r: RunComparisonInput): Promise<PlanVsMeasured 
   }
   measured.permitsInUseProbed = r.probe?.meanBetween(from, to);
   const latencySeconds = r.planLatency === 'measured' && measured.callSeconds ? measured.callSeconds : r.stack.latencySeconds;
-  return comparePlan(steadyPlanInput(phase, shape, { ...r.stack, latencySeconds }), measured);
+  return withSteady(comparePlan(steadyPlanInput(phase, shape, { ...r.stack, latencySeconds }), measured), steadyRequests);
+}
+
+const withSteady = (c: PlanVsMeasured, steady: SteadyRequests | undefined): PlanVsMeasured => (steady ? { ...c, steadyRequests: steady } : c);
+
+/**
+ * Requests shed in the steady window [from, to] (epoch ms), by the limiters' own count, and
+ * the arrivals that came before the steady phase; undefined when no limiter admitted a request.
+ */
+async function steadyRequestsIn(r: RunComparisonInput, phase: SteadyPhase, from: number, to: number): Promise<SteadyRequests | undefined> {
+  const seconds = Math.max(1, Math.round((to - from) / 1000));
+  const name = limiterMetrics.requests.name;
+  const admissions = await queryScalar(r.prometheusUrl, `sum(increase(${name}[${seconds}s]))`, to).catch(() => undefined);
+  if (!admissions) return undefined;
+  const shed = (await queryScalar(r.prometheusUrl, `max(sum by (limiter) (increase(${name}{outcome="shed"}[${seconds}s])))`, to).catch(() => undefined)) ?? 0;
+  return { shed: Math.round(shed), before: arrivalsBefore(r.scenario, phase) };
+}
+
+/** The arrivals that start before the steady phase, in words; undefined when none. */
+export function arrivalsBefore(scenario: ScenarioFile, phase: SteadyPhase): string | undefined {
+  const before = scenario.arrivals.filter((a) => a !== phase.arrival && a.kind === 'burst' && a.at < phase.arrival.start);
+  if (before.length === 0) return undefined;
+  const users = before.reduce((n, a) => n + (a.kind === 'burst' ? a.users * (a.repeat?.times ?? 1) : 0), 0);
+  return before.length === 1 ? `the opening burst of ${users} users` : `${before.length} bursts of ${users} users before it`;
 }
