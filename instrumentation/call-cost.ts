@@ -90,6 +90,30 @@ export class CallCostModel {
     return prior === undefined ? undefined : Math.max(prior, messageTokens);
   }
 
+  /**
+   * Counted tokens per call to fund each agent of a request with (`calls`: calls per agent),
+   * as fundPerCall; undefined when nothing is known. An agent not seen yet takes the mean of
+   * those seen, but a tree's later agents (a writer that reads every branch) often use far
+   * more than its first ones: with a prior, the request is funded at no less than the
+   * prior's total, the agents not seen yet sharing what the seen ones leave of it.
+   */
+  fundRequest(calls: ReadonlyMap<string, number>, messageTokens = 0, basis: FundingBasis = 'most'): Map<string, number> | undefined {
+    const costs = new Map<string, number>();
+    for (const agent of calls.keys()) {
+      const cost = this.fundPerCall(agent, messageTokens, basis);
+      if (cost === undefined) return undefined;
+      costs.set(agent, cost);
+    }
+    const unseen = [...calls].filter(([agent, n]) => n > 0 && !(this.#tokens.get(agent)?.length ?? 0));
+    if (unseen.length === 0 || this.#prior.tokensPerCall === undefined) return costs;
+    let short = 0;
+    for (const [agent, n] of calls) short += n * (Math.max(this.#priorFor(agent) ?? 0, messageTokens) - (costs.get(agent) ?? 0));
+    if (short <= 0) return costs;
+    const unseenCalls = unseen.reduce((sum, [, n]) => sum + n, 0);
+    for (const [agent] of unseen) costs.set(agent, (costs.get(agent) ?? 0) + short / unseenCalls);
+    return costs;
+  }
+
   /** Whether a call's cost can be told: learned from a call, or given as a prior. */
   get known(): boolean {
     return this.#learnedMean() !== undefined || this.#priorFor(undefined) !== undefined;

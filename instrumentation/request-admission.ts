@@ -439,15 +439,13 @@ function chainWithMarginMs(depth: number, callMs: number): number {
  * A limiter that counts input tokens alone funds each agent's mean: every call's cost is its
  * own prompt, known when it starts, and is drawn from the request's whole share (admission.ts),
  * so a request is funded at what it uses on average, as the plan counts it. Counting output
- * too, a call's cost is known only once it reported: the most recent calls used.
+ * too, a call's cost is known only once it reported: the most recent calls used. Agents not
+ * seen yet share what the prior's total leaves (call-cost.ts fundRequest).
  */
 function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, messageTokens: number | undefined): Map<string, number> | undefined {
   if (!llm.callCost.known) return undefined;
   const message = messageTokens !== undefined && countsInput(llm.countedTokens) ? messageTokens : 0;
-  const basis = llm.countedTokens === 'input' ? 'mean' : 'most';
-  const costs = new Map<string, number>();
-  for (const agent of calls.keys()) costs.set(agent, llm.callCost.fundPerCall(agent, message, basis) ?? message);
-  return costs;
+  return llm.callCost.fundRequest(calls, message, llm.countedTokens === 'input' ? 'mean' : 'most');
 }
 
 /**

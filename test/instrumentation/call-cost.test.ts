@@ -1,0 +1,37 @@
+// What a request is funded at, per agent, from what its limiter learned and the prior it was given.
+import { describe, expect, it } from 'vitest';
+import { CallCostModel } from '../../instrumentation/call-cost.ts';
+
+describe('CallCostModel.fundRequest', () => {
+  const calls = new Map([
+    ['critic', 6],
+    ['writer', 2],
+  ]);
+
+  it("with a prior, agents not seen yet share what the seen ones leave of the prior's total (a late writer reads every branch)", () => {
+    // The prior is the calibration's mean per call on the model: 6 critics of 8,000 and 2 writers of 16,000.
+    const cost = new CallCostModel({ tokensPerCall: 10_000 });
+    cost.observe('critic', 8_000, 1_000);
+    const funded = cost.fundRequest(calls);
+    expect(funded?.get('critic')).toBe(8_000);
+    // The mean of those seen (8,000) would leave the request 16,000 short: each writer call takes its half.
+    expect(funded?.get('writer')).toBe(16_000);
+    cost.observe('writer', 16_000, 1_000);
+    expect(cost.fundRequest(calls)).toEqual(new Map([['critic', 8_000], ['writer', 16_000]]));
+  });
+
+  it('without a prior, an agent not seen yet takes the mean of those seen; the mean or the most of its calls once seen', () => {
+    const cost = new CallCostModel();
+    expect(cost.fundRequest(calls)).toBeUndefined();
+    cost.observe('critic', 6_000, 1_000);
+    cost.observe('critic', 10_000, 1_000);
+    expect(cost.fundRequest(calls, 100)).toEqual(new Map([['critic', 10_100], ['writer', 8_100]]));
+    expect(cost.fundRequest(calls, 100, 'mean')).toEqual(new Map([['critic', 8_100], ['writer', 8_100]]));
+  });
+
+  it('seen agents that already fund the prior total leave the unseen ones at the mean of those seen', () => {
+    const cost = new CallCostModel({ tokensPerCall: 1_000 });
+    cost.observe('critic', 5_000, 1_000);
+    expect(cost.fundRequest(calls)).toEqual(new Map([['critic', 5_000], ['writer', 5_000]]));
+  });
+});
