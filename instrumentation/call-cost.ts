@@ -11,7 +11,8 @@
 // a cold limiter with a prior is funded whole from it and reconciled when its calls report;
 // what calls measured replaces the prior agent by agent.
 // It also learns when each agent's calls start after their request is admitted (the earliest
-// of its recent calls), so a request's later calls are held against the window only from then.
+// of its recent calls, apart for its first, second, ... call in a request), so a request's
+// later calls are held against the window only from then.
 
 import { DEFAULT_EXPECTED_CALL_MS } from './defaults.ts';
 
@@ -40,6 +41,8 @@ export class CallCostModel {
   readonly #prior: CallCostPrior;
   readonly #tokens = new Map<string, number[]>();
   readonly #offsets = new Map<string, number[]>();
+  /** Start offsets by the agent's call in its request (first, second, ...). */
+  readonly #nthOffsets = new Map<string, number[]>();
   #meanCallMs: number | undefined;
 
   constructor(prior: CallCostPrior = {}) {
@@ -57,14 +60,22 @@ export class CallCostModel {
     }
   }
 
-  /** Note when a call of `agent` started (was admitted), ms after its request was admitted. */
-  observeStart(agent: string, afterAdmissionMs: number): void {
+  /**
+   * Note when a call of `agent` started (was admitted), ms after its request was admitted;
+   * `nth`: which of the request's calls of that agent it is (0: its first), learned apart.
+   */
+  observeStart(agent: string, afterAdmissionMs: number, nth = 0): void {
     remember(this.#offsets, agent, afterAdmissionMs);
+    remember(this.#nthOffsets, nthKey(agent, nth), afterAdmissionMs);
   }
 
-  /** The earliest start of the agent's recent calls after their request's admission, ms; undefined before its first. */
-  startOffsetMs(agent: string): number | undefined {
-    const samples = this.#offsets.get(agent);
+  /**
+   * The earliest start of the agent's recent calls after their request's admission, ms;
+   * undefined before its first. With `nth`: of the request's nth call of the agent (a loop's
+   * later iteration, a tool caller's turn after its tool), when one was seen, else of any.
+   */
+  startOffsetMs(agent: string, nth?: number): number | undefined {
+    const samples = (nth !== undefined ? this.#nthOffsets.get(nthKey(agent, nth)) : undefined) ?? this.#offsets.get(agent);
     return samples && samples.length > 0 ? Math.min(...samples) : undefined;
   }
 
@@ -148,6 +159,11 @@ export class CallCostModel {
   get expectedCallMs(): number {
     return this.#meanCallMs ?? this.#prior.callMs ?? DEFAULT_EXPECTED_CALL_MS;
   }
+}
+
+/** The key of an agent's nth call in a request (agent names are ADK identifiers: no NUL). */
+function nthKey(agent: string, nth: number): string {
+  return `${agent}\u0000${nth}`;
 }
 
 function meanOf(samples: readonly number[]): number {

@@ -472,15 +472,20 @@ function firstCallsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): 
 }
 
 /**
- * When a request's tokens on one limiter are used: each agent's calls from the earliest start
- * learned for it (at admission while unknown), so the later calls' share is held against
- * the window only from then.
+ * When a request's tokens on one limiter are used: each agent's nth call from the earliest
+ * start learned for the nth call of that agent (a loop's second iteration, a tool caller's
+ * turn after its tool start later than the first; at admission while unknown), so the later
+ * calls' share is held against the window only from then. Held from the agent's first call
+ * on, a later call's tokens kept window room idle until it started (research_pipeline: its
+ * critics' second turns and its writer's second iteration).
  */
 function scheduleOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, tokensPerCall: ReadonlyMap<string, number>): UsePart[] {
   const byOffset = new Map<number, number>();
   for (const [agent, n] of calls) {
-    const afterMs = llm.callCost.startOffsetMs(agent) ?? 0;
-    byOffset.set(afterMs, (byOffset.get(afterMs) ?? 0) + n * (tokensPerCall.get(agent) ?? 0));
+    for (let nth = 0; nth < n; nth++) {
+      const afterMs = llm.callCost.startOffsetMs(agent, nth) ?? 0;
+      byOffset.set(afterMs, (byOffset.get(afterMs) ?? 0) + (tokensPerCall.get(agent) ?? 0));
+    }
   }
   return [...byOffset].map(([afterMs, tokens]) => ({ afterMs, tokens }));
 }

@@ -35,3 +35,19 @@ describe('CallCostModel.fundRequest', () => {
     expect(cost.fundRequest(calls)).toEqual(new Map([['critic', 5_000], ['writer', 5_000]]));
   });
 });
+
+describe('CallCostModel start offsets', () => {
+  it("learns each agent's first, second, ... call in a request apart: a later call is held from its own start, not its agent's first", () => {
+    const cost = new CallCostModel();
+    expect(cost.startOffsetMs('writer', 0)).toBeUndefined();
+    cost.observeStart('writer', 10_000, 0);
+    cost.observeStart('writer', 18_000, 1);
+    cost.observeStart('writer', 12_000, 0);
+    cost.observeStart('writer', 19_000, 1);
+    expect(cost.startOffsetMs('writer', 0)).toBe(10_000);
+    expect(cost.startOffsetMs('writer', 1)).toBe(18_000);
+    // A call not seen at that place yet: the earliest of the agent's calls.
+    expect(cost.startOffsetMs('writer', 2)).toBe(10_000);
+    expect(cost.startOffsetMs('writer')).toBe(10_000);
+  });
+});

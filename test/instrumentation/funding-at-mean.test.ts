@@ -8,7 +8,7 @@ import type { BudgetTicket, ReserveOptions } from '../../instrumentation/budget.
 import { estimateInputTokens } from '../../instrumentation/estimator.ts';
 import { limiterMetrics, RateLimitedLlm, RequestAdmission, TokenBudget } from '../../instrumentation/index.ts';
 import { FakeLlm } from '../../instrumentation/testing.ts';
-import { metricValue } from './helpers.ts';
+import { delay, metricValue } from './helpers.ts';
 
 setLogLevel(LogLevel.ERROR);
 
@@ -44,6 +44,7 @@ describe('funding at the mean (input tokens counted)', () => {
     const delegate = new FakeLlm(async function* (call) {
       const input = estimateInputTokens(call.request);
       prompts.push(input);
+      await delay(20, call.signal);
       yield { content: { role: 'model', parts: [{ text: 'x'.repeat(4_000) }] }, usageMetadata: { promptTokenCount: input, candidatesTokenCount: 10, totalTokenCount: input + 10 } };
     });
     const budget = new RecordingBudget(1_000_000, { countedTokens: 'input' });
@@ -72,6 +73,8 @@ describe('funding at the mean (input tokens counted)', () => {
     expect(budget.taken[0]).toBeGreaterThanOrEqual(small + large - 1);
     expect(budget.taken[0]).toBeLessThanOrEqual(small + large + 1);
     expect(await metricValue(registry, limiterMetrics.requests.name, { outcome: 'completed' })).toBe(2);
+    // The second iteration's start is learned apart from the first's: its tokens are held from then.
+    expect(llm.callCost.startOffsetMs('writer', 1)).toBeGreaterThan(llm.callCost.startOffsetMs('writer', 0) ?? Number.POSITIVE_INFINITY);
     llm.close();
   });
 
