@@ -78,18 +78,18 @@ export function runVerdict(v: VerdictInput): Verdict {
   // Failed requests answered 2xx lost every branch: the limiter's when no branch failed at the provider.
   const answered2xx = Object.entries(v.causes?.statusCodes ?? {}).reduce((n, [status, count]) => n + (status.startsWith('2') ? count : 0), 0);
   const failedByLimiter = limiter?.all ? Math.min(c.failed, Math.max(0, answered2xx - c.served - c.partial)) : 0;
-  // Fit is judged at the steady rate: sheds before it (a cold start, an opening burst larger
-  // than a window holds at once) are told apart, not held against the tree.
+  // Fit is judged at the steady rate: when none was shed in the steady window, the sheds
+  // before it (an opening burst on cold limiters, larger than a window funds at once; the
+  // warm-up) are told apart, not held against the tree.
   const steady = compared?.steadyRequests;
-  const shedBefore = steady ? Math.max(0, c.shed - steady.shed) : 0;
-  const shedSteady = c.shed - shedBefore;
+  const shedBefore = steady?.shed === 0 ? c.shed : 0;
   const problems: string[] = [];
-  if (shedSteady > 0) problems.push(`${shedSteady} shed${steady ? ' at the steady rate' : ''}`);
+  if (c.shed - shedBefore > 0) problems.push(`${c.shed} shed`);
   if (c.partial > 0 && !limiter?.all) problems.push(`${c.partial} partial`);
   if (c.failed - failedByLimiter > 0) problems.push(`${c.failed - failedByLimiter} failed`);
   if (v.providerRateLimited) problems.push(`${v.providerRateLimited} provider 429s`);
   const fits = (planned?.fits ?? true) && problems.length === 0;
-  const demand = planned ? ` at ${rate(planned.demandUserRequestsPerMinute)} user requests/min${shedBefore > 0 ? ' (the steady rate)' : ''}` : ' at the tested demand';
+  const demand = planned ? ` at ${rate(planned.demandUserRequestsPerMinute)} user requests/min` : ' at the tested demand';
   const parts = [
     fits
       ? `verdict: the tree fits its quota${demand}`
@@ -97,8 +97,8 @@ export function runVerdict(v: VerdictInput): Verdict {
     `${formatRequestCounts(c)} of ${started} requests${v.providerRateLimited ? `; ${v.providerRateLimited} provider 429s` : ''}`,
   ];
   if (shedBefore > 0) {
-    const when = steady?.before ? `in ${steady.before}, before the steady rate` : 'before the steady rate (warm-up)';
-    parts.push(`${shedBefore} of the ${c.shed} shed came ${when}: more than the budget funds at once while the limiters start cold; ${shedSteady > 0 ? `${shedSteady}` : 'none'} at the steady rate`);
+    const what = steady?.before ? `${steady.before} on cold limiters, more than a window funds at once, and the warm-up` : 'the warm-up, on cold limiters';
+    parts.push(`the ${shedBefore} shed came before the steady window (${what}): none at the steady rate`);
   }
   const cuts = quotaCutsLine(v.quotaChanges ?? []);
   if (cuts) parts.push(cuts);
