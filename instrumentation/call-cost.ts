@@ -10,7 +10,7 @@
 // counted tokens per call (one number, or per agent from a calibration). A request that meets
 // a cold limiter with a prior is funded whole from it and reconciled when its calls report;
 // what calls measured replaces the prior agent by agent.
-// It also learns when each agent's calls start after their request is admitted (the earliest
+// It also learns when each agent's calls start after their request is admitted (an early one
 // of its recent calls, apart for its first, second, ... call in a request), so a request's
 // later calls are held against the window only from then.
 
@@ -18,6 +18,8 @@ import { DEFAULT_EXPECTED_CALL_MS } from './defaults.ts';
 
 /** Calls remembered per agent. */
 const WINDOW = 50;
+/** The quantile of an agent's recent start offsets its calls' tokens are held from. */
+const START_OFFSET_QUANTILE = 0.2;
 /** Weight of the newest call in the mean call time. */
 const CALL_TIME_WEIGHT = 0.1;
 
@@ -70,13 +72,18 @@ export class CallCostModel {
   }
 
   /**
-   * The earliest start of the agent's recent calls after their request's admission, ms;
-   * undefined before its first. With `nth`: of the request's nth call of the agent (a loop's
+   * An early start (the START_OFFSET_QUANTILE quantile) of the agent's recent calls after
+   * their request's admission, ms; undefined before its first. With `nth`: of the request's nth call of the agent (a loop's
    * later iteration, a tool caller's turn after its tool), when one was seen, else of any.
    */
   startOffsetMs(agent: string, nth?: number): number | undefined {
     const samples = (nth !== undefined ? this.#nthOffsets.get(nthKey(agent, nth)) : undefined) ?? this.#offsets.get(agent);
-    return samples && samples.length > 0 ? Math.min(...samples) : undefined;
+    if (!samples || samples.length === 0) return undefined;
+    // A low quantile, not the least: one early outlier among 50 held every request's tokens
+    // idle against the window from then; a call that starts before its part is due waits for
+    // room only while the window is full.
+    const sorted = [...samples].sort((a, b) => a - b);
+    return sorted[Math.floor(START_OFFSET_QUANTILE * (sorted.length - 1))];
   }
 
   /** The mean start of the agent's recent calls after their request's admission, ms; undefined before its first. */

@@ -472,7 +472,7 @@ function firstCallsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): 
 }
 
 /**
- * When a request's tokens on one limiter are used: each agent's nth call from the earliest
+ * When a request's tokens on one limiter are used: each agent's nth call from an early
  * start learned for the nth call of that agent (a loop's second iteration, a tool caller's
  * turn after its tool start later than the first; at admission while unknown), so the later
  * calls' share is held against the window only from then. Held from the agent's first call

@@ -50,4 +50,12 @@ describe('CallCostModel start offsets', () => {
     expect(cost.startOffsetMs('writer', 2)).toBe(10_000);
     expect(cost.startOffsetMs('writer')).toBe(10_000);
   });
+
+  it('holds from a low quantile of the starts, not the earliest: one early outlier does not idle every request', () => {
+    const cost = new CallCostModel();
+    cost.observeStart('writer', 1_000);
+    for (let i = 0; i < 9; i++) cost.observeStart('writer', 40_000 + i * 1_000);
+    // 10 samples: the 20th percentile is the second smallest.
+    expect(cost.startOffsetMs('writer')).toBe(40_000);
+  });
 });
