@@ -347,7 +347,7 @@ export class RateLimitedLlm extends BaseLlm {
       result = { outcome: admission.outcome, error: admission.error, attempts: 0, rateLimited: false };
     } else {
       watch.admission('acquired', timing.waitMs, admission.reserved);
-      if (inRequest) this.callCost.observeStart(agent, admittedAt - inRequest.admittedAt);
+      if (inRequest) this.callCost.observeStart(agent, admittedAt - inRequest.admittedAt, inRequest.startedCall(this, agent));
       state.permit = admission.permit;
       // The safety net: one sweeper per wrapper reclaims a permit still held at the deadline.
       state.deadline = permitReclaimAt(admittedAt, this.maxCallMs);

@@ -28,6 +28,8 @@ export class AdmittedRequest {
   readonly messageTokens: number;
   /** Funded shares, keyed by the limiter (a RateLimitedLlm) they were reserved for. */
   readonly #shares: Map<object, FundedShare>;
+  /** Calls started so far, per limiter and agent. */
+  readonly #started = new Map<object, Map<string, number>>();
   /** Counted tokens of every call, by limiter name (funded or not). */
   readonly tokensByLimiter = new Map<string, number>();
   calls = 0;
@@ -65,6 +67,18 @@ export class AdmittedRequest {
     share.spent += call.countedTokens;
     // A call that ended closes the request's start: what it calls next waits on its own.
     share.endStart();
+  }
+
+  /** A call of `agent` on `limiter` started: which of the request's calls of that agent there it is (0: the first). */
+  startedCall(limiter: object, agent: string): number {
+    let byAgent = this.#started.get(limiter);
+    if (!byAgent) {
+      byAgent = new Map();
+      this.#started.set(limiter, byAgent);
+    }
+    const nth = byAgent.get(agent) ?? 0;
+    byAgent.set(agent, nth + 1);
+    return nth;
   }
 
   /** Whether every call so far ended ok. */

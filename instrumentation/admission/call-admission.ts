@@ -101,9 +101,11 @@ export class AdmissionControl {
       if (call.funding.kind === 'share') {
         const { share, tokens: funded } = call.funding;
         share.callStarted();
-        const excess = this.#excessOver(call, funded);
-        if (excess > 0) return this.#topUp(call, permit, share, funded, excess);
-        return this.#chargeFunded(call, permit, share, funded);
+        const { draw, excess } = this.#drawFrom(call, share, funded);
+        // Taken now, before any wait: the request's calls running at once never draw the same tokens twice.
+        share.drawn += draw;
+        if (excess > 0) return this.#topUp(call, permit, share, draw, excess);
+        return this.#chargeFunded(call, permit, share, draw);
       }
       reserved = this.#estimate(call.request, call.agent);
       if (!budget) return admitted(permit, reserved, undefined);
@@ -127,13 +129,23 @@ export class AdmissionControl {
     );
   }
 
-  /** Counted tokens of the call's own prompt beyond what its share funds per call (0: none). */
-  #excessOver(call: AdmissionRequest, funded: number): number {
+  /**
+   * What a funded call takes from its request's share (`draw`, counted in the window when it
+   * starts) and from the budget beyond it (`excess`, its own prompt above what the share holds
+   * for it). Counting input alone, a call's cost is its own prompt: it draws that from what
+   * the share has left, so a smaller call leaves its tokens to the request's larger ones.
+   * Counting output too, it draws its agent's funded tokens per call, and takes from the
+   * budget only a prompt above them.
+   */
+  #drawFrom(call: AdmissionRequest, share: FundedShare, funded: number): { draw: number; excess: number } {
     const { budget } = this.#options;
-    if (!budget || !countsInput(budget.countedTokens ?? DEFAULT_COUNTED_TOKENS)) return 0;
+    const counted = budget?.countedTokens ?? DEFAULT_COUNTED_TOKENS;
+    if (!budget || !countsInput(counted)) return { draw: funded, excess: 0 };
     const own = estimateInputTokens(call.request);
     if (own > budget.capacity) throw new BudgetRequestTooLarge(own, budget.capacity);
-    return Math.max(0, own - funded);
+    if (counted !== 'input') return { draw: funded, excess: Math.max(0, own - funded) };
+    const draw = Math.min(own, Math.max(0, share.ticket.tokens - share.drawn));
+    return { draw, excess: own - draw };
   }
 
   /**

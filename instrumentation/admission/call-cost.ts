@@ -10,15 +10,26 @@
 // counted tokens per call (one number, or per agent from a calibration). A request that meets
 // a cold limiter with a prior is funded whole from it and reconciled when its calls report;
 // what calls measured replaces the prior agent by agent.
-// It also learns when each agent's calls start after their request is admitted (the earliest
-// of its recent calls), so a request's later calls are held against the window only from then.
+// It also learns when each agent's calls start after their request is admitted (an early one
+// of its recent calls, apart for its first, second, ... call in a request), so a request's
+// later calls are held against the window only from then.
 
 import { DEFAULT_EXPECTED_CALL_MS } from '../defaults.ts';
 
 /** Calls remembered per agent. */
 const WINDOW = 50;
+/** The quantile of an agent's recent start offsets its calls' tokens are held from. */
+const START_OFFSET_QUANTILE = 0.2;
 /** Weight of the newest call in the mean call time. */
 const CALL_TIME_WEIGHT = 0.1;
+
+/**
+ * What a call is funded at: the most the agent's recent calls used ('most': a call's cost is
+ * known only once it reported, as with output tokens counted), or their mean ('mean': each call
+ * is charged its own prompt when it starts, drawn from its request's share, so a request funded
+ * at the mean is right on average and a larger one takes the rest before it is sent).
+ */
+export type FundingBasis = 'most' | 'mean';
 
 /** What a limiter assumes before it has measured a call. */
 export interface CallCostPrior {
@@ -32,6 +43,8 @@ export class CallCostModel {
   readonly #prior: CallCostPrior;
   readonly #tokens = new Map<string, number[]>();
   readonly #offsets = new Map<string, number[]>();
+  /** Start offsets by the agent's call in its request (first, second, ...). */
+  readonly #nthOffsets = new Map<string, number[]>();
   #meanCallMs: number | undefined;
 
   constructor(prior: CallCostPrior = {}) {
@@ -49,36 +62,74 @@ export class CallCostModel {
     }
   }
 
-  /** Note when a call of `agent` started (was admitted), ms after its request was admitted. */
-  observeStart(agent: string, afterAdmissionMs: number): void {
+  /**
+   * Note when a call of `agent` started (was admitted), ms after its request was admitted;
+   * `nth`: which of the request's calls of that agent it is (0: its first), learned apart.
+   */
+  observeStart(agent: string, afterAdmissionMs: number, nth = 0): void {
     remember(this.#offsets, agent, afterAdmissionMs);
+    remember(this.#nthOffsets, nthKey(agent, nth), afterAdmissionMs);
   }
 
-  /** The earliest start of the agent's recent calls after their request's admission, ms; undefined before its first. */
-  startOffsetMs(agent: string): number | undefined {
-    const samples = this.#offsets.get(agent);
-    return samples && samples.length > 0 ? Math.min(...samples) : undefined;
+  /**
+   * An early start (the START_OFFSET_QUANTILE quantile) of the agent's recent calls after
+   * their request's admission, ms; undefined before its first. With `nth`: of the request's nth call of the agent (a loop's
+   * later iteration, a tool caller's turn after its tool), when one was seen, else of any.
+   */
+  startOffsetMs(agent: string, nth?: number): number | undefined {
+    const samples = (nth !== undefined ? this.#nthOffsets.get(nthKey(agent, nth)) : undefined) ?? this.#offsets.get(agent);
+    if (!samples || samples.length === 0) return undefined;
+    // A low quantile, not the least: one early outlier among 50 held every request's tokens
+    // idle against the window from then; a call that starts before its part is due waits for
+    // room only while the window is full.
+    const sorted = [...samples].sort((a, b) => a - b);
+    return sorted[Math.floor(START_OFFSET_QUANTILE * (sorted.length - 1))];
   }
 
   /** The mean start of the agent's recent calls after their request's admission, ms; undefined before its first. */
   meanStartOffsetMs(agent: string): number | undefined {
     const samples = this.#offsets.get(agent);
-    return samples && samples.length > 0 ? samples.reduce((sum, t) => sum + t, 0) / samples.length : undefined;
+    return samples && samples.length > 0 ? meanOf(samples) : undefined;
   }
 
   /**
    * Counted tokens to fund one call of the agent with in a request whose message counts
-   * `messageTokens`: the most the agent's recent calls used beyond their request's message,
-   * plus this one's; an agent not seen yet takes the mean of those seen (plus the message);
+   * `messageTokens`: the most the agent's recent calls used beyond their request's message
+   * (`basis` 'mean': their mean), plus this one's; an agent not seen yet takes the mean of
+   * those seen (plus the message);
    * before any call, the prior (at least the message). Undefined when nothing is known.
    */
-  fundPerCall(agent: string, messageTokens = 0): number | undefined {
+  fundPerCall(agent: string, messageTokens = 0, basis: FundingBasis = 'most'): number | undefined {
     const samples = this.#tokens.get(agent);
-    if (samples && samples.length > 0) return Math.max(...samples) + messageTokens;
+    if (samples && samples.length > 0) return (basis === 'mean' ? meanOf(samples) : Math.max(...samples)) + messageTokens;
     const seen = this.#learnedMean();
     if (seen !== undefined) return seen + messageTokens;
     const prior = this.#priorFor(agent);
     return prior === undefined ? undefined : Math.max(prior, messageTokens);
+  }
+
+  /**
+   * Counted tokens per call to fund each agent of a request with (`calls`: calls per agent),
+   * as fundPerCall; undefined when nothing is known. An agent not seen yet takes the mean of
+   * those seen, but a tree's later agents (a writer that reads every branch) often use far
+   * more than its first ones: with a prior, the request is funded at no less than the
+   * prior's total, the agents not seen yet sharing what the seen ones leave of it.
+   */
+  fundRequest(calls: ReadonlyMap<string, number>, messageTokens = 0, basis: FundingBasis = 'most'): Map<string, number> | undefined {
+    const costs = new Map<string, number>();
+    for (const agent of calls.keys()) {
+      const cost = this.fundPerCall(agent, messageTokens, basis);
+      if (cost === undefined) return undefined;
+      costs.set(agent, cost);
+    }
+    const unseen = [...calls].filter(([agent, n]) => n > 0 && !(this.#tokens.get(agent)?.length ?? 0));
+    if (unseen.length === 0 || this.#prior.tokensPerCall === undefined) return costs;
+    let short = 0;
+    for (const [agent, n] of calls) short += n * (Math.max(this.#priorFor(agent) ?? 0, messageTokens) - (costs.get(agent) ?? 0));
+    if (short <= 0) return costs;
+    const unseenCalls = unseen.reduce((sum, [, n]) => sum + n, 0);
+    for (const [agent] of unseen) costs.set(agent, (costs.get(agent) ?? 0) + short / unseenCalls);
+    return costs;
   }
 
   /** Whether a call's cost can be told: learned from a call, or given as a prior. */
@@ -115,6 +166,15 @@ export class CallCostModel {
   get expectedCallMs(): number {
     return this.#meanCallMs ?? this.#prior.callMs ?? DEFAULT_EXPECTED_CALL_MS;
   }
+}
+
+/** The key of an agent's nth call in a request (agent names are ADK identifiers: no NUL). */
+function nthKey(agent: string, nth: number): string {
+  return `${agent}\u0000${nth}`;
+}
+
+function meanOf(samples: readonly number[]): number {
+  return samples.reduce((sum, t) => sum + t, 0) / samples.length;
 }
 
 /** Keep a finite sample >= 0 among the agent's last WINDOW. */

@@ -24,6 +24,8 @@ export class FundedShare {
   readonly tokensPerCall: ReadonlyMap<string, number>;
   /** Counted tokens the request's calls on this limiter really used so far. */
   spent = 0;
+  /** Tokens its calls drew from the share when they started (counted input alone: each call's own prompt). */
+  drawn = 0;
   /** Tokens its calls took from the budget beyond the share (calls larger than funded): already charged, so settled apart. */
   toppedUp = 0;
   /** Through a shared budget's door: told as the request's calls take permits, and when its start is over. */

@@ -177,13 +177,16 @@ export class LimiterDoor {
 /**
  * Funded tokens per call of each agent (call-cost.ts: learned beyond the request's message,
  * plus this request's where the limiter counts input); undefined while the limiter knows none.
+ * A limiter that counts input tokens alone funds each agent's mean: every call's cost is its
+ * own prompt, known when it starts, and is drawn from the request's whole share
+ * (call-admission.ts), so a request is funded at what it uses on average, as the plan counts
+ * it. Counting output too, a call's cost is known only once it reported: the most recent
+ * calls used. Agents not seen yet share what the prior's total leaves (call-cost.ts fundRequest).
  */
 function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, messageTokens: number | undefined): Map<string, number> | undefined {
   if (!llm.callCost.known) return undefined;
   const message = messageTokens !== undefined && countsInput(llm.countedTokens) ? messageTokens : 0;
-  const costs = new Map<string, number>();
-  for (const agent of calls.keys()) costs.set(agent, llm.callCost.fundPerCall(agent, message) ?? message);
-  return costs;
+  return llm.callCost.fundRequest(calls, message, llm.countedTokens === 'input' ? 'mean' : 'most');
 }
 
 /** Calls a request starts at once on one limiter: its agents' whose calls start before a call could end (unknown: at once). */
@@ -195,15 +198,20 @@ function firstCallsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>): 
 }
 
 /**
- * When a request's tokens on one limiter are used: each agent's calls from the earliest start
- * learned for it (at admission while unknown), so the later calls' share is held against
- * the window only from then.
+ * When a request's tokens on one limiter are used: each agent's nth call from an early
+ * start learned for the nth call of that agent (a loop's second iteration, a tool caller's
+ * turn after its tool start later than the first; at admission while unknown), so the later
+ * calls' share is held against the window only from then. Held from the agent's first call
+ * on, a later call's tokens kept window room idle until it started (research_pipeline: its
+ * critics' second turns and its writer's second iteration).
  */
 function scheduleOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, tokensPerCall: ReadonlyMap<string, number>): UsePart[] {
   const byOffset = new Map<number, number>();
   for (const [agent, n] of calls) {
-    const afterMs = llm.callCost.startOffsetMs(agent) ?? 0;
-    byOffset.set(afterMs, (byOffset.get(afterMs) ?? 0) + n * (tokensPerCall.get(agent) ?? 0));
+    for (let nth = 0; nth < n; nth++) {
+      const afterMs = llm.callCost.startOffsetMs(agent, nth) ?? 0;
+      byOffset.set(afterMs, (byOffset.get(afterMs) ?? 0) + (tokensPerCall.get(agent) ?? 0));
+    }
   }
   return [...byOffset].map(([afterMs, tokens]) => ({ afterMs, tokens }));
 }

@@ -4,7 +4,7 @@
 import type { ModelPlan, ModelPlans } from '../planner/model-plans.ts';
 import { type Plan, type PlanInput, plan } from '../planner/index.ts';
 import type { AgentShape } from './agent-shapes.ts';
-import { collectSteadyRun, type FleetFigures, type ModelFigures, type RunComparisonInput, type SteadyRun } from './steady-collect.ts';
+import { collectSteadyRun, type FleetFigures, type ModelFigures, type RunComparisonInput, type SteadyRequests, type SteadyRun } from './steady-collect.ts';
 import { planSteadyPhase, type SteadyPlan } from './steady-plan.ts';
 import { limitedModels, type StackParameters, type SteadyPhase } from './steady-state.ts';
 
@@ -82,7 +82,14 @@ export interface PlanVsMeasured {
   permitsInUseScraped: number | undefined;
   window: { start: number; end: number };
   rows: ComparisonRow[];
+  /**
+   * Whole requests the limiters shed in the steady window (each limiter counts a request once:
+   * the busiest limiter's count), and what arrived before the steady rate (an opening burst),
+   * so the verdict tells the sheds of a cold start or a burst from the steady rate's.
+   */
+  steadyRequests?: SteadyRequests;
 }
+
 
 const relativeError = (planned: number, measured: number): number =>
   planned === 0 ? (measured === 0 ? 0 : Number.POSITIVE_INFINITY) : (measured - planned) / planned;
@@ -282,6 +289,11 @@ export function measuredOf(fleet: FleetFigures, callsPerRequest: number, window:
 
 /** Plan vs measured over a collected steady phase and its plan (planSteadyPhase's; pure). */
 export function compareSteadyRun(run: SteadyRun, stack: StackParameters, planLatency: RunComparisonInput['planLatency'], planned: SteadyPlan): PlanVsMeasured {
+  const compared = compareFigures(run, stack, planLatency, planned);
+  return run.steadyRequests ? { ...compared, steadyRequests: run.steadyRequests } : compared;
+}
+
+function compareFigures(run: SteadyRun, stack: StackParameters, planLatency: RunComparisonInput['planLatency'], planned: SteadyPlan): PlanVsMeasured {
   const { window, probed, figures } = run;
   if (figures.kind === 'models' && planned.models) return compareModels(stack, planned.models, figures.byModel, window, probed);
   if (figures.kind === 'models') throw new Error('a steady run measured per model needs its plan per model');

@@ -64,10 +64,24 @@ export function fleetQueries(start: number, end: number) {
   };
 }
 
-/** The steady window's figures: per model when `models` are the tree's limited models (limitedModels), else the fleet's. */
+/**
+ * Whole requests request admission saw in [start, end] (epoch ms), and those it shed: every
+ * limiter a request draws on counts it once, so the busiest limiter's count is the fleet's.
+ */
+export function steadyRequestQueries(start: number, end: number) {
+  const seconds = Math.max(1, Math.round((end - start) / 1000));
+  const name = limiterMetrics.requests.name;
+  return {
+    admissions: scalar(`sum(increase(${name}[${seconds}s]))`, end),
+    shed: scalar(`max(sum by (limiter) (increase(${name}{outcome="shed"}[${seconds}s])))`, end),
+  };
+}
+
+/** The steady window's figures: per model when `models` are the tree's limited models (limitedModels), else the fleet's; the requests shed in it either way. */
 export function steadyQueries(window: { start: number; end: number }, models: readonly { model: string; limiter?: string }[]) {
-  if (models.length > 0) return { kind: 'models' as const, models: models.map((m) => ({ model: m.model, ...modelQueries(window.start, window.end, m.limiter as string) })) };
-  return { kind: 'fleet' as const, fleet: fleetQueries(window.start, window.end) };
+  const requests = steadyRequestQueries(window.start, window.end);
+  if (models.length > 0) return { kind: 'models' as const, requests, models: models.map((m) => ({ model: m.model, ...modelQueries(window.start, window.end, m.limiter as string) })) };
+  return { kind: 'fleet' as const, requests, fleet: fleetQueries(window.start, window.end) };
 }
 
 /** Requests the agent side answered 2xx in [start, end] (epoch ms). */

@@ -68,6 +68,8 @@ export interface FleetFigures {
 export interface SteadyRun extends SteadyFrame {
   /** The random-time samples' mean of the permits in use, when a probe ran. */
   probed: number | undefined;
+  /** Requests shed in the window and what came before it; undefined when no limiter admitted a request (per-call admission). */
+  steadyRequests: SteadyRequests | undefined;
   /** Per model, for a tree whose every model has its own limiter; else the fleet's. */
   figures: { readonly kind: 'models'; readonly models: readonly ModelShape[]; readonly byModel: ReadonlyMap<string, ModelFigures> } | { readonly kind: 'fleet'; readonly fleet: FleetFigures };
 }
@@ -85,17 +87,26 @@ export function fleetFiguresOf(a: Answers<ReturnType<typeof fleetQueries>>): Fle
   return { seconds, completed: a.completed ?? 0, okCalls: a.okCalls ?? 0, callsInFlight: a.callsInFlight ?? 0, callSeconds, permitsInUseScraped, ...(requests ? { requests } : {}) };
 }
 
+/** What request admission did in the steady window, beside what came before it. */
+export interface SteadyRequests {
+  /** Requests shed in the steady window. */
+  shed: number;
+  /** The arrivals before the steady rate, in words (`the opening burst of 10 users`); undefined when none. */
+  before: string | undefined;
+}
+
 /** The steady run of `frame` from the answers to its steadyQueries (pure), or why it cannot be compared (Prometheus saw no agent). */
 export function steadyRunOf(frame: SteadyFrame, probed: number | undefined, a: Answers<ReturnType<typeof steadyQueries>>, prometheusUrl: string): SteadyRun | { skipped: string } {
+  const steadyRequests = a.requests.admissions ? { shed: Math.round(a.requests.shed ?? 0), before: frame.before } : undefined;
   if (a.kind === 'models') {
     const byModel = new Map(a.models.map((m) => [m.model, modelFiguresOf(m)]));
-    return { ...frame, probed, figures: { kind: 'models', models: frame.models, byModel } };
+    return { ...frame, probed, steadyRequests, figures: { kind: 'models', models: frame.models, byModel } };
   }
   const fleet = fleetFiguresOf(a.fleet);
   if (fleet.completed === 0 && fleet.callSeconds === undefined) {
     return { skipped: `Prometheus at ${prometheusUrl} has no agent service metrics for the run: does it scrape the agent (job ${jobs.agent})?` };
   }
-  return { ...frame, probed, figures: { kind: 'fleet', fleet } };
+  return { ...frame, probed, steadyRequests, figures: { kind: 'fleet', fleet } };
 }
 
 /** Everything plan vs measured needs from a finished run's steady phase, or why it cannot be compared. */

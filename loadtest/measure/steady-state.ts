@@ -69,6 +69,8 @@ export interface SteadyFrame {
   /** The tree's models that each go through a limiter of their own (limitedModels); none: the fleet is measured whole. */
   models: readonly ModelShape[];
   window: { start: number; end: number };
+  /** The arrivals before the steady phase, in words (`the opening burst of 10 users`); undefined when none. */
+  before: string | undefined;
 }
 
 /** The models of a tree that each go through a limiter of their own: all of them, or none when one has no limiter. */
@@ -91,7 +93,15 @@ export function steadyFrame(s: ScenarioFile, shapes: AgentShapes, callSeconds: n
   const start = testStartedAt + steady.from * 1000;
   const end = Math.min(testStartedAt + steady.to * 1000, endedAt);
   if (end - start < 3000) return { skipped: `the steady window is too short (${((end - start) / 1000).toFixed(1)} s): lengthen the steady phase` };
-  return { phase, shape, models: limitedModels(shape), window: { start, end } };
+  return { phase, shape, models: limitedModels(shape), window: { start, end }, before: arrivalsBefore(s, phase) };
+}
+
+/** The arrivals that start before the steady phase, in words; undefined when none. */
+export function arrivalsBefore(scenario: ScenarioFile, phase: SteadyPhase): string | undefined {
+  const before = scenario.arrivals.filter((a) => a !== phase.arrival && a.kind === 'burst' && a.at < phase.arrival.start);
+  if (before.length === 0) return undefined;
+  const users = before.reduce((n, a) => n + (a.kind === 'burst' ? a.users * (a.repeat?.times ?? 1) : 0), 0);
+  return before.length === 1 ? `the opening burst of ${users} users` : `${before.length} bursts of ${users} users before it`;
 }
 
 /** Why a scenario that changes the mock mid-run is not compared. */

@@ -62,7 +62,8 @@ export function limiterPartial(causes: PartialCauses | undefined): { reasons: st
 
 /**
  * The verdict. It fits when the plan says the demand fits the budget (where a plan was made)
- * and the run agrees: no request shed, partial or failed, and no provider 429. Partial
+ * and the run agrees: no request shed at the steady rate (sheds before it, in an opening burst
+ * on cold limiters, are named apart), none partial or failed, and no provider 429. Partial
  * requests that only the limiter cut say so and do not count against the tree. Unfinished
  * requests (cut off by the run's end) are counted, not judged.
  */
@@ -77,8 +78,13 @@ export function runVerdict(v: VerdictInput): Verdict {
   // Failed requests answered 2xx lost every branch: the limiter's when no branch failed at the provider.
   const answered2xx = Object.entries(v.causes?.statusCodes ?? {}).reduce((n, [status, count]) => n + (status.startsWith('2') ? count : 0), 0);
   const failedByLimiter = limiter?.all ? Math.min(c.failed, Math.max(0, answered2xx - c.served - c.partial)) : 0;
+  // Fit is judged at the steady rate: when none was shed in the steady window, the sheds
+  // before it (an opening burst on cold limiters, larger than a window funds at once; the
+  // warm-up) are told apart, not held against the tree.
+  const steady = compared?.steadyRequests;
+  const shedBefore = steady?.shed === 0 ? c.shed : 0;
   const problems: string[] = [];
-  if (c.shed > 0) problems.push(`${c.shed} shed`);
+  if (c.shed - shedBefore > 0) problems.push(`${c.shed} shed`);
   if (c.partial > 0 && !limiter?.all) problems.push(`${c.partial} partial`);
   if (c.failed - failedByLimiter > 0) problems.push(`${c.failed - failedByLimiter} failed`);
   if (v.providerRateLimited) problems.push(`${v.providerRateLimited} provider 429s`);
@@ -90,6 +96,10 @@ export function runVerdict(v: VerdictInput): Verdict {
       : `verdict: the tree does NOT fit its quota${demand}${planned && !planned.fits ? ` (the budget sustains ${rate(planned.sustainedUserRequestsPerMinute)})` : ''}`,
     `${formatRequestCounts(c)} of ${started} requests${v.providerRateLimited ? `; ${v.providerRateLimited} provider 429s` : ''}`,
   ];
+  if (shedBefore > 0) {
+    const what = steady?.before ? `${steady.before} on cold limiters, more than a window funds at once, and the warm-up` : 'the warm-up, on cold limiters';
+    parts.push(`the ${shedBefore} shed came before the steady window (${what}): none at the steady rate`);
+  }
   const cuts = quotaCutsLine(v.quotaChanges ?? []);
   if (cuts) parts.push(cuts);
   if (limiter?.all && c.partial + failedByLimiter > 0) {

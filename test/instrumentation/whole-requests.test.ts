@@ -95,6 +95,8 @@ describe('whole requests on random trees', () => {
           callTimes: fc.array(fc.integer({ min: 1, max: 20_000 }), { minLength: 1, maxLength: 16 }),
           expected: fc.boolean(),
           deadlineMs: fc.option(fc.integer({ min: 1_000, max: 120_000 }), { nil: undefined }),
+          // Input alone counted: calls draw their own prompts from their request's share (funded at the mean).
+          counted: fc.constantFrom<'total' | 'input'>('total', 'input'),
         }),
         async (shape, o) => {
           const clock = new ManualClock();
@@ -113,7 +115,7 @@ describe('whole requests on random trees', () => {
           });
           const registry = new Registry();
           // The budget funds budgetRequests whole requests a window.
-          const budget = new TokenBudget(o.budgetRequests * TOKENS_PER_CALL * countCalls(shape), { countedTokens: 'total', clock });
+          const budget = new TokenBudget(o.budgetRequests * TOKENS_PER_CALL * countCalls(shape), { countedTokens: o.counted, clock });
           const model = new RateLimitedLlm({
             delegate,
             name: 'gemini',

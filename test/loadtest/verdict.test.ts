@@ -12,7 +12,7 @@ import { formatHttpFailed, SUMMARY_SUBMETRICS, summaryText } from '../../loadtes
 import { deadlineNote, fitRunToTree } from '../../loadtest/run-fit.ts';
 import { comparePlan, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
 import { unmeasuredMessage } from '../../loadtest/measure/run-outcome.ts';
-import { criticalPathSeconds, minimumSteadySeconds, steadyWindow, treeTiming } from '../../loadtest/measure/steady-state.ts';
+import { arrivalsBefore, criticalPathSeconds, minimumSteadySeconds, steadyPhase, steadyWindow, treeTiming } from '../../loadtest/measure/steady-state.ts';
 import { reviewAgentExample } from '../../loadtest/planner/examples.ts';
 import { renderReport } from '../../loadtest/report/page.ts';
 import { formatTimeouts } from '../../loadtest/report/summary.ts';
@@ -305,5 +305,46 @@ describe('the summary names what it counts', () => {
       'qs_branch_outcomes{outcome:timeout}': { values: { count: 2 } },
     });
     expect(condenseSummary(data).branchOutcomesByKind).toEqual({ ok: 10, timeout: 2 });
+  });
+});
+
+describe('sheds of an opening burst are told from sheds at the steady rate', () => {
+  const window = { start: 0, end: 60_000 };
+  const light: Measured = { userRequestsPerMinute: 4, answeredRequestsPerMinute: 4, requests: { served: 4, shed: 0, partial: 0 }, callsInFlight: 3, permitsInUseScraped: undefined, callSeconds: 8, window };
+  const scenario = {
+    name: 'main',
+    defaults: { tree: 'review', inputTokensPerCall: 5000 },
+    arrivals: [
+      { kind: 'burst' as const, at: 0, users: 10 },
+      { kind: 'constant' as const, start: 24, perMinute: 4, duration: 300 },
+    ],
+  };
+
+  it('names the arrivals before the steady phase', () => {
+    const phase = steadyPhase(scenario);
+    expect(phase).toBeDefined();
+    expect(arrivalsBefore(scenario, phase as NonNullable<typeof phase>)).toBe('the opening burst of 10 users');
+    const steadyOnly = { ...scenario, arrivals: [scenario.arrivals[1]] };
+    expect(arrivalsBefore(steadyOnly, steadyPhase(steadyOnly) as NonNullable<typeof phase>)).toBeUndefined();
+  });
+
+  it('fits when every shed came before the steady window, and says what the burst did', () => {
+    const c = comparePlan({ ...reviewAgentExample, userRequestsPerMinute: 4 }, light);
+    expect(c.planned.fits).toBe(true);
+    const outcomes = { served: 29, partial: 0, shed: 2, failed: 0, unfinished: 0 };
+    const v = runVerdict({ outcomes, providerRateLimited: 0, planVsMeasured: { ...c, steadyRequests: { shed: 0, before: 'the opening burst of 10 users' } } });
+    expect(v.fits).toBe(true);
+    expect(v.line).toMatch(/^verdict: the tree fits its quota at 4 user requests\/min; served 29, partial 0, shed 2/);
+    expect(v.line).toContain('the 2 shed came before the steady window (the opening burst of 10 users on cold limiters, more than a window funds at once, and the warm-up): none at the steady rate');
+    // Without the steady count every shed is held against the run, as before.
+    expect(runVerdict({ outcomes, providerRateLimited: 0, planVsMeasured: c }).line).toContain("the plan says it fits: check the run's 2 shed");
+  });
+
+  it('a shed in the steady window is still a misfit, every shed counted', () => {
+    const c = comparePlan({ ...reviewAgentExample, userRequestsPerMinute: 4 }, light);
+    const v = runVerdict({ outcomes: { served: 28, partial: 0, shed: 3, failed: 0, unfinished: 0 }, providerRateLimited: 0, planVsMeasured: { ...c, steadyRequests: { shed: 1, before: 'the opening burst of 10 users' } } });
+    expect(v.fits).toBe(false);
+    expect(v.line).not.toContain('before the steady window');
+    expect(v.line).toContain("the plan says it fits: check the run's 3 shed");
   });
 });
