@@ -43,13 +43,28 @@ export function modelQueries(start: number, end: number, limiter: string) {
   };
 }
 
+/**
+ * Whole requests by how request admission ended them in [start, end] (epoch ms). Every limiter
+ * a request draws on counts it once, so the busiest limiter's count is the fleet's;
+ * `admissions` (admitted or shed anywhere) is 0 where no limiter admitted a request.
+ */
+export function requestOutcomeQueries(start: number, end: number) {
+  const w = `[${Math.max(1, Math.round((end - start) / 1000))}s]`;
+  const name = limiterMetrics.requests.name;
+  const byOutcome = (outcome: string) => scalar(`max(sum by (limiter) (increase(${name}{outcome="${outcome}"}${w})))`, end);
+  return {
+    admissions: scalar(`sum(increase(${name}{outcome=~"admitted|shed"}${w}))`, end),
+    served: byOutcome('completed'),
+    shed: byOutcome('shed'),
+    partial: byOutcome('partial'),
+  };
+}
+
 /** The fleet's steady figures over [start, end] (epoch ms), summed over replicas. */
 export function fleetQueries(start: number, end: number) {
   const seconds = Math.max(1, Math.round((end - start) / 1000));
   const w = `[${seconds}s]`;
   const d = limiterMetrics.callDuration.name;
-  // Every limiter a request draws on counts it once: the busiest limiter counts them all.
-  const byOutcome = (outcome: string) => scalar(`max(sum by (limiter) (increase(${limiterMetrics.requests.name}{outcome="${outcome}"}${w})))`, end);
   return {
     seconds,
     completed: scalar(`sum(increase(${agentMetrics.requests.name}${w}))`, end),
@@ -57,31 +72,17 @@ export function fleetQueries(start: number, end: number) {
     callsInFlight: scalar(`sum(rate(${d}_sum${w}))`, end),
     callSeconds: scalar(`sum(increase(${d}_sum${w})) / sum(increase(${d}_count${w}))`, end),
     permitsInUseScraped: scalar(`avg_over_time(sum(${limiterMetrics.permitsInUse.name})[${seconds}s:1s])`, end),
-    admissions: scalar(`sum(increase(${limiterMetrics.requests.name}{outcome=~"admitted|shed"}${w}))`, end),
-    served: byOutcome('completed'),
-    shed: byOutcome('shed'),
-    partial: byOutcome('partial'),
+    ...requestOutcomeQueries(start, end),
   };
 }
 
-/**
- * Whole requests request admission saw in [start, end] (epoch ms), and those it shed: every
- * limiter a request draws on counts it once, so the busiest limiter's count is the fleet's.
- */
-export function steadyRequestQueries(start: number, end: number) {
-  const seconds = Math.max(1, Math.round((end - start) / 1000));
-  const name = limiterMetrics.requests.name;
-  return {
-    admissions: scalar(`sum(increase(${name}[${seconds}s]))`, end),
-    shed: scalar(`max(sum by (limiter) (increase(${name}{outcome="shed"}[${seconds}s])))`, end),
-  };
-}
-
-/** The steady window's figures: per model when `models` are the tree's limited models (limitedModels), else the fleet's; the requests shed in it either way. */
+/** The steady window's figures: per model when `models` are the tree's limited models (limitedModels), with the fleet's request outcomes; else the fleet's (which hold them). */
 export function steadyQueries(window: { start: number; end: number }, models: readonly { model: string; limiter?: string }[]) {
-  const requests = steadyRequestQueries(window.start, window.end);
-  if (models.length > 0) return { kind: 'models' as const, requests, models: models.map((m) => ({ model: m.model, ...modelQueries(window.start, window.end, m.limiter as string) })) };
-  return { kind: 'fleet' as const, requests, fleet: fleetQueries(window.start, window.end) };
+  if (models.length > 0) {
+    const requests = requestOutcomeQueries(window.start, window.end);
+    return { kind: 'models' as const, requests, models: models.map((m) => ({ model: m.model, ...modelQueries(window.start, window.end, m.limiter as string) })) };
+  }
+  return { kind: 'fleet' as const, fleet: fleetQueries(window.start, window.end) };
 }
 
 /** Requests the agent side answered 2xx in [start, end] (epoch ms). */

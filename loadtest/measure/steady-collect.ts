@@ -97,7 +97,8 @@ export interface SteadyRequests {
 
 /** The steady run of `frame` from the answers to its steadyQueries (pure), or why it cannot be compared (Prometheus saw no agent). */
 export function steadyRunOf(frame: SteadyFrame, probed: number | undefined, a: Answers<ReturnType<typeof steadyQueries>>, prometheusUrl: string): SteadyRun | { skipped: string } {
-  const steadyRequests = a.requests.admissions ? { shed: Math.round(a.requests.shed ?? 0), before: frame.before } : undefined;
+  const outcomes = a.kind === 'models' ? a.requests : a.fleet;
+  const steadyRequests = outcomes.admissions ? { shed: Math.round(outcomes.shed ?? 0), before: frame.before } : undefined;
   if (a.kind === 'models') {
     const byModel = new Map(a.models.map((m) => [m.model, modelFiguresOf(m)]));
     return { ...frame, probed, steadyRequests, figures: { kind: 'models', models: frame.models, byModel } };

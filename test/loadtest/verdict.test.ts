@@ -10,9 +10,12 @@ import { isShedAnswer, REQUEST_OUTCOMES, requestFailed, requestOutcome } from '.
 import { condenseSummary } from '../../loadtest/k6/summary.ts';
 import { formatHttpFailed, SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
 import { deadlineNote, fitRunToTree } from '../../loadtest/run-fit.ts';
-import { comparePlan, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
+import { BUILT_IN_SHAPES } from '../../loadtest/measure/agent-shapes.ts';
+import { comparePlan, compareSteadyRun, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
+import { steadyRunOf } from '../../loadtest/measure/steady-collect.ts';
+import { planSteadyPhase } from '../../loadtest/measure/steady-plan.ts';
 import { unmeasuredMessage } from '../../loadtest/measure/run-outcome.ts';
-import { arrivalsBefore, criticalPathSeconds, minimumSteadySeconds, steadyPhase, steadyWindow, treeTiming } from '../../loadtest/measure/steady-state.ts';
+import { arrivalsBefore, criticalPathSeconds, minimumSteadySeconds, type StackParameters, steadyFrame, steadyPhase, steadyWindow, treeTiming } from '../../loadtest/measure/steady-state.ts';
 import { reviewAgentExample } from '../../loadtest/planner/examples.ts';
 import { renderReport } from '../../loadtest/report/page.ts';
 import { formatTimeouts } from '../../loadtest/report/summary.ts';
@@ -326,6 +329,22 @@ describe('sheds of an opening burst are told from sheds at the steady rate', () 
     expect(arrivalsBefore(scenario, phase as NonNullable<typeof phase>)).toBe('the opening burst of 10 users');
     const steadyOnly = { ...scenario, arrivals: [scenario.arrivals[1]] };
     expect(arrivalsBefore(steadyOnly, steadyPhase(steadyOnly) as NonNullable<typeof phase>)).toBeUndefined();
+  });
+
+  it("carries the steady window's shed count and what came before it from the collected answers to the comparison", () => {
+    const frame = steadyFrame(scenario, BUILT_IN_SHAPES, 8, 0, 400_000);
+    if ('skipped' in frame) throw new Error(frame.skipped);
+    expect(frame.before).toBe('the opening burst of 10 users');
+    const fleet = { seconds: 200, completed: 13, okCalls: 65, callsInFlight: 2, callSeconds: 8, permitsInUseScraped: 2, admissions: 15, served: 13, shed: 0, partial: 0 };
+    const run = steadyRunOf(frame, undefined, { kind: 'fleet', fleet }, 'http://127.0.0.1:1');
+    if ('skipped' in run) throw new Error(run.skipped);
+    expect(run.steadyRequests).toEqual({ shed: 0, before: 'the opening burst of 10 users' });
+    const steadyStack: StackParameters = { outputTokensPerCall: 500, countedTokens: 'input', latencySeconds: 8, quotaRequestsPerMinute: 1000, quotaTokensPerMinute: 1_000_000, budgetFraction: 0.9, replicas: 3 };
+    const compared = compareSteadyRun(run, steadyStack, undefined, planSteadyPhase(frame.phase, frame.shape, [], steadyStack));
+    expect(compared.steadyRequests).toEqual({ shed: 0, before: 'the opening burst of 10 users' });
+    // Per-call admission (no request admitted or shed): nothing to tell apart.
+    const perCall = steadyRunOf(frame, undefined, { kind: 'fleet', fleet: { ...fleet, admissions: 0 } }, 'http://127.0.0.1:1');
+    expect('skipped' in perCall ? perCall : perCall.steadyRequests).toBeUndefined();
   });
 
   it('fits when every shed came before the steady window, and says what the burst did', () => {
