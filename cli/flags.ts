@@ -8,6 +8,7 @@ import { type Command, CommanderError, Option } from 'commander';
 import type { z } from 'zod';
 import { formatPerModel, type PerModel } from '../agent/per-model.ts';
 import { optionHelp } from '../instrumentation/limiter-options.ts';
+import { optionFlagName } from '../shared/option-flag-name.ts';
 import { decimalNumber } from './decimal-number.ts';
 import { describeFailure, UsageError } from './errors.ts';
 
@@ -60,8 +61,7 @@ export function serverLimitFlags(
 export function optionFlag(key: string, schema: z.ZodType, spec: Partial<FlagSpec> = {}): FlagSpec {
   const help = optionHelp(schema);
   if (!help) throw new Error(`${key}: the schema carries no option help`);
-  const flag = key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
-  return { flag, help: help.description, schema, value: help.unit, ...(help.defaultText === undefined ? {} : { defaultText: help.defaultText }), ...spec };
+  return { flag: optionFlagName(key), help: help.description, schema, value: help.unit, ...(help.defaultText === undefined ? {} : { defaultText: help.defaultText }), ...spec };
 }
 
 /** A per-model flag (N, MODEL=N,… or N,MODEL=N): parsed by parsePerModel, its default shown as one. */
