@@ -91,10 +91,7 @@ export class LimiterDoor {
       if (refused) throw new RequestShed(llm.name, 'budget_unavailable', refused.retryAfterMs ?? DEFAULT_UNAVAILABLE_RETRY_MS);
       return undefined;
     }
-    let tokens = 0;
-    for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
-    tokens = Math.ceil(tokens);
-    const useSchedule = scheduleOf(llm, calls, tokensPerCall);
+    const { tokens, useSchedule } = demandOf(llm, calls, tokensPerCall);
     const now = this.#clock.now();
     const shed = (reason: ShedReason, retryAfterMs: number) => new RequestShed(llm.name, reason, retryAfterMs);
     if (tokens > budget.capacity) throw shed('too_large', budget.windowMs ?? DEFAULT_WINDOW_MS);
@@ -133,6 +130,18 @@ export class LimiterDoor {
       }
     }
     return new FundedShare(budget, ticket, tokensPerCall, starting);
+  }
+
+  /**
+   * Ms until a request of `calls` could be funded here (0: now, or while the limiter knows no
+   * cost, or when its budget cannot tell). A request waits at its slowest door first.
+   */
+  expectedWaitMs(calls: ReadonlyMap<string, number>, messageTokens: number | undefined): number {
+    const tokensPerCall = costsOf(this.#llm, calls, messageTokens);
+    if (!tokensPerCall) return 0;
+    const { tokens, useSchedule } = demandOf(this.#llm, calls, tokensPerCall);
+    if (tokens > this.#budget.capacity) return 0;
+    return this.#budget.funding?.fundableInMs(tokens, useSchedule) ?? 0;
   }
 
   /**
@@ -187,6 +196,13 @@ function costsOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, messag
   if (!llm.callCost.known) return undefined;
   const message = messageTokens !== undefined && countsInput(llm.countedTokens) ? messageTokens : 0;
   return llm.callCost.fundRequest(calls, message, llm.countedTokens === 'input' ? 'mean' : 'most');
+}
+
+/** A request's tokens on one limiter, rounded up to whole tokens, and when they are used. */
+function demandOf(llm: RateLimitedLlm, calls: ReadonlyMap<string, number>, tokensPerCall: ReadonlyMap<string, number>): { tokens: number; useSchedule: UsePart[] } {
+  let tokens = 0;
+  for (const [agent, n] of calls) tokens += n * (tokensPerCall.get(agent) ?? 0);
+  return { tokens: Math.ceil(tokens), useSchedule: scheduleOf(llm, calls, tokensPerCall) };
 }
 
 /** Calls a request starts at once on one limiter: its agents' whose calls start before a call could end (unknown: at once). */

@@ -86,7 +86,7 @@ interface TreeLimiter {
 
 /** What admission needs of a tree, read once per root. */
 interface TreePlan {
-  /** Sorted by limiter name: every request reserves in the same order. */
+  /** Sorted by limiter name (the funding order when no door has a wait). */
   readonly limiters: readonly TreeLimiter[];
   /** Calls on the critical path (0 when the tree cannot be counted). */
   readonly depth: number;
@@ -246,7 +246,7 @@ export class RequestAdmission {
     const door: FundingDoor = { deadlines, shedFirst, signal: options.signal, learning: [], messageTokens };
     const leaveDoor = plan.limiters.map(({ llm }) => llm.doorWaiters.enter(arrivedAt));
     try {
-      for (const limiter of plan.limiters) {
+      for (const limiter of this.#fundingOrder(plan, messageTokens)) {
         const share = await this.#fund(limiter, door);
         if (!share) continue;
         shares.set(limiter.llm, share);
@@ -268,16 +268,37 @@ export class RequestAdmission {
     return request;
   }
 
+  /**
+   * The tree's limiters, the one a request would wait at longest first (ties in name order):
+   * a share taken holds its window room from its admission on, so a share taken before a wait
+   * at another door would keep that room idle for the wait.
+   */
+  #fundingOrder(plan: TreePlan, messageTokens: number | undefined): TreeLimiter[] {
+    const waits = new Map<TreeLimiter, number>();
+    for (const limiter of plan.limiters) {
+      const door = limiter.calls ? this.#doorOf(limiter.llm) : undefined;
+      waits.set(limiter, door && limiter.calls ? door.expectedWaitMs(limiter.calls, messageTokens) : 0);
+    }
+    return [...plan.limiters].sort((a, b) => (waits.get(b) as number) - (waits.get(a) as number));
+  }
+
   /** Reserve a request's tokens on one limiter through its door, or shed it; undefined when the limiter admits its calls one by one. */
   #fund({ llm, calls }: TreeLimiter, door: FundingDoor): Promise<FundedShare | undefined> | undefined {
+    const limiterDoor = this.#doorOf(llm);
+    if (!limiterDoor || !calls) return undefined;
+    return limiterDoor.fund(calls, door);
+  }
+
+  /** The limiter's door, made on first use; undefined for a limiter without a budget. */
+  #doorOf(llm: RateLimitedLlm): LimiterDoor | undefined {
     const budget = llm.budget;
-    if (!budget || !calls) return undefined;
+    if (!budget) return undefined;
     let limiterDoor = this.#doors.get(llm);
     if (!limiterDoor) {
       limiterDoor = new LimiterDoor(llm, budget, this.#clock, this.#queue);
       this.#doors.set(llm, limiterDoor);
     }
-    return limiterDoor.fund(calls, door);
+    return limiterDoor;
   }
 
   #count(plan: TreePlan, outcome: 'admitted' | 'shed' | 'abandoned', arrivedAt: number): void {
