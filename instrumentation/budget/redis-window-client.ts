@@ -14,7 +14,7 @@ import { type Clock, withDeadline } from '../clock.ts';
 import { REDIS_WINDOW_SLOTS } from '../defaults.ts';
 import { CentralBudgetConflict } from '../errors.ts';
 import { BUDGET_CONFLICT_REPLY, maxBudgetTtlMs, ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
-import { type Hold, slotsAfter, WindowOutlook } from './window-rule.ts';
+import { fitsAfterHoldsInMs, type Hold, slotsAfter } from './window-rule.ts';
 
 const SCRIPT_SHA1 = createHash('sha1').update(ROLLING_WINDOW_SCRIPT).digest('hex');
 
@@ -122,7 +122,8 @@ export class RedisWindowClient {
     const slotMs = this.slotMs;
     const slotStartAt = view.slotStartAt + Math.floor((now - view.slotStartAt) / slotMs) * slotMs;
     const due = parts.map((part) => ({ afterMs: this.slotsAfter(part.afterMs) * slotMs, tokens: part.tokens }));
-    const fitsInMs = new WindowOutlook(view.leaving, view.holds).fitsInMs(slotStartAt, due, limit);
+    // The holds counted when due and gone a window later, as the calls they are held for are.
+    const fitsInMs = fitsAfterHoldsInMs(slotStartAt, view.leaving, view.holds, due, limit, this.#options.windowMs);
     return fitsInMs === undefined || fitsInMs === 0 ? fitsInMs : Math.max(1, Math.ceil(slotStartAt + fitsInMs - now));
   }
 

@@ -23,8 +23,8 @@ import { type CountedTokens, countedTokensSchema } from '../counted-tokens.ts';
 import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, LOCAL_WINDOW_SLOTS, MAX_WINDOW_MS, MIN_WINDOW_MS } from '../defaults.ts';
 import { BudgetRequestTooLarge } from '../errors.ts';
 import { RollingWindow } from './rolling-window.ts';
-import { WaiterQueue } from '../waiter-queue.ts';
-import { drawFromHolds, type Hold, heldTokens, partsOf, WindowOutlook } from './window-rule.ts';
+import { type Waiter, WaiterQueue } from '../waiter-queue.ts';
+import { drawFromHolds, fitsAfterHoldsInMs, type Hold, heldTokens, partsOf, WindowOutlook } from './window-rule.ts';
 import { parseOptions } from '../limiter-options.ts';
 import { z } from 'zod';
 
@@ -249,12 +249,12 @@ export class TokenBudget implements Budget, BudgetFunding {
     }
     const need = ahead + tokens;
     const bucketWaitMs = this.#level + EPSILON < need ? (need - this.#level) / this.#perMs : 0;
-    // The window frees what it holds as its slots age; more than one window of queued tokens waits whole windows.
-    const windowNeed = need + this.#pending;
-    const windowWaitMs = this.#window
-      ? windowNeed <= this.#window.limit
-        ? this.#scheduleWaitMs(this.#clock.now(), parts)
-        : Math.ceil(windowNeed / this.#window.limit) * this.windowMs
+    // The window frees what it holds as its slots age and its holds are counted and age; more
+    // than one window of queued tokens waits whole windows.
+    const window = this.#window;
+    const now = this.#clock.now();
+    const windowWaitMs = window
+      ? (fitsAfterHoldsInMs(now, window.leaving(now), [...this.#holds()], parts, this.#limit, this.windowMs) ?? Math.ceil(need / window.limit) * this.windowMs)
       : 0;
     return Math.ceil(Math.max(bucketWaitMs, windowWaitMs));
   }
@@ -393,20 +393,50 @@ export class TokenBudget implements Budget, BudgetFunding {
     this.#clearWake();
     this.#refill();
     for (let head = this.#waiters.head(); head !== undefined; head = this.#waiters.head()) {
-      const { tokens, atUse, parts } = head.data;
-      const need = Math.min(tokens, this.#limit);
-      const bucketWaitMs = this.#level + EPSILON < need ? Math.ceil((need - this.#level) / this.#perMs) : 0;
       const now = this.#clock.now();
-      const windowWaitMs = this.#windowWaitMs(now, tokens, parts);
-      const waitMs = Math.max(bucketWaitMs, windowWaitMs, Math.ceil(this.#pausedUntil - now));
+      const waitMs = this.#waitMs(now, head.data);
       if (waitMs > 0) {
+        this.#backfill(now, head);
         this.#wakeTimer = this.#clock.setTimeout(() => {
           this.#wakeTimer = undefined;
           this.#admit();
         }, waitMs);
         return;
       }
-      head.grant(this.#take(tokens, atUse, parts));
+      head.grant(this.#take(head.data.tokens, head.data.atUse, head.data.parts));
+    }
+  }
+
+  /** Ms until a queued reservation could be taken (0: now): the bucket, the window and a pause. */
+  #waitMs(now: number, { tokens, parts }: Wanted): number {
+    const need = Math.min(tokens, this.#limit);
+    const bucketWaitMs = this.#level + EPSILON < need ? Math.ceil((need - this.#level) / this.#perMs) : 0;
+    return Math.max(bucketWaitMs, this.#windowWaitMs(now, tokens, parts), Math.ceil(this.#pausedUntil - now));
+  }
+
+  /**
+   * Grants the requests queued behind a head that must wait which can be taken now without
+   * delaying it: the head's earliest time (its holds counted when due), with their tokens
+   * taken, is no later than without them, and the bucket keeps the head's tokens. A top-up
+   * (counted at once) waits for room now; a request at the door behind it, whose calls start
+   * later, may fit where the top-up cannot. In strict order the door stood still while the
+   * top-up waited (research_pipeline: its writers' second calls).
+   */
+  #backfill(now: number, head: Waiter<Wanted, TokenTicket>): void {
+    const window = this.#window;
+    if (!window || this.#pausedUntil > now) return;
+    const headAt = (extra: readonly Hold[]) =>
+      fitsAfterHoldsInMs(now, window.leaving(now), [...this.#holds(), ...extra], head.data.parts, this.#limit, this.windowMs);
+    const before = headAt([]);
+    if (before === undefined) return;
+    const headNeed = Math.min(head.data.tokens, this.#limit);
+    for (const waiter of this.#waiters) {
+      const { tokens, atUse, parts } = waiter.data;
+      // Only whole requests counted when used (the door's): what they take now is little.
+      if (waiter === head || !atUse || this.#level - tokens + EPSILON < headNeed || this.#waitMs(now, waiter.data) > 0) continue;
+      const after = headAt(parts.map((part) => ({ dueAt: now + part.afterMs, tokens: part.tokens })));
+      if (after === undefined || after > before) continue;
+      waiter.grant(this.#take(tokens, atUse, parts));
     }
   }
 }

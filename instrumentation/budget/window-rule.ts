@@ -171,3 +171,54 @@ export class WindowOutlook {
     return Math.max(1, Math.ceil(sorted[lo] - now));
   }
 }
+
+/**
+ * The earliest admission time, ms from `now`, at which `parts` fit, were each hold counted
+ * when it falls due and gone a window (`windowMs`) later, as the call it was held for is;
+ * undefined when the parts alone exceed the limit. A door's estimate of when a request can be
+ * funded: the outlook alone takes every hold to stay (WindowOutlook.fitsInMs), and whole
+ * windows were said where it found no time; that shed requests a deep tree's door funds
+ * within seconds (research_pipeline: its requests' later calls held more than the window's
+ * room while three were in flight, so every arrival was told a minute or more).
+ */
+export function fitsAfterHoldsInMs(
+  now: number,
+  leaving: readonly (readonly [number, number])[],
+  holds: readonly Hold[],
+  parts: readonly UsePart[],
+  limit: number,
+  windowMs: number,
+): number | undefined {
+  let partTokens = 0;
+  for (const part of parts) partTokens += part.tokens;
+  if (partTokens > limit + EPSILON) return undefined;
+  // Admitted at `at`: the holds due by then were counted and leave a window after their due time.
+  const peakAt = (at: number) => {
+    const left: (readonly [number, number])[] = [...leaving];
+    const staying: Hold[] = [];
+    for (const hold of holds) {
+      if (hold.dueAt <= at) left.push([hold.dueAt + windowMs, hold.tokens]);
+      else staying.push(hold);
+    }
+    left.sort((a, b) => a[0] - b[0]);
+    return new WindowOutlook(left, staying).peak(at, parts);
+  };
+  // The peak from a time on only falls as holds are counted and slots leave: bisect over the
+  // times a hold is counted and the times something leaves, less each part's offset.
+  const leaves = [...leaving.map(([at]) => at), ...holds.map((hold) => hold.dueAt + windowMs)];
+  const offsets = [0, ...parts.map((part) => part.afterMs)];
+  const times = new Set<number>();
+  for (const at of leaves) for (const offset of offsets) if (at - offset > now) times.add(at - offset);
+  // A hold counted (from its due time) leaves a window later: the peak can fall then too.
+  for (const hold of holds) if (hold.dueAt > now) times.add(hold.dueAt);
+  const sorted = [now, ...[...times].sort((a, b) => a - b)];
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (peakAt(sorted[mid]) <= limit + EPSILON) hi = mid;
+    else lo = mid + 1;
+  }
+  if (lo === sorted.length) return undefined;
+  return lo === 0 ? 0 : Math.max(1, Math.ceil(sorted[lo] - now));
+}
