@@ -4,38 +4,13 @@
 import { InMemoryRunner, LlmAgent, LogLevel, LoopAgent, setLogLevel } from '@google/adk';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import type { BudgetTicket, ReserveOptions } from '../../instrumentation/budget/budget.ts';
 import { estimateInputTokens } from '../../instrumentation/estimator.ts';
-import { limiterMetrics, RateLimitedLlm, RequestAdmission, TokenBudget } from '../../instrumentation/index.ts';
+import { limiterMetrics, RateLimitedLlm, RequestAdmission } from '../../instrumentation/index.ts';
 import { FakeLlm } from '../../instrumentation/testing.ts';
 import { delay, metricValue } from './helpers.ts';
+import { RecordingBudget } from './recording-budget.ts';
 
 setLogLevel(LogLevel.ERROR);
-
-/** A token budget that records every reservation taken from it (the door's and any top-up). */
-class RecordingBudget extends TokenBudget {
-  readonly taken: number[] = [];
-  #inReserve = false;
-
-  override tryReserve(tokens: number, options?: Pick<ReserveOptions, 'windowAtUse' | 'useSchedule'>): BudgetTicket | undefined {
-    const ticket = super.tryReserve(tokens, options);
-    if (ticket && !this.#inReserve) this.taken.push(tokens);
-    return ticket;
-  }
-
-  override async reserve(tokens: number, options?: ReserveOptions): Promise<BudgetTicket> {
-    this.#inReserve = true;
-    let waited: Promise<BudgetTicket>;
-    try {
-      waited = super.reserve(tokens, options);
-    } finally {
-      this.#inReserve = false;
-    }
-    const ticket = await waited;
-    this.taken.push(tokens);
-    return ticket;
-  }
-}
 
 describe('funding at the mean (input tokens counted)', () => {
   it("a loop's small first call leaves its tokens to the larger second: the request reserves the sum of the means and tops up nothing", async () => {

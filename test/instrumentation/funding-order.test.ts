@@ -4,43 +4,17 @@
 import { InMemoryRunner, LlmAgent, LogLevel, SequentialAgent, setLogLevel } from '@google/adk';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import type { BudgetTicket, ReserveOptions } from '../../instrumentation/budget/budget.ts';
 import { estimateInputTokens } from '../../instrumentation/estimator.ts';
-import { RateLimitedLlm, RequestAdmission, TokenBudget } from '../../instrumentation/index.ts';
+import { RateLimitedLlm, RequestAdmission, type TokenBudget } from '../../instrumentation/index.ts';
 import { FakeLlm } from '../../instrumentation/testing.ts';
 import { delay } from './helpers.ts';
+import { RecordingBudget } from './recording-budget.ts';
 
 setLogLevel(LogLevel.ERROR);
 
-/** A token budget that notes when each reservation of `least` tokens or more (a request's share, not a call's top-up) was granted. */
-class GrantLog extends TokenBudget {
-  readonly granted: number[] = [];
-  readonly #least: number;
-  #inReserve = false;
-
-  constructor(tokensPerMinute: number, least: number) {
-    super(tokensPerMinute, { countedTokens: 'input', windowMs: 1_000 });
-    this.#least = least;
-  }
-
-  override tryReserve(tokens: number, options?: Pick<ReserveOptions, 'windowAtUse' | 'useSchedule'>): BudgetTicket | undefined {
-    const ticket = super.tryReserve(tokens, options);
-    if (ticket && !this.#inReserve && tokens >= this.#least) this.granted.push(performance.now());
-    return ticket;
-  }
-
-  override async reserve(tokens: number, options?: ReserveOptions): Promise<BudgetTicket> {
-    this.#inReserve = true;
-    let waited: Promise<BudgetTicket>;
-    try {
-      waited = super.reserve(tokens, options);
-    } finally {
-      this.#inReserve = false;
-    }
-    const ticket = await waited;
-    if (tokens >= this.#least) this.granted.push(performance.now());
-    return ticket;
-  }
+/** When each share of `least` tokens or more (a request's, not a call's top-up) was granted. */
+function sharesGrantedAt(budget: RecordingBudget, least: number): number[] {
+  return budget.taken.flatMap((tokens, i) => (tokens >= least ? [budget.grantedAt[i]] : []));
 }
 
 function limiter(name: string, budget: TokenBudget, callMs: number): RateLimitedLlm {
@@ -56,8 +30,8 @@ function limiter(name: string, budget: TokenBudget, callMs: number): RateLimited
 describe('the funding order across limiters', () => {
   it('a request that must wait at one limiter takes its share of the other only once that wait is over', async () => {
     // "a-flash" sorts first by name and has room; "b-pro" holds one request per 1 s window.
-    const flashBudget = new GrantLog(1_000_000, 300);
-    const proBudget = new GrantLog(600, 300);
+    const flashBudget = new RecordingBudget(1_000_000, { countedTokens: 'input', windowMs: 1_000 });
+    const proBudget = new RecordingBudget(600, { countedTokens: 'input', windowMs: 1_000 });
     const flash = limiter('a-flash', flashBudget, 20);
     const pro = limiter('b-pro', proBudget, 20);
     const tree = new SequentialAgent({
@@ -76,8 +50,8 @@ describe('the funding order across limiters', () => {
     // The pro window holds the first request's tokens for its 1 s: the next request waits at the pro door.
     const arrived = performance.now();
     await run();
-    const [, proGranted] = proBudget.granted;
-    const [, flashGranted] = flashBudget.granted;
+    const [, proGranted] = sharesGrantedAt(proBudget, 300);
+    const [, flashGranted] = sharesGrantedAt(flashBudget, 300);
     expect(proGranted - arrived).toBeGreaterThan(100);
     // Funded in name order, flash was granted on arrival and its room stood idle while the request waited at pro.
     expect(flashGranted).toBeGreaterThanOrEqual(proGranted);

@@ -40,22 +40,19 @@ describe('a top-up and the door', () => {
       funding: { kind: 'share', share, tokens: 100 },
     });
     expect(call).toBeInstanceOf(Promise);
-    // A request at the door whose 300 tokens are used 20 s from now, after the 850 leave: it fits.
-    let doorGranted = false;
-    const door = budget.reserve(300, { windowAtUse: true, useSchedule: [{ afterMs: 20_000, tokens: 300 }], deadline: clock.now() + 30_000, priority: 1 });
-    void door.then(() => {
-      doorGranted = true;
-    });
-    await flushMicrotasks();
-    expect(doorGranted).toBe(true);
-    // One whose tokens, used 15 s from now, would leave no room for the top-up then: it waits.
-    let laterGranted = false;
-    const later = budget.reserve(900, { windowAtUse: true, useSchedule: [{ afterMs: 15_000, tokens: 900 }], deadline: clock.now() + 300_000, priority: 2 });
-    void later.then(() => {
-      laterGranted = true;
-    });
-    await flushMicrotasks();
-    expect(laterGranted).toBe(false);
+    /** Whether a request at the door, whose `tokens` are used `afterMs` from now, is taken at once. */
+    const takenAtOnce = async (tokens: number, afterMs: number, priority: number) => {
+      let granted = false;
+      void budget.reserve(tokens, { windowAtUse: true, useSchedule: [{ afterMs, tokens }], deadline: clock.now() + 300_000, priority }).then(() => {
+        granted = true;
+      });
+      await flushMicrotasks();
+      return granted;
+    };
+    // 300 used 20 s from now, after the 850 leave: it fits beside the top-up.
+    expect(await takenAtOnce(300, 20_000, 1)).toBe(true);
+    // 900 used 15 s from now would leave no room for the top-up then: it waits.
+    expect(await takenAtOnce(900, 15_000, 2)).toBe(false);
     // The top-up is taken once the 850 left.
     await clock.advance(10_100);
     const admitted = await call;
