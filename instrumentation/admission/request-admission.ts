@@ -274,11 +274,8 @@ export class RequestAdmission {
    * at another door would keep that room idle for the wait.
    */
   #fundingOrder(plan: TreePlan, messageTokens: number | undefined): TreeLimiter[] {
-    const waits = new Map<TreeLimiter, number>();
-    for (const limiter of plan.limiters) {
-      const door = limiter.calls ? this.#doorOf(limiter.llm) : undefined;
-      waits.set(limiter, door && limiter.calls ? door.expectedWaitMs(limiter.calls, messageTokens) : 0);
-    }
+    const waitOf = ({ llm, calls }: TreeLimiter) => (calls ? (this.#doorOf(llm)?.expectedWaitMs(calls, messageTokens) ?? 0) : 0);
+    const waits = new Map(plan.limiters.map((limiter) => [limiter, waitOf(limiter)]));
     return [...plan.limiters].sort((a, b) => (waits.get(b) as number) - (waits.get(a) as number));
   }
 
