@@ -40,6 +40,8 @@ export class CallState implements HeldCall {
   /** Usage of the final (non-partial) response, and of the last partial one that reported usage. */
   finalUsage: Usage | undefined;
   lastPartialUsage: Usage | undefined;
+  /** Whether its prompt carries its request's own message (an AgentTool's agent runs on the tool's input); undefined outside a request. */
+  carriesMessage: boolean | undefined;
   readonly #onReclaim: (state: CallState) => void;
 
   constructor(onReclaim: (state: CallState) => void) {

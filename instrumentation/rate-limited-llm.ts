@@ -347,7 +347,10 @@ export class RateLimitedLlm extends BaseLlm {
       result = { outcome: admission.outcome, error: admission.error, attempts: 0, rateLimited: false };
     } else {
       watch.admission('acquired', timing.waitMs, admission.reserved);
-      if (inRequest) this.callCost.observeStart(agent, admittedAt - inRequest.admittedAt, inRequest.startedCall(this, agent));
+      if (inRequest) {
+        state.carriesMessage = inRequest.carriesMessage(request.contents);
+        this.callCost.observeStart(agent, admittedAt - inRequest.admittedAt, inRequest.startedCall(this, agent));
+      }
       state.permit = admission.permit;
       // The safety net: one sweeper per wrapper reclaims a permit still held at the deadline.
       state.deadline = permitReclaimAt(admittedAt, this.maxCallMs);
@@ -441,8 +444,11 @@ export class RateLimitedLlm extends BaseLlm {
     };
     const callMs = end - timing.admittedAt;
     watch.ended(report, { admitted, callMs, usage, rateLimited, error, inFlight });
-    // Learned beyond the request's message where it counts: a request funds its own message on top.
-    if (outcome === 'ok' && usage) this.callCost.observe(agent, actual, callMs, countsInput(this.countedTokens) ? inRequest?.messageTokens : 0);
+    // Learned beyond the request's message where it counts and the call carried it: a request funds its own message on top.
+    if (outcome === 'ok' && usage) this.callCost.observe(agent, actual, callMs, {
+        messageTokens: countsInput(this.countedTokens) ? inRequest?.messageTokens : 0,
+        carriesMessage: state.carriesMessage,
+      });
     inRequest?.recordCall(this, this.name, { ok: outcome === 'ok', countedTokens: admitted ? actual : 0 });
     state.ended = true;
     if (outcome === 'ok') channel.end();

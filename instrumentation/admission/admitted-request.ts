@@ -16,6 +16,17 @@ export interface RequestCall {
   readonly countedTokens: number;
 }
 
+/** A message as a model call carries it (ADK's Content, structurally). */
+export interface MessageContent {
+  readonly role?: string;
+  readonly parts?: readonly { readonly text?: string }[];
+}
+
+/** A message's text: its parts' text joined. */
+export function messageTextOf(content: MessageContent): string {
+  return (content.parts ?? []).map((part) => part.text ?? '').join('');
+}
+
 export class AdmittedRequest {
   /** When the request arrived, on the admission's clock. */
   readonly arrivedAt: number;
@@ -26,6 +37,8 @@ export class AdmittedRequest {
   readonly lane: string | undefined;
   /** Counted tokens of the request's own message (0 when unknown): its calls' cost is learned beyond them. */
   readonly messageTokens: number;
+  /** The text of the request's own message; undefined when unknown or without text. */
+  readonly #messageText: string | undefined;
   /** Funded shares, keyed by the limiter (a RateLimitedLlm) they were reserved for. */
   readonly #shares: Map<object, FundedShare>;
   /** Calls started so far, per limiter and agent. */
@@ -43,13 +56,25 @@ export class AdmittedRequest {
     lane: string | undefined,
     shares: Map<object, FundedShare>,
     messageTokens = 0,
+    messageText?: string,
   ) {
     this.messageTokens = messageTokens;
+    this.#messageText = messageText || undefined;
     this.arrivedAt = arrivedAt;
     this.admittedAt = admittedAt;
     this.deadline = deadline;
     this.lane = lane;
     this.#shares = shares;
+  }
+
+  /**
+   * Whether a model call's prompt (`contents`) carries the request's own message: the tree's
+   * agents see it in their session history; an AgentTool's agent runs in a session of its own,
+   * on the tool's input. Taken to carry it when the message's text is unknown.
+   */
+  carriesMessage(contents: readonly MessageContent[] | undefined): boolean {
+    const text = this.#messageText;
+    return text === undefined || (contents ?? []).some((content) => content.role === 'user' && messageTextOf(content) === text);
   }
 
   /** How a call of `agent` on `limiter` is paid: from the share funded there for that agent, else by the budget alone. */

@@ -1,7 +1,8 @@
 // What one model call of each agent costs on one limiter, learned from the calls it
-// finished: counted tokens per call per agent beyond its request's own message (every call
-// of a tree carries the user's message, so a request funds each call at the most the agent's
-// recent calls used beyond theirs, plus its own message), and the call time. Request
+// finished: counted tokens per call per agent beyond its request's own message (the tree's
+// agents carry the user's message in their history, so a request funds each of their calls at
+// what the agent's recent calls used beyond theirs, plus its own message; an AgentTool's agent
+// runs on the tool's input instead, and is funded at what its calls used), and the call time. Request
 // admission funds a whole request with it (calls per agent x tokens per call) and knows from
 // the call time how long a request's critical path takes. Memory is bounded: a fixed window of recent calls per
 // agent, and agents are the tree's (a few names).
@@ -39,9 +40,19 @@ export interface CallCostPrior {
   readonly tokensPerCall?: number | Readonly<Record<string, number>>;
 }
 
+/** What is known of a finished call beyond its tokens and time. */
+export interface SeenCall {
+  /** Counted tokens of its request's own message (0 or unset when unknown): learned apart. */
+  readonly messageTokens?: number;
+  /** Whether its prompt carried its request's message; unset outside a request. */
+  readonly carriesMessage?: boolean;
+}
+
 export class CallCostModel {
   readonly #prior: CallCostPrior;
   readonly #tokens = new Map<string, number[]>();
+  /** Whether the agent's last call carried its request's message (an AgentTool's agent gets the tool's input instead). */
+  readonly #carriesMessage = new Map<string, boolean>();
   readonly #offsets = new Map<string, number[]>();
   /** Start offsets by the agent's call in its request (first, second, ...). */
   readonly #nthOffsets = new Map<string, number[]>();
@@ -52,11 +63,14 @@ export class CallCostModel {
   }
 
   /**
-   * Note a finished call: its counted tokens, how long the provider call took, and the
-   * counted tokens of its request's own message (0 when unknown), which are learned apart.
+   * Note a finished call of `agent`: its counted tokens and how long the provider call took;
+   * `seen` tells what else is known of it.
    */
-  observe(agent: string, countedTokens: number, callMs: number, messageTokens = 0): void {
-    remember(this.#tokens, agent, Math.max(0, countedTokens - messageTokens));
+  observe(agent: string, countedTokens: number, callMs: number, seen: SeenCall = {}): void {
+    const messageTokens = seen.carriesMessage === false ? 0 : (seen.messageTokens ?? 0);
+    const beyond = Math.max(0, countedTokens - messageTokens);
+    remember(this.#tokens, agent, beyond);
+    if (seen.carriesMessage !== undefined) this.#carriesMessage.set(agent, seen.carriesMessage);
     if (Number.isFinite(callMs) && callMs >= 0) {
       this.#meanCallMs = this.#meanCallMs === undefined ? callMs : this.#meanCallMs + CALL_TIME_WEIGHT * (callMs - this.#meanCallMs);
     }
@@ -95,17 +109,22 @@ export class CallCostModel {
   /**
    * Counted tokens to fund one call of the agent with in a request whose message counts
    * `messageTokens`: the most the agent's recent calls used beyond their request's message
-   * (`basis` 'mean': their mean), plus this one's; an agent not seen yet takes the mean of
+   * (`basis` 'mean': their mean), plus this one's where its calls carry it; an agent not seen yet takes the mean of
    * those seen (plus the message);
    * before any call, the prior (at least the message). Undefined when nothing is known.
    */
   fundPerCall(agent: string, messageTokens = 0, basis: FundingBasis = 'most'): number | undefined {
     const samples = this.#tokens.get(agent);
-    if (samples && samples.length > 0) return (basis === 'mean' ? meanOf(samples) : Math.max(...samples)) + messageTokens;
+    if (samples && samples.length > 0) return (basis === 'mean' ? meanOf(samples) : Math.max(...samples)) + this.#messageOf(agent, messageTokens);
     const seen = this.#learnedMean();
     if (seen !== undefined) return seen + messageTokens;
     const prior = this.#priorFor(agent);
     return prior === undefined ? undefined : Math.max(prior, messageTokens);
+  }
+
+  /** The message tokens an agent's call carries: none where its calls were seen without it. */
+  #messageOf(agent: string, messageTokens: number): number {
+    return this.#carriesMessage.get(agent) === false ? 0 : messageTokens;
   }
 
   /**

@@ -34,7 +34,7 @@
 // calls after retries, never because the limiter ran out of time or budget for it.
 import type { Event, LlmRequest, Runner, RunnableRoot } from '@google/adk';
 import { z } from 'zod';
-import { AdmittedRequest, currentRequest, runInRequest } from './admitted-request.ts';
+import { AdmittedRequest, currentRequest, messageTextOf, runInRequest } from './admitted-request.ts';
 import { type Clock, realClock } from '../clock.ts';
 import { DEFAULT_SHED_FIRST_LANES } from '../defaults.ts';
 import { RequestShed } from '../errors.ts';
@@ -263,7 +263,8 @@ export class RequestAdmission {
       for (const leave of leaveDoor) leave();
     }
     this.#count(plan, 'admitted', arrivedAt);
-    const request = new AdmittedRequest(arrivedAt, clock.now(), deadlines.request, options.lane, shares, messageTokens ?? 0);
+    const messageText = options.message ? messageTextOf(options.message) : undefined;
+    const request = new AdmittedRequest(arrivedAt, clock.now(), deadlines.request, options.lane, shares, messageTokens ?? 0, messageText);
     if (door.learning.length > 0) this.#learners.set(request, door.learning);
     return request;
   }

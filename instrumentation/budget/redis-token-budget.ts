@@ -341,19 +341,20 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
     if (!this.#health.central) return this.#fallback.local?.fundableInMs(tokens, useSchedule);
     const now = this.#clock.now();
     let ahead = 0;
-    // The reservations queued ahead are taken to be admitted with this one, each on its own schedule.
-    const parts = partsOf(tokens, true, useSchedule);
+    // The reservations queued ahead are admitted first, each in its turn on its own schedule.
+    const turns: (readonly UsePart[])[] = [];
     for (const waiter of this.#waiters) {
       ahead += waiter.data.tokens;
-      parts.push(...waiter.data.parts);
+      turns.push(waiter.data.parts);
     }
+    turns.push(partsOf(tokens, true, useSchedule));
     const pausedMs = Math.min(maxBudgetTtlMs(this.windowMs), Math.max(0, Math.ceil(this.#pausedUntil - now)));
     // As the script decides (the window rule): all of it counted now fits; more than the limit fits an empty window only.
     if (excessNow(this.#script.lastSum, this.#script.lastHeld + ahead, tokens, this.#limit) <= EPSILON) return pausedMs;
     // The window is sent while it and the holds fill half the limit or reservations are queued
     // here: else unknown. A view older than a poll may miss holds other replicas released since:
     // unknown too. The caller then waits and sees.
-    const waitMs = this.#script.viewWaitMs(now, parts, this.#limit, this.#maxPollMs);
+    const waitMs = this.#script.viewWaitMs(now, turns, this.#limit, this.#maxPollMs);
     if (waitMs === null) return undefined;
     // More than leaves within the window: whole windows (never beyond the longest a key lives).
     return Math.min(maxBudgetTtlMs(this.windowMs), Math.max(pausedMs, waitMs ?? Math.ceil((ahead + tokens) / this.#limit) * this.windowMs));
@@ -415,7 +416,7 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
         if (result.granted < batch.length) {
           const next = this.#waiters.head() as ReservationWaiter | undefined;
           // The script's wait counts all of it now; the window it sent tells when its parts fit.
-          const fitsInMs = next?.data.atUse ? this.#script.viewWaitMs(this.#clock.now(), next.data.parts, this.#limit, this.#maxPollMs) : undefined;
+          const fitsInMs = next?.data.atUse ? this.#script.viewWaitMs(this.#clock.now(), [next.data.parts], this.#limit, this.#maxPollMs) : undefined;
           // A view that says it fits now disagrees with the script's refusal: look again after a slot.
           const waitMs = fitsInMs === 0 ? this.#script.slotMs : Math.min(result.waitMs, fitsInMs ?? result.waitMs);
           if (next && !next.data.left.signal.aborted) await this.#sleep(Math.min(Math.max(1, waitMs), this.#maxPollMs), next);

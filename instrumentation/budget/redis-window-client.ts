@@ -14,7 +14,7 @@ import { type Clock, withDeadline } from '../clock.ts';
 import { REDIS_WINDOW_SLOTS } from '../defaults.ts';
 import { CentralBudgetConflict } from '../errors.ts';
 import { BUDGET_CONFLICT_REPLY, maxBudgetTtlMs, ROLLING_WINDOW_SCRIPT } from './redis-window-script.ts';
-import { fitsAfterHoldsInMs, type Hold, slotsAfter } from './window-rule.ts';
+import { fitsInTurnInMs, type Hold, slotsAfter } from './window-rule.ts';
 
 const SCRIPT_SHA1 = createHash('sha1').update(ROLLING_WINDOW_SCRIPT).digest('hex');
 
@@ -112,18 +112,19 @@ export class RedisWindowClient {
   }
 
   /**
-   * From the window Redis last sent: ms until `parts` admitted together fit (0: now), undefined
-   * when nothing leaving makes room, null when that view is missing or older than `maxAgeMs`.
+   * From the window Redis last sent: ms until the last of `turns` (reservations' parts, each
+   * admitted in its turn) fits (0: now), undefined when nothing leaving makes room, null when
+   * that view is missing or older than `maxAgeMs`.
    */
-  viewWaitMs(now: number, parts: readonly UsePart[], limit: number, maxAgeMs: number): number | undefined | null {
+  viewWaitMs(now: number, turns: readonly (readonly UsePart[])[], limit: number, maxAgeMs: number): number | undefined | null {
     const view = this.view;
     if (!view || now - this.answeredAt > maxAgeMs) return null;
     // As the script sees it: admitted in a slot, each part due whole slots after that slot began.
     const slotMs = this.slotMs;
     const slotStartAt = view.slotStartAt + Math.floor((now - view.slotStartAt) / slotMs) * slotMs;
-    const due = parts.map((part) => ({ afterMs: this.slotsAfter(part.afterMs) * slotMs, tokens: part.tokens }));
+    const due = turns.map((parts) => parts.map((part) => ({ afterMs: this.slotsAfter(part.afterMs) * slotMs, tokens: part.tokens })));
     // The holds counted when due and gone a window later, as the calls they are held for are.
-    const fitsInMs = fitsAfterHoldsInMs(slotStartAt, view.leaving, view.holds, due, limit, this.#options.windowMs);
+    const fitsInMs = fitsInTurnInMs(slotStartAt, view.leaving, view.holds, due, limit, this.#options.windowMs);
     return fitsInMs === undefined || fitsInMs === 0 ? fitsInMs : Math.max(1, Math.ceil(slotStartAt + fitsInMs - now));
   }
 

@@ -24,7 +24,7 @@ import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, LOCAL_WINDOW_SLOTS, MAX_WIND
 import { BudgetRequestTooLarge } from '../errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { type Waiter, WaiterQueue } from '../waiter-queue.ts';
-import { drawFromHolds, fitsAfterHoldsInMs, type Hold, heldTokens, partsOf, WindowOutlook } from './window-rule.ts';
+import { drawFromHolds, fitsAfterHoldsInMs, fitsInTurnInMs, type Hold, heldTokens, partsOf, WindowOutlook } from './window-rule.ts';
 import { parseOptions } from '../limiter-options.ts';
 import { z } from 'zod';
 
@@ -241,12 +241,13 @@ export class TokenBudget implements Budget, BudgetFunding {
     this.#check(tokens);
     this.#refill();
     let ahead = 0;
-    // The reservations queued ahead are taken to be admitted with this one, each on its own schedule.
-    const parts = partsOf(tokens, true, useSchedule);
+    // The reservations queued ahead are admitted first, each in its turn on its own schedule.
+    const turns: (readonly UsePart[])[] = [];
     for (const waiter of this.#waiters) {
       ahead += waiter.data.tokens;
-      parts.push(...waiter.data.parts);
+      turns.push(waiter.data.parts);
     }
+    turns.push(partsOf(tokens, true, useSchedule));
     const need = ahead + tokens;
     const bucketWaitMs = this.#level + EPSILON < need ? (need - this.#level) / this.#perMs : 0;
     // The window frees what it holds as its slots age and its holds are counted and age; more
@@ -254,7 +255,7 @@ export class TokenBudget implements Budget, BudgetFunding {
     const window = this.#window;
     const now = this.#clock.now();
     const windowWaitMs = window
-      ? (fitsAfterHoldsInMs(now, window.leaving(now), [...this.#holds()], parts, this.#limit, this.windowMs) ?? Math.ceil(need / window.limit) * this.windowMs)
+      ? (fitsInTurnInMs(now, window.leaving(now), [...this.#holds()], turns, this.#limit, this.windowMs) ?? Math.ceil(need / window.limit) * this.windowMs)
       : 0;
     return Math.ceil(Math.max(bucketWaitMs, windowWaitMs));
   }

@@ -222,3 +222,30 @@ export function fitsAfterHoldsInMs(
   if (lo === sorted.length) return undefined;
   return lo === 0 ? 0 : Math.max(1, Math.ceil(sorted[lo] - now));
 }
+
+/**
+ * The earliest admission time, ms from `now`, of the last of `turns` (each queued
+ * reservation's parts, in queue order, then the one asking): each is admitted at the earliest
+ * time it fits after the one before it (fitsAfterHoldsInMs) and held from then; undefined when
+ * one of them cannot fit. Taken as admitted all at once, requests queued ahead were packed into
+ * one instant's room: a request told it fits in 13 s waited 18 s, past its door deadline, while
+ * the arrivals behind it were shed (contract_review).
+ */
+export function fitsInTurnInMs(
+  now: number,
+  leaving: readonly (readonly [number, number])[],
+  holds: readonly Hold[],
+  turns: readonly (readonly UsePart[])[],
+  limit: number,
+  windowMs: number,
+): number | undefined {
+  let at = now;
+  const held: Hold[] = [...holds];
+  for (const parts of turns) {
+    const inMs = fitsAfterHoldsInMs(at, leaving, held, parts, limit, windowMs);
+    if (inMs === undefined) return undefined;
+    at += inMs;
+    for (const part of parts) held.push({ tokens: part.tokens, dueAt: at + part.afterMs });
+  }
+  return at - now;
+}

@@ -36,6 +36,21 @@ describe('CallCostModel.fundRequest', () => {
   });
 });
 
+describe('CallCostModel per call', () => {
+  it("funds an agent whose calls do not carry the request's message (an AgentTool's) at what they used, the others beyond their message plus this one's", () => {
+    const cost = new CallCostModel();
+    cost.observe('critic', 9_000, 1_000, { messageTokens: 8_000, carriesMessage: true });
+    cost.observe('checker', 800, 1_000, { messageTokens: 8_000, carriesMessage: false });
+    // A request with a 2,000-token message: the critic carries it, the checker does not.
+    expect(cost.fundRequest(new Map([['critic', 1], ['checker', 1]]), 2_000, 'mean')).toEqual(
+      new Map([
+        ['critic', 3_000],
+        ['checker', 800],
+      ]),
+    );
+  });
+});
+
 describe('CallCostModel start offsets', () => {
   it("learns each agent's first, second, ... call in a request apart: a later call is held from its own start, not its agent's first", () => {
     const cost = new CallCostModel();

@@ -3,9 +3,10 @@
 // the requests a deep tree's window would have taken within seconds.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { BudgetTicket } from '../../instrumentation/budget/budget.ts';
 import { TokenBudget } from '../../instrumentation/budget/token-budget.ts';
 import { fitsAfterHoldsInMs, type Hold } from '../../instrumentation/budget/window-rule.ts';
-import { ManualClock } from '../../instrumentation/clock.ts';
+import { flushMicrotasks, ManualClock } from '../../instrumentation/clock.ts';
 
 type Leaving = [number, number][];
 type Part = { afterMs: number; tokens: number };
@@ -62,5 +63,46 @@ describe('a budget whose room is held for later calls', () => {
     // request's 100 now and 300 at +30 s fit at 30 s (900 until 60 s, then 1,000). With the
     // holds taken to stay it was told 60 s; with more held than the window's room, whole windows.
     expect(budget.fundableInMs(400, schedule)).toBe(30_000);
+  });
+});
+
+describe('a request queued behind others', () => {
+  it('property: is admitted by the time it is told, each request ahead taken in its turn (with nothing new arriving)', async () => {
+    // Requests of one tree: the same schedule, its parts spread over 20 s (a deep chain's calls);
+    // times in whole slots of the window (100 ms), which the estimate does not round to.
+    const slotsArb = (max: number) => fc.integer({ min: 0, max }).map((slots) => slots * 100);
+    const scheduleArb = fc
+      .array(fc.record({ afterMs: slotsArb(200), tokens: fc.integer({ min: 10, max: 200 }) }), { minLength: 1, maxLength: 5 })
+      .map(([first, ...rest]) => [{ ...first, afterMs: 0 }, ...rest]);
+    await fc.assert(
+      fc.asyncProperty(scheduleArb, fc.integer({ min: 1, max: 3 }), slotsArb(200), async (schedule, ahead, gapMs) => {
+        const clock = new ManualClock(0);
+        const budget = new TokenBudget(1_000, { clock, countedTokens: 'input' });
+        const tokens = schedule.reduce((sum, part) => sum + part.tokens, 0);
+        const options = { windowAtUse: true, useSchedule: schedule };
+        // Each admitted request's calls count their parts in the window when due.
+        const calls = (ticket: BudgetTicket) => {
+          for (const part of schedule) clock.setTimeout(() => budget.chargeWindow(ticket, part.tokens), part.afterMs);
+        };
+        // The window fills: the first requests admitted `gapMs` apart, then at once while they fit; more queue.
+        for (let i = 0, ticket = budget.tryReserve(tokens, options); ticket; i++, ticket = budget.tryReserve(tokens, options)) {
+          calls(ticket);
+          if (i < 4) await clock.advance(gapMs);
+        }
+        const waits = { deadline: 10_000_000, ...options };
+        for (let i = 0; i < ahead; i++) void budget.reserve(tokens, waits).then(calls);
+        await flushMicrotasks();
+        const told = budget.fundableInMs(tokens, schedule);
+        let admitted = false;
+        void budget.reserve(tokens, waits).then(() => {
+          admitted = true;
+        });
+        // Admitted by the time it was told, within the window's slots (100 ms, one per request
+        // admitted): a request told it makes its door deadline is not left waiting past it.
+        await clock.advance(told + 100 * (ahead + 1));
+        expect(admitted).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
   });
 });

@@ -1,11 +1,12 @@
 // A budget counting input tokens alone funds each agent's calls at their mean, and the calls
 // of a request draw their own prompts from its whole share: the request reserves what it uses
 // (as the plan counts it), not each agent's largest call, and takes nothing more from the budget.
-import { InMemoryRunner, LlmAgent, LogLevel, LoopAgent, setLogLevel } from '@google/adk';
+import { AgentTool, InMemoryRunner, LlmAgent, LogLevel, LoopAgent, setLogLevel } from '@google/adk';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { estimateInputTokens } from '../../instrumentation/estimator.ts';
 import { limiterMetrics, RateLimitedLlm, RequestAdmission } from '../../instrumentation/index.ts';
+import { agentNameOf } from '../../instrumentation/rate-limited-llm.ts';
 import { FakeLlm } from '../../instrumentation/testing.ts';
 import { delay, metricValue } from './helpers.ts';
 import { RecordingBudget } from './recording-budget.ts';
@@ -79,6 +80,48 @@ describe('funding at the mean (input tokens counted)', () => {
     const [funded, topUp] = budget.taken;
     expect(budget.taken).toHaveLength(2);
     expect(funded + topUp).toBe(prompts[0]);
+    llm.close();
+  });
+
+  it("an AgentTool's agent runs on the tool's input, not the request's message: it is funded at what its calls used", async () => {
+    const prompts: number[] = [];
+    const delegate = new FakeLlm(async function* (call) {
+      const input = estimateInputTokens(call.request);
+      prompts.push(input);
+      const usageMetadata = { promptTokenCount: input, candidatesTokenCount: 1, totalTokenCount: input + 1 };
+      const sawToolResult = call.request.contents.some((c) => c.parts?.some((p) => p.functionResponse));
+      if (agentNameOf(call.request) === 'checker' || sawToolResult) {
+        yield { content: { role: 'model', parts: [{ text: 'checked' }] }, usageMetadata };
+        return;
+      }
+      yield { content: { role: 'model', parts: [{ functionCall: { name: 'checker', args: { request: 'check clause 4' } } }] }, usageMetadata };
+    });
+    const budget = new RecordingBudget(1_000_000, { countedTokens: 'input' });
+    const llm = new RateLimitedLlm({ delegate, name: 'gemini', maxConcurrent: 4, budget, registry: new Registry(), expectedCallMs: 10 });
+    const checker = new LlmAgent({ name: 'checker', model: llm, description: 'Checks one clause.', instruction: 'Check.' });
+    const critic = new LlmAgent({ name: 'critic', model: llm, instruction: 'Use the checker.', tools: [new AgentTool({ agent: checker })] });
+    const admission = new RequestAdmission({ requestDeadlineMs: 30_000 });
+    const runner = new InMemoryRunner({ agent: critic, appName: 'test' });
+    // The request's own message: both critic calls carry it in their history, the checker's call does not.
+    const contract = 'The supplier shall deliver the goods within thirty days. '.repeat(200);
+    const run = async () => {
+      const session = await runner.sessionService.createSession({ appName: 'test', userId: 'u' });
+      for await (const _ of admission.runAsync(runner, { userId: 'u', sessionId: session.id, newMessage: { role: 'user', parts: [{ text: contract }] } })) {
+        // drain
+      }
+    };
+    await run(); // the learner
+    budget.taken.length = 0;
+    prompts.length = 0;
+    await run();
+    const [, checkerPrompt] = prompts;
+    expect(checkerPrompt).toBeLessThan(estimateInputTokens({ contents: [{ role: 'user', parts: [{ text: contract }] }] }) / 10);
+    // One reservation at the door, of what the three calls used: the checker's call was funded
+    // at its own small prompt, not at the contract it never saw.
+    expect(budget.taken).toHaveLength(1);
+    const used = prompts.reduce((sum, tokens) => sum + tokens, 0);
+    expect(budget.taken[0]).toBeGreaterThanOrEqual(used - 1);
+    expect(budget.taken[0]).toBeLessThanOrEqual(used + 1);
     llm.close();
   });
 });
