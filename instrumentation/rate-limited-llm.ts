@@ -348,7 +348,8 @@ export class RateLimitedLlm extends BaseLlm {
     } else {
       watch.admission('acquired', timing.waitMs, admission.reserved);
       if (inRequest) {
-        state.carriesMessage = inRequest.carriesMessage(request.contents);
+        // Only where a call's cost is learned beyond its request's message (input counted).
+        if (countsInput(this.countedTokens) && inRequest.messageTokens > 0) state.carriesMessage = inRequest.carriesMessage(request.contents);
         this.callCost.observeStart(agent, admittedAt - inRequest.admittedAt, inRequest.startedCall(this, agent));
       }
       state.permit = admission.permit;
@@ -445,10 +446,12 @@ export class RateLimitedLlm extends BaseLlm {
     const callMs = end - timing.admittedAt;
     watch.ended(report, { admitted, callMs, usage, rateLimited, error, inFlight });
     // Learned beyond the request's message where it counts and the call carried it: a request funds its own message on top.
-    if (outcome === 'ok' && usage) this.callCost.observe(agent, actual, callMs, {
+    if (outcome === 'ok' && usage) {
+      this.callCost.observe(agent, actual, callMs, {
         messageTokens: countsInput(this.countedTokens) ? inRequest?.messageTokens : 0,
         carriesMessage: state.carriesMessage,
       });
+    }
     inRequest?.recordCall(this, this.name, { ok: outcome === 'ok', countedTokens: admitted ? actual : 0 });
     state.ended = true;
     if (outcome === 'ok') channel.end();
