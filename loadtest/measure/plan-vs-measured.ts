@@ -132,7 +132,7 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   }
   rows.push(row('calls in flight', inFlight, measured.callsInFlight));
   if (measured.permitsInUseProbed !== undefined) rows.push(row('permits in use', permitsHeld, measured.permitsInUseProbed));
-  const sustained = sustainedPerMinute(p, admission);
+  const sustained = p.perReplica.userRequestsPerMinuteExact * replicas;
   const best = p.fixes[0];
   return {
     binding: p.binding.axis,
@@ -152,27 +152,16 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
   };
 }
 
-/**
- * User requests per minute the plan says the budget sustains: under request admission the
- * whole requests the replicas' windows hold (what the door serves, and what the run's table
- * compares with), else the budget's exact share.
- */
-function sustainedPerMinute(p: Plan, admission: Admission): number {
-  return (admission === 'request' ? p.perReplica.userRequestsPerMinute : p.perReplica.userRequestsPerMinuteExact) * p.fleet.replicas;
-}
-
 /** What the budget sustains for a tree of `shape`: user requests per minute, with the plan that binds (the binding model's, for a tree of several with limiters) and its limiter. */
 export function plannedCapacity(shape: AgentShape, phase: SteadyPhase, stack: StackParameters): { perMinute: number; plan: Plan; binding: string; limiter?: string } {
   const planned = planSteadyPhase(phase, shape, limitedModels(shape), stack);
   const plans = planned.models;
-  const admission = stack.admission ?? 'request';
   if (plans) {
     const binding = plans.models.find((m) => m.model === plans.binding) as ModelPlan;
-    const perMinute = admission === 'request' ? Math.min(...plans.models.map((m) => m.wholeUserRequestsPerMinute)) : binding.sustainedUserRequestsPerMinute;
-    return { perMinute, plan: binding.plan, binding: `${binding.plan.binding.axis} of ${binding.model}`, limiter: binding.limiter };
+    return { perMinute: binding.sustainedUserRequestsPerMinute, plan: binding.plan, binding: `${binding.plan.binding.axis} of ${binding.model}`, limiter: binding.limiter };
   }
   const p = plan(planned.input);
-  return { perMinute: sustainedPerMinute(p, admission), plan: p, binding: p.binding.axis };
+  return { perMinute: p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas, plan: p, binding: p.binding.axis };
 }
 
 /**
@@ -254,7 +243,7 @@ function compareModels(
   if (probed !== undefined) rows.push({ quantity: 'permits in use', planned: planned.permits, measured: probed, relativeError: 0 });
   // The verdict reads the binding model: it sustains what the whole tree can serve.
   const demand = binding?.plan.demand.userRequestsPerMinute ?? 0;
-  const sustained = wholeRequests ? Math.min(...plans.models.map((m) => m.wholeUserRequestsPerMinute)) : (binding?.sustainedUserRequestsPerMinute ?? 0);
+  const sustained = binding?.sustainedUserRequestsPerMinute ?? 0;
   const fits = demand <= sustained + 1e-9;
   const bestFix = binding?.plan.fixes[0]?.summary;
   return {

@@ -3,10 +3,6 @@
 // noise on what it serves. Also the pure parts a step's figures come from.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BUILT_IN_SHAPES } from '../../loadtest/measure/agent-shapes.ts';
-import { comparePlan, plannedCapacity } from '../../loadtest/measure/plan-vs-measured.ts';
-import { planSteadyPhase } from '../../loadtest/measure/steady-plan.ts';
-import type { StackParameters } from '../../loadtest/measure/steady-state.ts';
 import { kneeCheck } from '../../loadtest/sweep/knee-criteria.ts';
 import { planGap } from '../../loadtest/sweep/plan-gap.ts';
 import { nextStep, type SearchOptions, type SearchStep } from '../../loadtest/sweep/search.ts';
@@ -163,22 +159,5 @@ describe('a sweep step', () => {
     expect(off.differs).toBe(true);
     expect(off.off.map((o) => o.quantity)).toEqual(['tokens per call']);
     expect(off.why).toMatch(/tokens per call: planned 5000, measured 6000 \(\+20\.0 %\)/);
-  });
-
-  it("sets the knee beside the plan start's table compares with: the whole requests the windows hold under request admission", () => {
-    const stack: StackParameters = { outputTokensPerCall: 500, countedTokens: 'input', latencySeconds: 8, quotaRequestsPerMinute: 1000, quotaTokensPerMinute: 1_000_000, budgetFraction: 0.9, replicas: 3 };
-    const phase = { arrival: { kind: 'constant' as const, start: 0, perMinute: 40, duration: 300 }, tree: 'review', inputTokensPerCall: 5000 };
-    const shape = BUILT_IN_SHAPES.review as NonNullable<(typeof BUILT_IN_SHAPES)["review"]>;
-    const whole = plannedCapacity(shape, phase, { ...stack, admission: 'request' });
-    const exact = plannedCapacity(shape, phase, { ...stack, admission: 'call' });
-    // Each replica's window holds whole requests only: fewer than its tokens' exact share.
-    expect(whole.perMinute).toBe(Math.floor(exact.perMinute / 3 + 1e-9) * 3);
-    expect(whole.perMinute).toBeLessThan(exact.perMinute);
-    // The run's own comparison (request admission: requests counted) plans the same served rate.
-    const served = whole.perMinute;
-    const measured = { userRequestsPerMinute: served, answeredRequestsPerMinute: served, requests: { served, shed: 40 - served, partial: 0 }, callsInFlight: 1, permitsInUseScraped: undefined, callSeconds: 8, window: { start: 0, end: 60_000 } };
-    const run = comparePlan(planSteadyPhase(phase, shape, [], { ...stack, admission: 'request' }).input, measured);
-    expect(run.rows.find((r) => r.quantity === 'served requests/min')?.planned).toBe(served);
-    expect(run.planned.sustainedUserRequestsPerMinute).toBe(served);
   });
 });
