@@ -53,7 +53,7 @@ import { maxBudgetTtlMs } from './redis-window-script.ts';
 import { RedisSettles } from './redis-settles.ts';
 import { RedisTicket } from './redis-ticket.ts';
 import { type Waiter, WaiterQueue } from '../waiter-queue.ts';
-import { drawFromHolds, excessNow, partsOf } from './window-rule.ts';
+import { drawFromHolds, excessNow, partsOf, turnsBehind } from './window-rule.ts';
 
 export type { RedisScriptClient } from './redis-window-client.ts';
 export { DEFAULT_REDIS_COMMAND_DEADLINE_MS, DEFAULT_REDIS_HEALTH_CHECK_INTERVAL_MS } from '../defaults.ts';
@@ -340,14 +340,8 @@ export class RedisTokenBudget implements Budget, BudgetFunding {
     this.#check(tokens);
     if (!this.#health.central) return this.#fallback.local?.fundableInMs(tokens, useSchedule);
     const now = this.#clock.now();
-    let ahead = 0;
     // The reservations queued ahead are admitted first, each in its turn on its own schedule.
-    const turns: (readonly UsePart[])[] = [];
-    for (const waiter of this.#waiters) {
-      ahead += waiter.data.tokens;
-      turns.push(waiter.data.parts);
-    }
-    turns.push(partsOf(tokens, true, useSchedule));
+    const { ahead, turns } = turnsBehind(this.#waiters, partsOf(tokens, true, useSchedule));
     const pausedMs = Math.min(maxBudgetTtlMs(this.windowMs), Math.max(0, Math.ceil(this.#pausedUntil - now)));
     // As the script decides (the window rule): all of it counted now fits; more than the limit fits an empty window only.
     if (excessNow(this.#script.lastSum, this.#script.lastHeld + ahead, tokens, this.#limit) <= EPSILON) return pausedMs;

@@ -24,7 +24,7 @@ import { DEFAULT_COUNTED_TOKENS, DEFAULT_WINDOW_MS, LOCAL_WINDOW_SLOTS, MAX_WIND
 import { BudgetRequestTooLarge } from '../errors.ts';
 import { RollingWindow } from './rolling-window.ts';
 import { type Waiter, WaiterQueue } from '../waiter-queue.ts';
-import { drawFromHolds, fitsAfterHoldsInMs, fitsInTurnInMs, type Hold, heldTokens, partsOf, WindowOutlook } from './window-rule.ts';
+import { drawFromHolds, fitsAfterHoldsInMs, fitsInTurnInMs, type Hold, heldTokens, partsOf, turnsBehind, WindowOutlook } from './window-rule.ts';
 import { parseOptions } from '../limiter-options.ts';
 import { z } from 'zod';
 
@@ -240,14 +240,8 @@ export class TokenBudget implements Budget, BudgetFunding {
   fundableInMs(tokens: number, useSchedule?: readonly UsePart[]): number {
     this.#check(tokens);
     this.#refill();
-    let ahead = 0;
     // The reservations queued ahead are admitted first, each in its turn on its own schedule.
-    const turns: (readonly UsePart[])[] = [];
-    for (const waiter of this.#waiters) {
-      ahead += waiter.data.tokens;
-      turns.push(waiter.data.parts);
-    }
-    turns.push(partsOf(tokens, true, useSchedule));
+    const { ahead, turns } = turnsBehind(this.#waiters, partsOf(tokens, true, useSchedule));
     const need = ahead + tokens;
     const bucketWaitMs = this.#level + EPSILON < need ? (need - this.#level) / this.#perMs : 0;
     // The window frees what it holds as its slots age and its holds are counted and age; more

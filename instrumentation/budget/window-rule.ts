@@ -224,6 +224,24 @@ export function fitsAfterHoldsInMs(
 }
 
 /**
+ * A reservation asking behind those queued: the queued ones' tokens added up (`ahead`), and
+ * every one's parts in the order they are admitted, its own last (`turns`, for fitsInTurnInMs).
+ */
+export function turnsBehind(
+  queued: Iterable<{ readonly data: { readonly tokens: number; readonly parts: readonly UsePart[] } }>,
+  parts: readonly UsePart[],
+): { ahead: number; turns: (readonly UsePart[])[] } {
+  let ahead = 0;
+  const turns: (readonly UsePart[])[] = [];
+  for (const { data } of queued) {
+    ahead += data.tokens;
+    turns.push(data.parts);
+  }
+  turns.push(parts);
+  return { ahead, turns };
+}
+
+/**
  * The earliest admission time, ms from `now`, of the last of `turns` (each queued
  * reservation's parts, in queue order, then the one asking): each is admitted at the earliest
  * time it fits after the one before it (fitsAfterHoldsInMs) and held from then; undefined when
