@@ -45,6 +45,7 @@ import {
   TokenBudget,
   UsageEstimator,
 } from '../instrumentation/index.ts';
+import { type Clock, realClock } from '../instrumentation/clock.ts';
 import { QuotaStepDown } from '../instrumentation/limits/quota-step-down.ts';
 import { type BudgetRedisClient, connectBudgetRedis, redactUrl, RedisTokenBudget } from '../instrumentation/redis.ts';
 import { CentralBudgetConflict, centralProblemText } from '../instrumentation/errors.ts';
@@ -55,8 +56,8 @@ import { type BudgetWindow, batchLanePermits, type LimiterOptions, type ModelLim
 export const BATCH_LANE = 'batch';
 
 /** The request admission of a service (`admission: request`), or undefined when model calls are admitted one by one. */
-export function createRequestAdmission(config: Pick<LimiterOptions, 'admission' | 'requestDeadlineMs'>): RequestAdmission | undefined {
-  return config.admission === 'request' ? new RequestAdmission({ requestDeadlineMs: config.requestDeadlineMs, shedFirstLanes: [BATCH_LANE] }) : undefined;
+export function createRequestAdmission(config: Pick<LimiterOptions, 'admission' | 'requestDeadlineMs'>, clock: Clock = realClock): RequestAdmission | undefined {
+  return config.admission === 'request' ? new RequestAdmission({ requestDeadlineMs: config.requestDeadlineMs, shedFirstLanes: [BATCH_LANE], clock }) : undefined;
 }
 
 export interface Limiter {
@@ -82,7 +83,8 @@ export interface OwnedBudget {
 }
 
 /** The token budget of one limiter (or of every model's, when they share one quota). */
-export async function createBudget(config: ModelLimiterOptions, registry: Registry, log: (line: string) => void = console.error): Promise<OwnedBudget> {
+/** `clock`: what the budget waits on (a forward run's manual clock; the real one otherwise). */
+export async function createBudget(config: ModelLimiterOptions, registry: Registry, log: (line: string) => void = console.error, clock: Clock = realClock): Promise<OwnedBudget> {
   const staticShare = Math.max(1, Math.floor(config.tokensPerMinute * config.replicaShare));
   let redis: BudgetRedisClient | undefined;
   let budget: Budget;
@@ -121,9 +123,10 @@ export async function createBudget(config: ModelLimiterOptions, registry: Regist
       rollingWindow: config.budgetWindow === 'rolling',
       countedTokens: config.countedTokens,
       windowMs: config.quotaWindowMs,
+      clock,
     });
   }
-  const stepDown = config.quotaSharing === 'adaptive' ? undefined : new QuotaStepDown({ budget });
+  const stepDown = config.quotaSharing === 'adaptive' ? undefined : new QuotaStepDown({ budget, clock });
   return {
     budget,
     staticShare,
@@ -148,8 +151,9 @@ export async function createLimiter(
   trafficClassOf: () => string | undefined = () => undefined,
   log: (line: string) => void = console.error,
   shared?: OwnedBudget,
+  clock: Clock = realClock,
 ): Promise<Limiter> {
-  const owned = shared ?? (await createBudget(config, registry, log));
+  const owned = shared ?? (await createBudget(config, registry, log, clock));
   const { budget, staticShare, stepDown } = owned;
   const adaptiveLimit =
     config.quotaSharing === 'adaptive'
@@ -158,11 +162,13 @@ export async function createLimiter(
           max: config.adaptiveMaxPermits ?? config.permits * 2,
           latencyThresholdMs: config.adaptiveLatencyMs,
           budget, // the tokens per window move too: they bind before the permits do
+          clock,
         })
       : undefined;
   const batchMaxPermits = batchLanePermits(config);
   const semaphore = new FairSemaphore(config.permits, {
     laneLimits: batchMaxPermits === undefined ? {} : { [BATCH_LANE]: batchMaxPermits },
+    clock,
   });
   const model = new RateLimitedLlm({
     delegate,
@@ -187,6 +193,7 @@ export async function createLimiter(
     onCallEnd,
     adaptiveLimit,
     stepDown,
+    clock,
   });
   return {
     model,

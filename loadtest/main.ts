@@ -16,7 +16,7 @@ const say = (line: string) => console.log(`[main] ${line}`);
  * UnservedTreeError for a tree the agent side does not serve.
  */
 export async function runStart(flags: StartOptions): Promise<number> {
-  const built = await buildRunSpec(flags);
+  const built = await buildRunSpec(flags, say);
   for (const note of built.notes) say(note);
   if ('refused' in built) {
     console.error(`start: --request-deadline-ms: ${built.refused}`);

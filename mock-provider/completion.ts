@@ -141,7 +141,8 @@ function drawFault(state: MockState, stream: boolean): FaultName | null {
   return null;
 }
 
-function plan(state: MockState, request: CompletionRequest): CompletionPlan {
+/** The answer to an admitted request: its text (or tool calls) and output length, drawn from the config's distributions. */
+export function planAnswer(state: Pick<MockState, 'config' | 'random'>, request: CompletionRequest): CompletionPlan {
   const config = state.config;
   const id = `mock-${config.seed}-${++nextId}`;
   const createdMs = Date.now();
@@ -153,6 +154,12 @@ function plan(state: MockState, request: CompletionRequest): CompletionPlan {
   const count = request.maxOutputTokens === undefined ? wanted : Math.min(wanted, request.maxOutputTokens);
   const text = outputText(config.seed, request.prompt, count);
   return { request, id, createdMs, text, outputTokenCount: count, truncated: count < wanted };
+}
+
+/** How fast an answer comes: ms to its first token, then ms per further output token. */
+export function answerPace(state: Pick<MockState, 'config' | 'random'>): { ttftMs: number; perTokenMs: number } {
+  const ttftMs = sample(state.config.timeToFirstTokenMs, state.random, MAX_LATENCY_MS);
+  return { ttftMs, perTokenMs: sample(state.config.perOutputTokenMs, state.random, MAX_PER_TOKEN_MS) };
 }
 
 /** Tokens [from, to) of a plan's text. */
@@ -215,9 +222,8 @@ export async function serveCompletion(
     format.serverError(res, fault === 'http_500' ? 500 : 503);
     return;
   }
-  const answer = plan(state, request);
-  const ttftMs = sample(config.timeToFirstTokenMs, state.random, MAX_LATENCY_MS);
-  const perTokenMs = sample(config.perOutputTokenMs, state.random, MAX_PER_TOKEN_MS);
+  const answer = planAnswer(state, request);
+  const { ttftMs, perTokenMs } = answerPace(state);
   const dropConnection = (): void => {
     req.socket.destroy();
   };

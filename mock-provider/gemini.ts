@@ -13,7 +13,7 @@ import type { MockState } from './state.ts';
 import { tokensForCharacters } from './tokens.ts';
 
 /** All text of the request, system instruction first: what the token rule counts. */
-function requestText(request: Pick<GenerateRequest, 'contents' | 'systemInstruction'>): string {
+export function requestText(request: Pick<GenerateRequest, 'contents' | 'systemInstruction'>): string {
   let text = '';
   for (const part of request.systemInstruction?.parts ?? []) text += part.text ?? '';
   for (const content of request.contents) for (const part of content.parts) text += part.text ?? '';
@@ -22,7 +22,7 @@ function requestText(request: Pick<GenerateRequest, 'contents' | 'systemInstruct
 
 
 /** Function calls to answer with: every declared function, unless the last turn already holds function results. */
-function toolCallsFor(request: GenerateRequest): ToolCall[] | undefined {
+export function toolCallsFor(request: GenerateRequest): ToolCall[] | undefined {
   const declarations = (request.tools ?? []).flatMap((tool) => tool.functionDeclarations ?? []);
   if (declarations.length === 0) return undefined;
   const last = request.contents[request.contents.length - 1];

@@ -5,8 +5,9 @@
 // already wrapped (a RateLimitedLlm), or any other BaseLlm, is left as it is. Both are
 // recognised by brand, so models built with the user's own copy of @google/adk count too. An agent
 // without a model inherits its parent LlmAgent's at run time, so it needs nothing.
-import type { LlmAgent } from '@google/adk';
+import type { BaseLlm, LlmAgent } from '@google/adk';
 import type { Registry } from 'prom-client';
+import { type Clock, realClock } from '../../instrumentation/clock.ts';
 import { isRateLimitedLlm } from '../../instrumentation/index.ts';
 import { isGemini } from '../../instrumentation/tree/adk-brands.ts';
 import { type LimiterOptions, modelLimiterOptions } from '../config.ts';
@@ -61,22 +62,30 @@ export function describeModels(agents: readonly LlmAgent[]): ModelDecision[] {
   );
 }
 
+/** What the limiters wrap and wait on other than a provider over HTTP (the forward run's mock model on a manual clock). */
+export interface WrapParts {
+  readonly delegateFor?: (model: string) => BaseLlm;
+  readonly clock?: Clock;
+}
+
 export async function wrapModels(
   agents: readonly LlmAgent[],
   limiterOptions: LimiterOptions,
   provider: ProviderOptions,
   registry: Registry,
+  parts: WrapParts = {},
 ): Promise<WrappedModels> {
+  const clock = parts.clock ?? realClock;
   const names = [...new Set(agents.map((a) => wrappableModelName(a.model)).filter((n): n is string => n !== undefined))];
   const limiters = new Map<string, Limiter>();
   let shared: OwnedBudget | undefined;
   try {
     // One quota for every model of the key: one budget (the key's), under the configured name.
-    if (limiterOptions.quotaScope === 'key' && names.length > 0) shared = await createBudget(modelLimiterOptions(limiterOptions, names[0]), registry);
+    if (limiterOptions.quotaScope === 'key' && names.length > 0) shared = await createBudget(modelLimiterOptions(limiterOptions, names[0]), registry, console.error, clock);
     for (const model of names) {
-      const delegate = new ProviderGemini({ ...provider, model });
+      const delegate = parts.delegateFor?.(model) ?? new ProviderGemini({ ...provider, model });
       const config = modelLimiterOptions(limiterOptions, model, limiterNameFor(limiterOptions.limiterName, model, names.length));
-      limiters.set(model, await createLimiter(config, delegate, registry, recordCallReport, currentTrafficClass, console.error, shared));
+      limiters.set(model, await createLimiter(config, delegate, registry, recordCallReport, currentTrafficClass, console.error, shared, clock));
     }
   } catch (error) {
     await Promise.allSettled([...limiters.values()].map((l) => l.close()));

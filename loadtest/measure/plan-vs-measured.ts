@@ -1,6 +1,7 @@
 // Plan vs measured: what the capacity planner predicts for a run's parameters, next to what
 // the run measured at steady state, with the relative error. Pure: steady-collect.ts reads
 // the run (the shapes and every Prometheus figure) first, and compareSteadyRun compares.
+import type { ForwardFigure } from '../planner/forward-plan.ts';
 import type { ModelPlan, ModelPlans } from '../planner/model-plans.ts';
 import { type Plan, type PlanInput, plan } from '../planner/index.ts';
 import type { AgentShape } from './agent-shapes.ts';
@@ -70,6 +71,8 @@ export interface PlanVsMeasured {
   models?: { model: string; limiter: string; sustainedUserRequestsPerMinute: number; wholeUserRequestsPerMinute: number; binding: boolean }[];
   /** What the plan's input tokens per call came from. */
   tokens?: 'calibrated' | 'given';
+  /** The forward run the served figures come from (request admission of a served tree), else the arithmetic's whole windows. */
+  forwardRun?: ForwardFigure;
   /** How the limiters admitted work in the run (request: the rows compare served, shed and partial). */
   admission: Admission;
   planned: PlannedOutcome;
@@ -156,9 +159,12 @@ export function comparePlan(input: PlanInput, measured: Measured): PlanVsMeasure
 export function plannedCapacity(shape: AgentShape, phase: SteadyPhase, stack: StackParameters): { perMinute: number; plan: Plan; binding: string; limiter?: string } {
   const planned = planSteadyPhase(phase, shape, limitedModels(shape), stack);
   const plans = planned.models;
+  const forward = stack.admission !== 'call' ? stack.forwardRun : undefined;
   if (plans) {
     const binding = plans.models.find((m) => m.model === plans.binding) as ModelPlan;
-    return { perMinute: binding.sustainedUserRequestsPerMinute, plan: binding.plan, binding: `${binding.plan.binding.axis} of ${binding.model}`, limiter: binding.limiter };
+    const axis = `${binding.plan.binding.axis} of ${binding.model}`;
+    if (forward) return { perMinute: forward.servedPerMinute, plan: binding.plan, binding: `${axis}; served as the forward run through the door found`, limiter: binding.limiter };
+    return { perMinute: binding.sustainedUserRequestsPerMinute, plan: binding.plan, binding: axis, limiter: binding.limiter };
   }
   const p = plan(planned.input);
   return { perMinute: p.perReplica.userRequestsPerMinuteExact * p.fleet.replicas, plan: p, binding: p.binding.axis };
@@ -193,9 +199,11 @@ export interface PlannedModel {
  * fund), at its own call time. Call by call: each model serves its own share, and the permits
  * saturate where its budget binds.
  */
-export function plannedPerModel(plans: ModelPlans, admission: Admission, permits: number | undefined): { models: Map<string, PlannedModel>; permits: number } {
+export function plannedPerModel(plans: ModelPlans, admission: Admission, permits: number | undefined, forward?: ForwardFigure): { models: Map<string, PlannedModel>; permits: number } {
   const wholeRequests = admission !== 'call';
-  const wholeServed = Math.min(...plans.models.map((m) => m.plan.admission.servedUserRequestsPerMinute));
+  // The forward run, where the tree had one, served what the door really admits of it; else whole windows.
+  const demand = plans.models[0]?.plan.demand.userRequestsPerMinute ?? 0;
+  const wholeServed = forward ? Math.min(demand, forward.servedPerMinute) : Math.min(...plans.models.map((m) => m.plan.admission.servedUserRequestsPerMinute));
   const models = new Map<string, PlannedModel>();
   let permitsPlanned = 0;
   for (const m of plans.models) {
@@ -229,7 +237,8 @@ function compareModels(
   let callsSum = 0;
   const binding = plans.models.find((m) => m.model === plans.binding);
   const wholeRequests = stack.admission !== 'call';
-  const planned = plannedPerModel(plans, stack.admission ?? 'request', stack.permits);
+  const forward = wholeRequests ? stack.forwardRun : undefined;
+  const planned = plannedPerModel(plans, stack.admission ?? 'request', stack.permits, forward);
   for (const m of plans.models) {
     const p = m.plan;
     const measured = byModel.get(m.model) as ModelFigures;
@@ -243,7 +252,7 @@ function compareModels(
   if (probed !== undefined) rows.push({ quantity: 'permits in use', planned: planned.permits, measured: probed, relativeError: 0 });
   // The verdict reads the binding model: it sustains what the whole tree can serve.
   const demand = binding?.plan.demand.userRequestsPerMinute ?? 0;
-  const sustained = binding?.sustainedUserRequestsPerMinute ?? 0;
+  const sustained = forward?.servedPerMinute ?? binding?.sustainedUserRequestsPerMinute ?? 0;
   const fits = demand <= sustained + 1e-9;
   const bestFix = binding?.plan.fixes[0]?.summary;
   return {
@@ -258,6 +267,7 @@ function compareModels(
       binding: m.model === plans.binding,
     })),
     tokens: stack.inputTokensPerModel ? 'calibrated' : 'given',
+    ...(forward ? { forwardRun: forward } : {}),
     countedTokens: stack.countedTokens,
     plannedCallSeconds: latencySeconds,
     measuredCallSeconds: callsSum > 0 ? callSecondsSum / callsSum : undefined,

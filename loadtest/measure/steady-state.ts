@@ -1,5 +1,6 @@
 // Where a run's steady state is, and what the planner is told about it: shared by `npm start`
 // and `npm run loadtest -- <scenario> --plan`.
+import type { ForwardFigure } from '../planner/forward-plan.ts';
 import type { PerModel } from '../../agent/per-model.ts';
 import type { TreeShape } from '../../agent/tree-shapes.ts';
 import { chainDeadlineMs, requestDeadlineMsFor } from '../../instrumentation/admission/request-deadlines.ts';
@@ -155,6 +156,8 @@ export interface StackParameters {
   replicas: number;
   maxWaitSeconds?: number;
   burstUsers?: number;
+  /** The served tree's forward run through one replica's door (forward-plan.ts): what request admission serves, fleet-wide. */
+  forwardRun?: ForwardFigure;
 }
 
 /**

@@ -3,7 +3,7 @@
 // and pointed at the run's mock provider. Everything that can be wrong with the choice (a
 // file or export that does not load, a tree that cannot be walked, an unknown tree) is found
 // here, in-process, before any process starts (an agent without a model too).
-import type { AgentServiceOptions, QuotaScope, QuotaSharing } from '../../agent/config.ts';
+import type { AgentServiceOptionsInput, QuotaScope, QuotaSharing } from '../../agent/config.ts';
 import { formatPerModel, type PerModel } from '../../agent/per-model.ts';
 import { shapeOfCount, type TreeShape } from '../../agent/tree-shapes.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
@@ -179,10 +179,11 @@ export interface AgentLimits {
   expectedTokensPerCall?: PerModel;
 }
 
-function limiterFlags(limits: AgentLimits): string[] {
-  const values: { [K in keyof AgentServiceOptions]?: number | string } = {
+/** The limiter options every replica is started with (serve's replicas add their --replica-share). */
+export function replicaLimiterOptions(limits: AgentLimits): AgentServiceOptionsInput {
+  const values: AgentServiceOptionsInput = {
     permits: limits.permits,
-    tokensPerMinute: limits.tokensPerMinute === undefined ? undefined : formatPerModel(limits.tokensPerMinute),
+    tokensPerMinute: limits.tokensPerMinute,
     quotaScope: limits.quotaScope,
     quotaSharing: limits.quotaSharing,
     redisUrl: limits.redisUrl,
@@ -192,10 +193,14 @@ function limiterFlags(limits: AgentLimits): string[] {
     countedTokens: limits.countedTokens,
     estimatedTokensPerCall: limits.estimatedTokensPerCall,
     expectedCallMs: limits.expectedCallMs,
-    expectedTokensPerCall: limits.expectedTokensPerCall === undefined ? undefined : formatPerModel(limits.expectedTokensPerCall),
+    expectedTokensPerCall: limits.expectedTokensPerCall,
   };
-  // The flag names are the agent command's (serve takes the same ones).
-  return Object.entries(values).flatMap(([key, value]) => (value === undefined ? [] : [`--${optionFlagName(key)}`, String(value)]));
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined));
+}
+
+function limiterFlags(limits: AgentLimits): string[] {
+  // The flag names are the agent command's (serve takes the same ones); a per-model value as MODEL=N,….
+  return Object.entries(replicaLimiterOptions(limits)).flatMap(([key, value]) => [`--${optionFlagName(key)}`, typeof value === 'object' ? formatPerModel(value as PerModel) : String(value)]);
 }
 
 /**

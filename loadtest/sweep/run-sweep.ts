@@ -12,6 +12,7 @@ import { requestDeadlineMsFor } from '../../instrumentation/admission/request-de
 import { replaceFile } from '../../shared/replace-files.ts';
 import { STOPPED_EXIT_CODE } from '../../shared/stop-signals.ts';
 import { mainScenario } from '../run-fit.ts';
+import { withForwardRun } from '../planner/forward-plan.ts';
 import { startInput } from '../start-input.ts';
 import { fetchAgentShapes } from '../measure/agent-shapes.ts';
 import { plannedCapacity } from '../measure/plan-vs-measured.ts';
@@ -107,7 +108,8 @@ export async function runSweep(o: SweepOptions): Promise<number> {
     const s = mainScenario({ ...flags, rate: perMinute, duration }, tree, treeTimes);
     return scenarioForTarget(target, withTree({ ...s, name }, tree));
   };
-  const input = startInput(flags, target, scenarioFor(1, o.windowSeconds, 'sweep'));
+  // The plan's served rate is what the door serves of the tree (the forward run), where it has one.
+  const input = await withForwardRun(startInput(flags, target, scenarioFor(1, o.windowSeconds, 'sweep')), o.tokens, say);
   if (input.stack.kind !== 'local') throw new Error('sweep runs on its own stack');
   const stackOptions = input.stack.options;
   const steps = o.maxSteps + o.repeats;
