@@ -44,6 +44,7 @@ const integration = [
   'test/loadtest/measurement.test.ts',
   'test/loadtest/model-plans.test.ts',
   'test/loadtest/deep-tree-plan.test.ts',
+  'test/loadtest/forward-run.test.ts',
   'test/loadtest/plan-tree.test.ts',
   'test/loadtest/planner.test.ts',
   'test/loadtest/report-keep.test.ts',
