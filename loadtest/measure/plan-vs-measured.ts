@@ -230,7 +230,6 @@ function compareModels(
   byModel: ReadonlyMap<string, ModelFigures>,
   window: { start: number; end: number },
   probed: number | undefined,
-  requests?: RequestRates,
 ): PlanVsMeasured {
   const latencySeconds = stack.latencySeconds;
   const rows: ComparisonRow[] = [];
@@ -240,9 +239,6 @@ function compareModels(
   const wholeRequests = stack.admission !== 'call';
   const forward = wholeRequests ? stack.forwardRun : undefined;
   const planned = plannedPerModel(plans, stack.admission ?? 'request', stack.permits, forward);
-  // Whole requests the limiters counted served: what request admission plans, beside each model's share of the work.
-  const servedPlanned = planned.models.values().next().value?.servedPlanned;
-  if (wholeRequests && requests && servedPlanned !== undefined) rows.push({ quantity: 'served requests/min', planned: servedPlanned, measured: requests.served, relativeError: 0 });
   for (const m of plans.models) {
     const p = m.plan;
     const measured = byModel.get(m.model) as ModelFigures;
@@ -309,7 +305,7 @@ export function compareSteadyRun(run: SteadyRun, stack: StackParameters, planLat
 
 function compareFigures(run: SteadyRun, stack: StackParameters, planLatency: RunComparisonInput['planLatency'], planned: SteadyPlan): PlanVsMeasured {
   const { window, probed, figures } = run;
-  if (figures.kind === 'models' && planned.models) return compareModels(stack, planned.models, figures.byModel, window, probed, figures.requestsPerMinute);
+  if (figures.kind === 'models' && planned.models) return compareModels(stack, planned.models, figures.byModel, window, probed);
   if (figures.kind === 'models') throw new Error('a steady run measured per model needs its plan per model');
   // A tree planned whole: the stack's latency is the only field of the input that the latency changes.
   const { input } = planned;

@@ -71,15 +71,7 @@ export interface SteadyRun extends SteadyFrame {
   /** Requests shed in the window and what came before it; undefined when no limiter admitted a request (per-call admission). */
   steadyRequests: SteadyRequests | undefined;
   /** Per model, for a tree whose every model has its own limiter; else the fleet's. */
-  figures:
-    | {
-        readonly kind: 'models';
-        readonly models: readonly ModelShape[];
-        readonly byModel: ReadonlyMap<string, ModelFigures>;
-        /** Whole requests per minute by how request admission ended them (the busiest limiter's count); undefined under per-call admission. */
-        readonly requestsPerMinute?: { readonly served: number; readonly shed: number; readonly partial: number };
-      }
-    | { readonly kind: 'fleet'; readonly fleet: FleetFigures };
+  figures: { readonly kind: 'models'; readonly models: readonly ModelShape[]; readonly byModel: ReadonlyMap<string, ModelFigures> } | { readonly kind: 'fleet'; readonly fleet: FleetFigures };
 }
 
 /** One model's steady-state figures from its answers. */
@@ -109,10 +101,7 @@ export function steadyRunOf(frame: SteadyFrame, probed: number | undefined, a: A
   const steadyRequests = outcomes.admissions ? { shed: Math.round(outcomes.shed ?? 0), before: frame.before } : undefined;
   if (a.kind === 'models') {
     const byModel = new Map(a.models.map((m) => [m.model, modelFiguresOf(m)]));
-    const perMinute = (n: number | undefined) => ((n ?? 0) / Math.max(1, Math.round((frame.window.end - frame.window.start) / 1000))) * 60;
-    const r = a.requests;
-    const requestsPerMinute = r.admissions ? { served: perMinute(r.served), shed: perMinute(r.shed), partial: perMinute(r.partial) } : undefined;
-    return { ...frame, probed, steadyRequests, figures: { kind: 'models', models: frame.models, byModel, ...(requestsPerMinute ? { requestsPerMinute } : {}) } };
+    return { ...frame, probed, steadyRequests, figures: { kind: 'models', models: frame.models, byModel } };
   }
   const fleet = fleetFiguresOf(a.fleet);
   if (fleet.completed === 0 && fleet.callSeconds === undefined) {

@@ -7,8 +7,9 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { modelShares } from '../../instrumentation/tree/tree-count.ts';
-import { plannedPerModel } from '../../loadtest/measure/plan-vs-measured.ts';
-import { steadyPlanInput } from '../../loadtest/measure/steady-plan.ts';
+import { shapeOfCount } from '../../agent/tree-shapes.ts';
+import { compareSteadyRun, plannedPerModel } from '../../loadtest/measure/plan-vs-measured.ts';
+import { planSteadyPhase, steadyPlanInput } from '../../loadtest/measure/steady-plan.ts';
 import type { StackParameters } from '../../loadtest/measure/steady-state.ts';
 import { calibrateAgent, countAgent, treePlanInput } from '../../loadtest/planner/agent-plan.ts';
 import { inputTokensPerModel, outputTokensPerModel } from '../../loadtest/planner/calibrate.ts';
@@ -92,6 +93,11 @@ describe('the deep research pipeline, planned per model', () => {
     expect(planned.models.get(FLASH)?.servedPlanned).toBe(9);
     expect(planned.models.get(PRO)?.inFlight).toBeCloseTo((9 * 8 * 5.34) / 60, 9);
     expect(planned.models.get(FLASH)?.inFlight).toBeCloseTo((9 * 10 * 8) / 60, 9);
+    // With a forward run of the tree through the door, every model serves what it found (at most the demand).
+    const forward = plannedPerModel(plans, 'request', 10, { servedPerMinute: 9.4, minutes: 30, partial: 0 });
+    expect(forward.models.get(PRO)?.servedPlanned).toBe(9.4);
+    expect(forward.models.get(FLASH)?.servedPlanned).toBe(9.4);
+    expect(plannedPerModel(plans, 'request', 10, { servedPerMinute: 55, minutes: 30, partial: 0 }).models.get(PRO)?.servedPlanned).toBe(40);
     // The headline and the fleet figure say the same number.
     const text = formatModelPlans(plans, 'tokens as given');
     expect(text).toMatch(/gemini-2\.5-pro .*sustains 9 user requests\/min \(3 per replica, 9\.8 by its tokens; tokens bind\)/);
@@ -162,5 +168,29 @@ describe('the per-model headline and the fleet figure agree', () => {
     expect(line).not.toMatch(/sustains 1\.8/);
     expect(line).toContain('sustains 0 user requests/min (0 per replica, 1.8 by its tokens; tokens bind)');
     expect(line).toContain("one request (88,000 tokens) needs more than a replica's share (54,000 tokens/min): share the budget centrally (--quota-sharing central: 1/min) or run fewer replicas (1 replica: 1/min)");
+  });
+});
+
+describe('plan vs measured on the deep tree, with its forward run', () => {
+  it("the verdict's sustained rate and every model's served figure are the forward run's", async () => {
+    const { tree } = await countAgent(RESEARCH);
+    const models = modelShares(tree).map((s) => ({ model: s.model, limiter: s.model.replace(/\./g, '_'), modelCallsPerRequest: s.calls, shape: shapeOfCount(s) }));
+    const shape = { ...shapeOfCount(tree), models };
+    const window = { start: 0, end: 200_000 };
+    const frame = { phase, shape, models, window, before: undefined };
+    const forwardRun = { servedPerMinute: 9.4, minutes: 30, partial: 0 };
+    const steadyStack = stack({ inputTokensPerModel: { [FLASH]: 5466, [PRO]: 11_495 }, permits: 10, admission: 'request', forwardRun });
+    const byModel = new Map(models.map((m) => [m.model, { okCallsPerMinute: 60, okCallsPerMinuteByAgent: new Map([['writer', 10]]), callsInFlight: 6 }]));
+    const run = { ...frame, probed: undefined, steadyRequests: { shed: 90, before: undefined }, figures: { kind: 'models' as const, models, byModel } };
+    const planned = planSteadyPhase(phase, shape, models, steadyStack);
+    const compared = compareSteadyRun(run, steadyStack, undefined, planned);
+    expect(compared.planned.sustainedUserRequestsPerMinute).toBe(9.4);
+    expect(compared.forwardRun).toEqual(forwardRun);
+    for (const m of [FLASH, PRO]) expect(compared.rows.find((r) => r.quantity === `user requests/min ${m}`)?.planned).toBe(9.4);
+    // Without one, the arithmetic: the tokens' exact share in the verdict, whole windows in the rows.
+    const arithmetic = compareSteadyRun(run, { ...steadyStack, forwardRun: undefined }, undefined, planSteadyPhase(phase, shape, models, { ...steadyStack, forwardRun: undefined }));
+    expect(arithmetic.planned.sustainedUserRequestsPerMinute).toBeCloseTo(9.79, 2);
+    expect(arithmetic.rows.find((r) => r.quantity === `user requests/min ${PRO}`)?.planned).toBe(9);
+    expect(arithmetic.forwardRun).toBeUndefined();
   });
 });
