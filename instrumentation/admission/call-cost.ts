@@ -57,6 +57,7 @@ export class CallCostModel {
   /** Start offsets by the agent's call in its request (first, second, ...). */
   readonly #nthOffsets = new Map<string, number[]>();
   #meanCallMs: number | undefined;
+  #observedCalls = 0;
 
   constructor(prior: CallCostPrior = {}) {
     this.#prior = prior;
@@ -67,6 +68,7 @@ export class CallCostModel {
    * `seen` tells what else is known of it.
    */
   observe(agent: string, countedTokens: number, callMs: number, seen: SeenCall = {}): void {
+    this.#observedCalls++;
     const messageTokens = seen.carriesMessage === false ? 0 : (seen.messageTokens ?? 0);
     const beyond = Math.max(0, countedTokens - messageTokens);
     remember(this.#tokens, agent, beyond);
@@ -174,6 +176,11 @@ export class CallCostModel {
     if (agent !== undefined && Object.hasOwn(prior, agent)) return prior[agent];
     const values = Object.values(prior);
     return values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length;
+  }
+
+  /** Finished calls noted so far (observe). */
+  get observedCalls(): number {
+    return this.#observedCalls;
   }
 
   /** Mean provider call time, ms (weighted to recent calls); undefined before the first call. */

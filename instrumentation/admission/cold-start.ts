@@ -8,7 +8,11 @@
 // cold limiter learns on the others of its tree too when nobody does there, so a two-model
 // tree has one learner, not two. A turn is bounded (each request's `turnMs`: its tree's chain
 // at the expected call time, with margin): a learner whose calls hang holds the others no
-// longer than that, and a request shed while it waits is told when the turn ends.
+// longer than that, and a request shed while it waits is told when the turn ends. A turn whose
+// learner finished a call within it is renewed for another turnMs: the learner is slow, not
+// hung. Ended at its first turnMs while its request ran on, a learner left the writer of
+// research_pipeline unseen; the requests let in were funded at the planner's cost, waited for
+// top-ups the window no longer had, and ended partial (the library alone, no expected cost).
 //
 // States: idle (nobody learns) → learning (one turn, at most turnMs) → when the turn ends (the
 // learner's request ended, or the turn ran out): every waiter released when a cost is known,
@@ -27,15 +31,20 @@ export interface ColdStartEntry extends WaitOptions {
 export class ColdStart {
   readonly #clock: Clock;
   readonly #known: () => boolean;
+  readonly #finishedCalls: () => number;
   readonly #waiters: WaiterQueue<number, ColdStartTurn>;
   #learning = false;
   /** When the current turn runs out, on the clock. */
   #turnEndsAt = 0;
 
-  /** `known`: whether the limiter has learned a cost now (read when a turn ends). */
-  constructor(clock: Clock, known: () => boolean) {
+  /**
+   * `known`: whether the limiter has learned a cost now (read when a turn ends);
+   * `finishedCalls`: how many calls the limiter has learned from so far (a turn in which it grew is renewed).
+   */
+  constructor(clock: Clock, known: () => boolean, finishedCalls: () => number = () => 0) {
     this.#clock = clock;
     this.#known = known;
+    this.#finishedCalls = finishedCalls;
     this.#waiters = new WaiterQueue<number, ColdStartTurn>({ clock, what: 'cold start', onGiveUp: () => this.#next() });
   }
 
@@ -92,7 +101,15 @@ export class ColdStart {
       this.#learning = false;
       this.#next();
     };
-    timer = this.#clock.setTimeout(end, turnMs);
+    let finished = this.#finishedCalls();
+    const expire = () => {
+      const now = this.#finishedCalls();
+      if (now === finished) return end();
+      finished = now;
+      this.#turnEndsAt = this.#clock.now() + turnMs;
+      timer = this.#clock.setTimeout(expire, turnMs);
+    };
+    timer = this.#clock.setTimeout(expire, turnMs);
     return end;
   }
 }

@@ -76,7 +76,7 @@ export class LimiterDoor {
     this.#clock = clock;
     this.#queue = queue;
     this.kind = doorKindOf(budget);
-    this.#cold = new ColdStart(clock, () => llm.callCost.known);
+    this.#cold = new ColdStart(clock, () => llm.callCost.known, () => llm.callCost.observedCalls);
     this.#permitDoor = this.kind === 'shared' ? new PermitDoor(llm.semaphore, clock) : undefined;
   }
 
@@ -84,7 +84,11 @@ export class LimiterDoor {
   async fund(calls: ReadonlyMap<string, number>, door: FundingDoor): Promise<FundedShare | undefined> {
     const llm = this.#llm;
     const budget = this.#budget;
-    const tokensPerCall = costsOf(llm, calls, door.messageTokens) ?? (await this.#coldStart(calls, door));
+    // While a learner's turn runs, what its first calls taught is not the tree's cost: a writer
+    // not seen yet was funded at the planner's, and its request ended partial waiting for a
+    // top-up. The others wait for the turn's end (cold-start.ts).
+    const learned = this.#cold.learning ? undefined : costsOf(llm, calls, door.messageTokens);
+    const tokensPerCall = learned ?? (await this.#coldStart(calls, door));
     if (!tokensPerCall) {
       // Calls admitted one by one from a shared budget that refuses them all: shed whole instead.
       const refused = await (budget.sharing.kind === 'central' ? budget.sharing.refusal() : undefined);

@@ -46,10 +46,11 @@ export interface ForwardRunInput {
 export interface ForwardRun {
   /** Whole requests one replica serves per minute, its door saturated. */
   readonly servedPerMinute: number;
-  /** Requests counted: admitted and not ended partial, ended partial, shed at the door. */
+  /** Requests counted: admitted and not ended partial, shed at the door. */
   readonly served: number;
-  readonly partial: number;
   readonly shed: number;
+  /** Requests that ended partial in the whole run, the warm-up's included. */
+  readonly partial: number;
   /** Minutes counted (the warm-up left out). */
   readonly minutes: number;
 }
@@ -81,7 +82,7 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
   const runner = new InMemoryRunner({ agent: input.root, appName: 'forward_run' });
   const message = { role: 'user', parts: [{ text: input.message }] };
   /** Admitted after the warm-up; of those, ended partial; shed after the warm-up. */
-  const counted = { admitted: 0, partial: 0, shed: 0 };
+  const counted = { admitted: 0, partial: 0, shed: 0, partialEver: 0 };
   let atDoor = false;
   /** No arrival before this time (a request shed at once is followed by the next a step later). */
   let nextArrival = 0;
@@ -102,7 +103,11 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
         },
         { message, arrivedAt },
       );
-      if (partial && admittedAt !== undefined && admittedAt >= countFrom) counted.partial++;
+      if (partial) {
+        // Every partial request counts, the warm-up's too: the limiter's invariant says none.
+        counted.partialEver++;
+        if (admittedAt !== undefined && admittedAt >= countFrom) counted.partial++;
+      }
     } catch (error) {
       if (!(error instanceof RequestShed)) throw error;
       atDoor = false;
@@ -126,5 +131,5 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
   const minutes = (end - countFrom) / 60_000;
   // A request admitted late in the run may still be running: counted whole, as the door admitted it.
   const served = counted.admitted - counted.partial;
-  return { servedPerMinute: served / minutes, served, partial: counted.partial, shed: counted.shed, minutes };
+  return { servedPerMinute: served / minutes, served, partial: counted.partialEver, shed: counted.shed, minutes };
 }

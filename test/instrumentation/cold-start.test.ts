@@ -68,6 +68,30 @@ describe('ColdStart', () => {
     expect(order).toEqual([2, 3]);
   });
 
+  it('a turn whose learner finished a call in it is renewed; one that finished none in a turn runs out', async () => {
+    const clock = new ManualClock();
+    let finished = 0;
+    let known = false;
+    const cold = new ColdStart(clock, () => known, () => finished);
+    learnerEnd(await cold.enter({ turnMs: 2_000 }));
+    let next: ColdStartTurn | undefined;
+    void cold.enter({ turnMs: 10_000 }).then((turn) => {
+      next = turn;
+    });
+    // A call ends (and teaches a cost) within the first turn: the turn goes on for another 2 s.
+    await clock.advance(1_500);
+    finished = 1;
+    known = true;
+    await clock.advance(1_000);
+    expect(next).toBeUndefined();
+    expect(cold.learning).toBe(true);
+    expect(cold.turnLeftMs()).toBe(1_500);
+    // No call ends in the renewed turn: it runs out, and the waiter is funded with the cost learned.
+    await clock.advance(1_500);
+    expect(next?.kind).toBe('learned');
+    expect(cold.learning).toBe(false);
+  });
+
   it('a turn that runs out hands over to the next waiter, even if the learner never ends it', async () => {
     const clock = new ManualClock();
     const { cold } = coldStart(clock);

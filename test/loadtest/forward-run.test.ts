@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url';
 import { type BaseAgent, LlmAgent, ParallelAgent, SequentialAgent } from '@google/adk';
 import { describe, expect, it } from 'vitest';
-import { calibrateTree } from '../../loadtest/planner/calibrate.ts';
+import { calibrateTree, inputTokensPerModel } from '../../loadtest/planner/calibrate.ts';
 import { countAgent } from '../../loadtest/planner/agent-plan.ts';
 import { latencyOfFullAnswer } from '../../loadtest/planner/call-time.ts';
 import { forwardRun } from '../../loadtest/planner/forward-run.ts';
@@ -87,12 +87,26 @@ describe('the forward run of a tree through one replica door', () => {
     expect(run.servedPerMinute).toBeLessThanOrEqual(2.5);
   }, 120_000);
 
-  it('the deep two-model research pipeline (chain of 8, loop, AgentTool): whole requests only, none partial, within the binding model exact share', async () => {
-    const { module } = await countAgent(RESEARCH);
+  it('the deep two-model research pipeline (chain of 8, loop, AgentTool), as start runs it: none partial, within the binding model exact share; cold limiters that know no cost too', async () => {
+    const { module, agents } = await countAgent(RESEARCH);
     const root = module.root as BaseAgent;
-    const run = await served(root, 'gemini-2.5-pro', 3.5, 8);
-    expect(run.partial).toBe(0);
-    expect(run.servedPerMinute).toBeGreaterThan(0);
-    expect(run.servedPerMinute).toBeLessThanOrEqual(3.5);
+    // start's run: 5,000-token messages, 800-token answers in 8 s, 900,000 tokens/min per model over 3 replicas.
+    const startMessage = documentForTokens(5000, 5000);
+    const calibration = await calibrateTree(root, agents, { message: startMessage, outputTokensPerCall: 800 });
+    const expected = Object.fromEntries([...inputTokensPerModel(calibration)].map(([model, tokens]) => [model, Math.ceil(tokens)]));
+    const proTokens = calibration.agents.filter((a) => a.model === 'gemini-2.5-pro').reduce((sum, a) => sum + a.inputTokens, 0);
+    const latency = latencyOfFullAnswer(8, 800);
+    const mock = parseConfig({
+      timeToFirstTokenMs: { kind: 'fixed', value: Math.round(latency.firstTokenSeconds * 1000) },
+      perOutputTokenMs: { kind: 'fixed', value: latency.perOutputTokenSeconds * 1000 },
+      outputTokens: { kind: 'normal', mean: 800, stddev: 100 },
+    });
+    const limiter = { permits: 10, tokensPerMinute: 900_000, replicaShare: 1 / 3, maxWaitMs: 20_000, admission: 'request' as const, countedTokens: 'input' as const, expectedCallMs: 8000 };
+    for (const expectedTokensPerCall of [expected, undefined]) {
+      const run = await forwardRun({ root, agents, mock, message: startMessage, countedWindows: 20, limiter: { ...limiter, ...(expectedTokensPerCall ? { expectedTokensPerCall } : {}) } });
+      expect(run.partial).toBe(0);
+      expect(run.servedPerMinute).toBeGreaterThan(2.5);
+      expect(run.servedPerMinute).toBeLessThanOrEqual(300_000 / proTokens);
+    }
   }, 120_000);
 });
