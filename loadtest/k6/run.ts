@@ -81,7 +81,10 @@ export function userRequest(): void {
   requestsStarted.add(1, tags);
 
   const userId = file.adk?.userId ?? `vu-${exec.vu.idInTest}`;
-  const target = targets[(exec.vu.idInTest + exec.vu.iterationInInstance) % targets.length];
+  // In turn, as a round-robin load balancer sends them: each replica's static share gets its
+  // share of the arrivals. Spread by VU and its own iteration, one replica took two requests
+  // close together while another idled, and shed below what the replicas' doors serve.
+  const target = targets[exec.scenario.iterationInTest % targets.length];
   if (file.protocol === 'adk' && file.adk) {
     const metrics = { requestDuration, servedDuration, missingBranches, branchOutcomes, requestStatus, requestFailures, requestOutcomes };
     adkUserRequest({ target, adk: file.adk, userId, document: documentFor(tokens), timeout, tags, metrics });

@@ -10,7 +10,7 @@ import { documentForTokens } from '../scenario/document.ts';
 import type { StackParameters } from '../measure/steady-state.ts';
 import type { RunInput } from '../run-pipeline.ts';
 import { type AgentLimits, type AgentTarget, replicaLimiterOptions } from '../stack/agent-target.ts';
-import { FORWARD_COUNTED_WINDOWS, FORWARD_WARM_WINDOWS, forwardRun } from './forward-run.ts';
+import { FORWARD_COUNTED_WINDOWS, FORWARD_WARM_WINDOWS, type ForwardRun, ForwardRunError, forwardRun } from './forward-run.ts';
 
 /** What the forward run found, fleet-wide. */
 export interface ForwardFigure {
@@ -38,13 +38,20 @@ export async function forwardPlan(
   const module = await loadAgentModule(target.spec);
   const agents = llmAgentsOf(walkAgentTree(module.root));
   say(`forward run: ${target.app} through one replica's door on a simulated clock, ${FORWARD_WARM_WINDOWS + FORWARD_COUNTED_WINDOWS} quota windows…`);
-  const run = await forwardRun({
-    root: module.root,
-    agents,
-    limiter: { ...replicaLimiterOptions({ ...limits, providerUrl: '' }), replicaShare: 1 / limits.replicas },
-    mock: parseConfig(mockConfig),
-    message: documentForTokens(messageTokens, messageTokens),
-  });
+  let run: ForwardRun;
+  try {
+    run = await forwardRun({
+      root: module.root,
+      agents,
+      limiter: { ...replicaLimiterOptions({ ...limits, providerUrl: '' }), replicaShare: 1 / limits.replicas },
+      mock: parseConfig(mockConfig),
+      message: documentForTokens(messageTokens, messageTokens),
+    });
+  } catch (error) {
+    if (!(error instanceof ForwardRunError)) throw error;
+    say(`forward run: none (${error.message}); the plan serves whole windows`);
+    return undefined;
+  }
   const figure = { servedPerMinute: run.servedPerMinute * limits.replicas, minutes: run.minutes, partial: run.partial };
   say(`forward run: a replica serves ${run.servedPerMinute.toFixed(2)} whole requests/min (${run.served} in ${run.minutes} min, ${run.shed} shed, ${run.partial} partial): the fleet ${figure.servedPerMinute.toFixed(1)}/min`);
   return figure;

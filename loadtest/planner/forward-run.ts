@@ -26,6 +26,8 @@ import { MockModel } from './mock-model.ts';
 /** Quota windows run before counting (the first requests meet cold limiters), then counted. */
 export const FORWARD_WARM_WINDOWS = 3;
 export const FORWARD_COUNTED_WINDOWS = 30;
+/** Wall time a forward run may take before it gives up (a tree far larger than the samples). */
+export const FORWARD_MAX_WALL_MS = 120_000;
 /** Clock steps of the run, ms: timers fire at their own times within a step. */
 const STEP_MS = 100;
 
@@ -41,6 +43,8 @@ export interface ForwardRunInput {
   readonly message: string;
   /** Windows counted (default FORWARD_COUNTED_WINDOWS). */
   readonly countedWindows?: number;
+  /** Wall time the run may take, ms (default FORWARD_MAX_WALL_MS). */
+  readonly maxWallMs?: number;
 }
 
 export interface ForwardRun {
@@ -63,25 +67,38 @@ export class ForwardRunError extends Error {
  * Runs `input.root`'s requests through one replica's door until FORWARD_WARM_WINDOWS and the
  * counted windows have passed on the clock, and counts the requests admitted after the warm-up.
  * Central quota sharing runs as static: one replica's share (the fleet's window behaves as
- * the replicas' shares added up). Throws ForwardRunError when no admission is configured.
+ * the replicas' shares added up). Throws ForwardRunError when no admission is configured, an
+ * agent keeps a model of its own (its calls would leave the run), a request fails (a tool
+ * that throws), or the run takes longer than maxWallMs.
  */
 export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
   const options = parseServiceOptions({ ...input.limiter, quotaSharing: input.limiter.quotaSharing === 'central' ? 'static' : input.limiter.quotaSharing, redisUrl: undefined });
+  const maxWallMs = input.maxWallMs ?? FORWARD_MAX_WALL_MS;
   const clock = new ManualClock();
   const admission = createRequestAdmission(options, clock);
   if (!admission) throw new ForwardRunError('the forward run plans request admission only');
   const random = createRandom(input.mock.seed);
   const originals = input.agents.map((agent) => agent.model);
+  const restore = () =>
+    input.agents.forEach((agent, i) => {
+      agent.model = originals[i];
+    });
   const wrapped = await wrapModels(input.agents, options, { providerUrl: 'http://127.0.0.1:1/', apiKey: 'forward-run', httpTimeoutMs: 1 }, new Registry(), {
     delegateFor: (model) => new MockModel(model, input.mock, random, clock),
     clock,
   });
+  const kept = wrapped.decisions.filter((d) => d.action === 'kept');
+  if (kept.length > 0) {
+    restore();
+    await wrapped.close();
+    throw new ForwardRunError(`agent "${kept[0].agent}" keeps a model of its own (${kept[0].action === 'kept' ? kept[0].reason : ''}): its calls would leave the run`);
+  }
   const windowMs = options.quotaWindowMs;
   const countFrom = FORWARD_WARM_WINDOWS * windowMs;
   const end = countFrom + (input.countedWindows ?? FORWARD_COUNTED_WINDOWS) * windowMs;
   const runner = new InMemoryRunner({ agent: input.root, appName: 'forward_run' });
   const message = { role: 'user', parts: [{ text: input.message }] };
-  /** Admitted after the warm-up; of those, ended partial; shed after the warm-up. */
+  /** Of the requests that arrived after the warm-up: admitted, shed, and the admitted ones that ended partial; partial ones of the whole run. */
   const counted = { admitted: 0, partial: 0, shed: 0, partialEver: 0 };
   let atDoor = false;
   /** No arrival before this time (a request shed at once is followed by the next a step later). */
@@ -89,6 +106,7 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
   const arrive = async () => {
     atDoor = true;
     const arrivedAt = clock.now();
+    const counts = arrivedAt >= countFrom;
     const session = await runner.sessionService.createSession({ appName: 'forward_run', userId: 'forward' });
     let admittedAt: number | undefined;
     let partial = false;
@@ -98,7 +116,7 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
         async () => {
           admittedAt = clock.now();
           atDoor = false;
-          if (admittedAt >= countFrom) counted.admitted++;
+          if (counts) counted.admitted++;
           for await (const event of runner.runAsync({ userId: 'forward', sessionId: session.id, newMessage: message })) if (event.errorCode) partial = true;
         },
         { message, arrivedAt },
@@ -106,26 +124,26 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
       if (partial) {
         // Every partial request counts, the warm-up's too: the limiter's invariant says none.
         counted.partialEver++;
-        if (admittedAt !== undefined && admittedAt >= countFrom) counted.partial++;
+        if (counts) counted.partial++;
       }
     } catch (error) {
       if (!(error instanceof RequestShed)) throw error;
       atDoor = false;
       nextArrival = clock.now() + STEP_MS;
-      if (clock.now() >= countFrom) counted.shed++;
+      if (counts) counted.shed++;
     }
   };
   const failures: unknown[] = [];
+  const began = performance.now();
   try {
     while (clock.now() < end) {
       if (!atDoor && clock.now() >= nextArrival) arrive().catch((error: unknown) => failures.push(error));
       await clock.advance(STEP_MS);
       if (failures.length > 0) throw new ForwardRunError(`a request of the forward run failed: ${(failures[0] as Error).message}`);
+      if (performance.now() - began > maxWallMs) throw new ForwardRunError(`it took longer than ${maxWallMs / 1000} s`);
     }
   } finally {
-    input.agents.forEach((agent, i) => {
-      agent.model = originals[i];
-    });
+    restore();
     await wrapped.close();
   }
   const minutes = (end - countFrom) / 60_000;

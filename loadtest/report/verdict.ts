@@ -93,7 +93,7 @@ export function runVerdict(v: VerdictInput): Verdict {
   const parts = [
     fits
       ? `verdict: the tree fits its quota${demand}`
-      : `verdict: the tree does NOT fit its quota${demand}${planned && !planned.fits ? ` (the budget sustains ${rate(planned.sustainedUserRequestsPerMinute)})` : ''}`,
+      : `verdict: the tree does NOT fit its quota${demand}${planned && !planned.fits ? ` (${compared?.forwardRun ? 'its forward run through the door serves' : 'the budget sustains'} ${rate(planned.sustainedUserRequestsPerMinute)})` : ''}`,
     `${formatRequestCounts(c)} of ${started} requests${v.providerRateLimited ? `; ${v.providerRateLimited} provider 429s` : ''}`,
   ];
   if (shedBefore > 0) {

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { calibrateTree, inputTokensPerModel } from '../../loadtest/planner/calibrate.ts';
 import { countAgent } from '../../loadtest/planner/agent-plan.ts';
 import { latencyOfFullAnswer } from '../../loadtest/planner/call-time.ts';
-import { forwardRun } from '../../loadtest/planner/forward-run.ts';
+import { ForwardRunError, forwardRun } from '../../loadtest/planner/forward-run.ts';
+import { FakeLlm, textResponse } from '../../instrumentation/testing.ts';
 import { documentForTokens } from '../../loadtest/scenario/document.ts';
 import { llmAgentsOf, walkAgentTree } from '../../instrumentation/tree/tree-walk.ts';
 import { parseConfig } from '../../mock-provider/config.ts';
@@ -109,4 +110,17 @@ describe('the forward run of a tree through one replica door', () => {
       expect(run.servedPerMinute).toBeLessThanOrEqual(300_000 / proTokens);
     }
   }, 120_000);
+
+  it("refuses a tree with a model of the user's own (its calls would leave the run), and gives every agent its model back", async () => {
+    const own = new FakeLlm(async function* () {
+      yield textResponse('never called');
+    });
+    const agents = [new LlmAgent({ name: 'mine', model: own, instruction: 'Mine.' }), new LlmAgent({ name: 'theirs', model: 'gemini-2.5-flash', instruction: 'Theirs.' })];
+    const root = new SequentialAgent({ name: 'mixed', subAgents: agents });
+    const run = forwardRun({ root, agents, mock: mockOf(1), message, limiter: { admission: 'request' } });
+    await expect(run).rejects.toThrow(ForwardRunError);
+    await expect(run).rejects.toThrow(/agent "mine" keeps a model of its own \(custom model\)/);
+    expect(agents.map((agent) => agent.model)).toEqual([own, 'gemini-2.5-flash']);
+    expect(own.calls).toHaveLength(0);
+  });
 });

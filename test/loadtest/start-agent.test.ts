@@ -83,8 +83,13 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
     // calibrated tokens carry the loop's history), at most the demand of 30/min.
     const binding = summary.planVsMeasured.models.find((m: { binding: boolean }) => m.binding);
     expect(binding.model).toBe('gemini-2.5-flash');
-    // Request admission: each replica's window holds whole requests only, on every model.
-    const served = Math.min(30, ...summary.planVsMeasured.models.map((m: { wholeUserRequestsPerMinute: number }) => m.wholeUserRequestsPerMinute));
+    // Request admission: every model serves what the tree's forward run through one replica's
+    // door served (times the replicas), at most the demand; it ends none partial.
+    const forward = summary.planVsMeasured.forwardRun;
+    expect(forward.partial).toBe(0);
+    expect(forward.servedPerMinute).toBeGreaterThan(0);
+    expect(run.out).toMatch(/forward run: a replica serves [\d.]+ whole requests\/min/);
+    const served = Math.min(30, forward.servedPerMinute);
     expect(summary.planVsMeasured.rows[0].planned).toBeCloseTo(served, 9);
     expect(summary.planVsMeasured.rows[2].planned).toBeCloseTo(served, 9);
     expect(summary.planVsMeasured.tokens).toBe('calibrated');
