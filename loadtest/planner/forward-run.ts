@@ -87,11 +87,11 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
     delegateFor: (model) => new MockModel(model, input.mock, random, clock),
     clock,
   });
-  const kept = wrapped.decisions.filter((d) => d.action === 'kept');
-  if (kept.length > 0) {
+  const kept = wrapped.decisions.find((d) => d.action === 'kept');
+  if (kept?.action === 'kept') {
     restore();
     await wrapped.close();
-    throw new ForwardRunError(`agent "${kept[0].agent}" keeps a model of its own (${kept[0].action === 'kept' ? kept[0].reason : ''}): its calls would leave the run`);
+    throw new ForwardRunError(`agent "${kept.agent}" keeps a model of its own (${kept.reason}): its calls would leave the run`);
   }
   const windowMs = options.quotaWindowMs;
   const countFrom = FORWARD_WARM_WINDOWS * windowMs;
@@ -108,13 +108,11 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
     const arrivedAt = clock.now();
     const counts = arrivedAt >= countFrom;
     const session = await runner.sessionService.createSession({ appName: 'forward_run', userId: 'forward' });
-    let admittedAt: number | undefined;
     let partial = false;
     try {
       await admission.run(
         input.root,
         async () => {
-          admittedAt = clock.now();
           atDoor = false;
           if (counts) counted.admitted++;
           for await (const event of runner.runAsync({ userId: 'forward', sessionId: session.id, newMessage: message })) if (event.errorCode) partial = true;
