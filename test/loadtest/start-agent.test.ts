@@ -51,7 +51,7 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
     expect(run.out).toMatch(/serve \(app "loop_tools", .*loop_tools\.ts#rootAgent\): 2 replica\(s\)/);
     expect(run.out).toMatch(new RegExp(`model calls: +\\d+ at the provider \\(${LOOP_TOOLS_CALLS} per request counted in loop_tools\\)`));
     expect(run.out).toMatch(/HTTP statuses: +200 ×\d+/);
-    expect(run.out).toMatch(/plan vs measured \(binding quota: tokens of gemini-2\.5-flash, [^)]*each model planned against its own quota, input tokens per call calibrated from the tree; (request|per-call) admission; steady window \d+ s/);
+    expect(run.out).toMatch(/plan vs measured \(binding quota: tokens of gemini-2\.5-flash, [^)]*each model planned against its own quota, input tokens per call calibrated from the tree; request admission, served as a forward run of the tree through one replica's door found it \(30 simulated min\); steady window \d+ s/);
     // 10 s cannot hold the tree's 10 calls one after another at 0.5 s: lengthened before the run, with the reason.
     const note = run.out.indexOf('[main] --duration 10 s is too short for loop_tools: its critical path is 10 model calls one after another × 0.5 s = 5 s');
     expect(note, run.out).toBeGreaterThanOrEqual(0);
