@@ -4,6 +4,7 @@
 // prints a summary and writes reports/<run-id>/. A run whose requests all failed exits 1.
 // The run is built from the flags once (run-spec.ts), run by run-pipeline.ts, and printed here.
 import { type RunReporter, type RunResult, runPipeline } from './run-pipeline.ts';
+import { withForwardRun } from './planner/forward-plan.ts';
 import { buildRunSpec } from './run-spec.ts';
 import type { StartOptions } from './start-options.ts';
 import { startSummary } from './start-summary.ts';
@@ -16,7 +17,7 @@ const say = (line: string) => console.log(`[main] ${line}`);
  * UnservedTreeError for a tree the agent side does not serve.
  */
 export async function runStart(flags: StartOptions): Promise<number> {
-  const built = await buildRunSpec(flags, say);
+  const built = await buildRunSpec(flags);
   for (const note of built.notes) say(note);
   if ('refused' in built) {
     console.error(`start: --request-deadline-ms: ${built.refused}`);
@@ -25,7 +26,8 @@ export async function runStart(flags: StartOptions): Promise<number> {
   const reporter: RunReporter = { say, out: process.stdout, begin: ({ runId, reportDir }) => say(`run ${runId}: report in ${reportDir}`) };
   let result: RunResult;
   try {
-    result = await runPipeline(built.spec.input, reporter);
+    // The plan's served rate: the tree run forward through one replica's door, once the notes are said.
+    result = await runPipeline(await withForwardRun(built.spec.input, built.spec.flags.tokens, say), reporter);
   } catch (e) {
     console.error(`[main] failed: ${(e as Error).message}`);
     return 1;

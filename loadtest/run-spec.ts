@@ -9,7 +9,6 @@ import { loadScenario } from './scenario/schema.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { type AgentTarget, resolveRunTarget } from './stack/agent-target.ts';
 import { scenarioForTarget } from './stack/target-scenario.ts';
-import { withForwardRun } from './planner/forward-plan.ts';
 import { OUTPUT_TOKENS, startInput } from './start-input.ts';
 import type { StartOptions } from './start-options.ts';
 
@@ -32,7 +31,7 @@ export type BuiltRun = { readonly notes: readonly string[] } & ({ readonly spec:
  * for an --agent that does not load or walk, and UnservedTreeError for a tree the agent side
  * does not serve; refuses a --request-deadline-ms no admitted request could finish in.
  */
-export async function buildRunSpec(flags: StartOptions, say: (line: string) => void = () => {}): Promise<BuiltRun> {
+export async function buildRunSpec(flags: StartOptions): Promise<BuiltRun> {
   // The tree's own prompts (one request with its session history) size the plan per model.
   const { target, tree, shape } = await resolveRunTarget({ agent: flags.agent, tree: flags.tree, calibrate: { messageTokens: flags.tokens, outputTokensPerCall: OUTPUT_TOKENS } });
   const criticalPath = shape ? criticalPathSeconds(shape, flags.callSeconds) : 0;
@@ -45,7 +44,5 @@ export async function buildRunSpec(flags: StartOptions, say: (line: string) => v
   const chosen = !flags.scenario ? mainScenario(fitted.flags, tree, timing) : loadScenario(flags.scenario);
   // --tree sends every request of a scenario file to that tree too.
   const scenario = scenarioForTarget(target, chosen, flags.tree ? tree : undefined);
-  for (const note of notes) say(note);
-  const input = await withForwardRun(startInput(fitted.flags, target, scenario), fitted.flags.tokens, say);
-  return { notes: [], spec: { flags: fitted.flags, target, tree, scenario, input } };
+  return { notes, spec: { flags: fitted.flags, target, tree, scenario, input: startInput(fitted.flags, target, scenario) } };
 }

@@ -43,7 +43,7 @@ export async function forwardPlan(
     run = await forwardRun({
       root: module.root,
       agents,
-      limiter: { ...replicaLimiterOptions({ ...limits, providerUrl: '' }), replicaShare: 1 / limits.replicas },
+      limiter: { ...replicaLimiterOptions(limits), replicaShare: 1 / limits.replicas },
       mock: parseConfig(mockConfig),
       message: documentForTokens(messageTokens, messageTokens),
     });

@@ -180,7 +180,7 @@ export interface AgentLimits {
 }
 
 /** The limiter options every replica is started with (serve's replicas add their --replica-share). */
-export function replicaLimiterOptions(limits: AgentLimits): AgentServiceOptionsInput {
+export function replicaLimiterOptions(limits: Omit<AgentLimits, 'providerUrl'>): AgentServiceOptionsInput {
   const values: AgentServiceOptionsInput = {
     permits: limits.permits,
     tokensPerMinute: limits.tokensPerMinute,
