@@ -1,6 +1,7 @@
 // `quotascope start` (`npm start`): the mock provider, the agent service and Prometheus on
 // loopback, a fan-out burst then steady traffic, a summary and reports/<run-id>/.
 import { Command } from 'commander';
+import { DEFAULT_STEADY_SECONDS, defaultSteadySeconds, OWN_TREE_STEADY_QUOTA_WINDOWS } from '../loadtest/run-fit.ts';
 import { type StartOptions, startOptionsSchema } from '../loadtest/start-options.ts';
 import { UsageError } from './errors.ts';
 import { FlagSet, type FlagSpecs, optionFlag, perModelFlag } from './flags.ts';
@@ -23,7 +24,13 @@ export const START_FLAGS: FlagSpecs<keyof StartOptions> = {
     defaultText: "review, or the trees the scenario names; with --agent the module's name",
   },
   scenario: { flag: 'scenario', help: 'run this scenario instead (a name in loadtest/scenarios or a path)', schema: field.scenario, value: 'name|file' },
-  duration: { flag: 'duration', help: 'seconds of steady traffic after the burst', schema: field.duration, value: 's' },
+  duration: {
+    flag: 'duration',
+    help: 'seconds of steady traffic after the burst',
+    schema: field.duration,
+    value: 's',
+    defaultText: `${DEFAULT_STEADY_SECONDS}; with --agent under request admission ${defaultSteadySeconds(true, { admission: 'request' })} (${OWN_TREE_STEADY_QUOTA_WINDOWS} quota windows)`,
+  },
   rate: { flag: 'rate', help: 'steady user requests per minute', schema: field.rate, value: 'n' },
   burstUsers: { flag: 'burst-users', help: 'users clicking at once at the start', schema: field.burstUsers, value: 'n' },
   replicas: { flag: 'replicas', help: 'agent service replicas sharing the budget', schema: field.replicas, value: 'n' },

@@ -3,7 +3,7 @@
 // timing, the flags fitted to the tree, the scenario as the target runs it, and the
 // pipeline's input. runStart (main.ts) runs it and prints what the pipeline found.
 import { criticalPathSeconds, treeTiming } from './measure/steady-state.ts';
-import { deadlineNote, fitRunToTree, mainScenario } from './run-fit.ts';
+import { DEFAULT_STEADY_SECONDS, deadlineNote, type FittedFlags, fitRunToTree, mainScenario } from './run-fit.ts';
 import type { RunInput } from './run-pipeline.ts';
 import { loadScenario } from './scenario/schema.ts';
 import type { ScenarioFile } from './scenario/types.ts';
@@ -14,8 +14,8 @@ import type { StartOptions } from './start-options.ts';
 
 /** A `start` run, ready to run. */
 export interface RunSpec {
-  /** The flags fitted to the tree (a built-in run lengthened where it was too short for it). */
-  readonly flags: StartOptions;
+  /** The flags fitted to the tree (the steady phase's length chosen for it, or lengthened where too short for it). */
+  readonly flags: FittedFlags;
   readonly target: AgentTarget;
   /** The tree the run's requests call. */
   readonly tree: string;
@@ -36,7 +36,8 @@ export async function buildRunSpec(flags: StartOptions): Promise<BuiltRun> {
   const { target, tree, shape } = await resolveRunTarget({ agent: flags.agent, tree: flags.tree, calibrate: { messageTokens: flags.tokens, outputTokensPerCall: OUTPUT_TOKENS } });
   const criticalPath = shape ? criticalPathSeconds(shape, flags.callSeconds) : 0;
   const timing = treeTiming(criticalPath, flags);
-  const fitted = flags.scenario ? { flags, criticalPath: 0 } : fitRunToTree(flags, shape, tree, timing);
+  // A scenario file has its own phases; --duration is not read.
+  const fitted = flags.scenario ? { flags: { ...flags, duration: flags.duration ?? DEFAULT_STEADY_SECONDS }, criticalPath: 0 } : fitRunToTree(flags, shape, tree, timing, target.kind === 'serve');
   // The agent side refuses such a deadline at start too: said before anything starts.
   const tooShort = deadlineNote(fitted.flags, shape, tree, timing);
   const notes = [...(target.kind === 'serve' && target.calibrationNote ? [target.calibrationNote] : []), ...(fitted.note ? [fitted.note] : [])];

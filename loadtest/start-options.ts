@@ -15,8 +15,8 @@ export const startOptionsSchema = limiterOptionFields.pick({ permits: true, maxW
   tree: treeNameSchema.optional(),
   /** A scenario file instead of the built-in run (a name in loadtest/scenarios or a path). */
   scenario: z.string().min(1).optional(),
-  /** Seconds of steady traffic after the burst. */
-  duration: z.int().min(1).max(86_400).default(300),
+  /** Seconds of steady traffic after the burst (unset: steadySecondsFor the tree, run-fit.ts). */
+  duration: z.int().min(1).max(86_400).optional(),
   /** Steady user requests per minute. */
   rate: z.number().positive().max(100_000).default(EX.userRequestsPerMinute),
   /** Users clicking at once at the start. */

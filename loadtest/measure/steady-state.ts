@@ -6,6 +6,7 @@ import type { TreeShape } from '../../agent/tree-shapes.ts';
 import { chainDeadlineMs, requestDeadlineMsFor } from '../../instrumentation/admission/request-deadlines.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { CallLatency } from '../planner/call-time.ts';
+import { DEFAULT_WINDOW_MS } from '../../instrumentation/defaults.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
 import { resolveRequest } from '../scenario/request.ts';
 import type { ConstantArrival, ScenarioFile } from '../scenario/types.ts';
@@ -52,15 +53,26 @@ export function whyNoComparison(
   return undefined;
 }
 
+/** The quota window of a `start` run (the mock's and every limiter's), s. */
+export const RUN_QUOTA_WINDOW_SECONDS = DEFAULT_WINDOW_MS / 1000;
+
 /**
  * The measuring window in scenario seconds: after a warm-up (a third of the phase, at least
  * 4 call times, so queues have filled and earlier arrivals such as the opening burst have
- * drained), until 1 s before the phase ends (completions after it are not steady).
+ * drained), until 1 s before the phase ends (completions after it are not steady), cut to
+ * the last whole quota windows (`quotaWindowSeconds`) where one fits. A saturated door
+ * admits whole requests in clusters that repeat every quota window (the window frees, a
+ * window later, what it charged at once): a window of whole quota windows counts whole
+ * repeats, where one of 199 s counted 4 clusters of the 9 a minute some trees admit in
+ * 3.3 minutes (+10 %).
  */
-export function steadyWindow(phase: SteadyPhase, callSeconds: number): { from: number; to: number } {
+export function steadyWindow(phase: SteadyPhase, callSeconds: number, quotaWindowSeconds = RUN_QUOTA_WINDOW_SECONDS): { from: number; to: number } {
   const a = phase.arrival;
   const warmUp = Math.max(a.duration / 3, 4 * callSeconds);
-  return { from: a.start + Math.min(warmUp, a.duration / 2), to: a.start + a.duration - 1 };
+  const from = a.start + Math.min(warmUp, a.duration / 2);
+  const to = a.start + a.duration - 1;
+  const windows = Math.floor((to - from) / quotaWindowSeconds);
+  return { from: windows >= 1 ? to - windows * quotaWindowSeconds : from, to };
 }
 
 /** A finished run's steady phase as a comparison reads it: the phase, its tree's shape (and its limited models) and the window in epoch ms. */
@@ -172,9 +184,8 @@ export function criticalPathSeconds(shape: TreeShape, callSeconds: number): numb
 /**
  * The shortest steady phase (whole seconds) that measures whole requests of a tree whose
  * critical path is `criticalPath` seconds: its warm-up holds one request's life, so the first
- * requests have ended, and its measuring window holds two, so requests that start inside
- * the window also end inside it (steadyWindow's warm-up is a third of the phase, at least 4
- * call times, at most half).
+ * requests have ended, and its measuring window (steadyWindow's) holds two, so requests that
+ * start inside the window also end inside it.
  */
 export function minimumSteadySeconds(criticalPath: number, callSeconds: number): number {
   const long = (duration: number) => {
@@ -182,9 +193,10 @@ export function minimumSteadySeconds(criticalPath: number, callSeconds: number):
     const w = steadyWindow({ arrival, tree: '', inputTokensPerCall: 1 }, callSeconds);
     return w.from >= criticalPath && w.to - w.from >= 2 * criticalPath;
   };
-  // The warm-up is d/3, 4 call times or d/2: the least d each case needs, smallest first.
-  const candidates = [3 * criticalPath + 1.5, 2 * criticalPath + 1 + 4 * callSeconds, 4 * criticalPath + 2].map((d) => Math.ceil(d)).sort((a, b) => a - b);
-  return candidates.find(long) ?? (candidates.at(-1) as number);
+  // No phase shorter than three request lives holds one of warm-up and two measured.
+  let duration = Math.max(1, Math.ceil(3 * criticalPath));
+  while (!long(duration)) duration++;
+  return duration;
 }
 
 /** A tree's times at the run's call time, worked out once: what fitting the run to the tree and its scenario read. */

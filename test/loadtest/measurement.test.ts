@@ -71,6 +71,14 @@ describe('steady window', () => {
     expect(whyNoComparison(main, phase, steadyWindow(phase, 8))).toBeUndefined();
   });
 
+  it("holds the last whole quota windows where one fits: start's default phase measures 180 s, not 199 s", () => {
+    const phase = steadyPhase({ ...main, arrivals: [main.arrivals[0] as ScenarioFile['arrivals'][number], { kind: 'constant', start: 24, perMinute: 40, duration: 300 }] });
+    if (!phase) throw new Error('no phase');
+    expect(steadyWindow(phase, 8)).toEqual({ from: 24 + 119, to: 323 });
+    expect(steadyWindow(phase, 8, 30)).toEqual({ from: 24 + 119, to: 323 });
+    expect(steadyWindow(phase, 8, 45)).toEqual({ from: 323 - 4 * 45, to: 323 });
+  });
+
   it('refuses a window that another arrival overlaps, another tree, or no constant rate', () => {
     const lanes: ScenarioFile = { ...main, arrivals: [...main.arrivals, { kind: 'burst', at: 60, users: 10 }] };
     const phase = steadyPhase(lanes);
@@ -87,7 +95,9 @@ describe('steady window', () => {
         const phase = steadyPhase({ name: 'p', arrivals: [{ kind: 'constant', start, perMinute: 10, duration }] });
         if (!phase) return false;
         const w = steadyWindow(phase, call);
-        return w.from >= start && w.to <= start + duration && w.from < w.to && w.from - start <= duration / 2 + 1e-9;
+        const length = w.to - w.from;
+        const wholeWindows = length < 60 || Math.abs(length / 60 - Math.round(length / 60)) < 1e-9;
+        return w.from >= start && w.to <= start + duration && w.from < w.to && w.from - start <= duration / 2 + 60 + 1e-9 && wholeWindows;
       }),
     );
   });

@@ -9,7 +9,7 @@ import type { TreeShape } from '../../agent/tree-shapes.ts';
 import { isShedAnswer, REQUEST_OUTCOMES, requestFailed, requestOutcome } from '../../loadtest/k6/request-status.ts';
 import { condenseSummary } from '../../loadtest/k6/summary.ts';
 import { formatHttpFailed, SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
-import { deadlineNote, fitRunToTree } from '../../loadtest/run-fit.ts';
+import { DEFAULT_STEADY_SECONDS, deadlineNote, fitRunToTree } from '../../loadtest/run-fit.ts';
 import { BUILT_IN_SHAPES } from '../../loadtest/measure/agent-shapes.ts';
 import { comparePlan, compareSteadyRun, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
 import { steadyRunOf } from '../../loadtest/measure/steady-collect.ts';
@@ -101,8 +101,20 @@ describe('a run long enough for the tree', () => {
   it('the default run of the worked example is long enough as it is', () => {
     const fitted = fitRunToTree(defaults, { parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, 'review', timingOf({ parallelBranches: 4, callsPerBranch: 1, sequentialSteps: 1 }, defaults));
     expect(fitted.note).toBeUndefined();
-    expect(fitted.flags).toBe(defaults);
+    expect(fitted.flags).toEqual({ ...defaults, duration: DEFAULT_STEADY_SECONDS });
     expect(fitRunToTree(defaults, undefined, 'wide', timingOf(undefined, defaults)).note).toBeUndefined();
+  });
+
+  it("a tree of the user's own gets 7 quota windows of steady traffic unless --duration says otherwise, and says so", () => {
+    const timing = timingOf(tripPlanner, { ...defaults, callSeconds: 2 });
+    const own = fitRunToTree({ ...defaults, callSeconds: 2 }, tripPlanner, 'trip_planner', timing, true);
+    expect(own.flags.duration).toBe(421);
+    expect(own.note).toBe("steady traffic for 421 s (7 quota windows: trip_planner's door settles over 3, and the last 4 are measured; pass --duration to choose)");
+    // The window steadyWindow measures: the last 4 quota windows, after 3 of warm-up.
+    expect(steadyWindow({ arrival: { kind: 'constant', start: 0, perMinute: 40, duration: 421 }, tree: 't', inputTokensPerCall: 1 }, 2)).toEqual({ from: 180, to: 420 });
+    expect(fitRunToTree({ ...defaults, callSeconds: 2, duration: 300 }, tripPlanner, 'trip_planner', timing, true)).toEqual({ flags: { ...defaults, callSeconds: 2, duration: 300 }, criticalPath: 16 });
+    // Call by call there is no door whose admissions repeat: the samples' default.
+    expect(fitRunToTree({ ...defaults, callSeconds: 2, admission: 'call' }, tripPlanner, 'trip_planner', timing, true).flags.duration).toBe(DEFAULT_STEADY_SECONDS);
   });
 
   it('a request deadline not longer than the critical path is named before the run: no admitted request could finish', () => {
@@ -126,7 +138,8 @@ describe('a run long enough for the tree', () => {
         const w = steadyWindow({ arrival: { kind: 'constant', start: 0, perMinute: 1, duration: d }, tree: 't', inputTokensPerCall: 1 }, callSeconds);
         expect(w.from).toBeGreaterThanOrEqual(cp);
         expect(w.to - w.from).toBeGreaterThanOrEqual(2 * cp);
-        expect(d).toBeLessThanOrEqual(Math.ceil(4 * cp + 2));
+        // Whole quota windows cost the measuring window less than one, the phase at most two more.
+        expect(d).toBeLessThanOrEqual(Math.ceil(4 * cp + 2) + 2 * 60);
       }),
     );
   });
