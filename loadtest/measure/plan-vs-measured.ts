@@ -5,7 +5,7 @@ import type { ForwardFigure } from '../planner/forward-plan.ts';
 import type { ModelPlan, ModelPlans } from '../planner/model-plans.ts';
 import { type Plan, type PlanInput, plan } from '../planner/index.ts';
 import type { AgentShape } from './agent-shapes.ts';
-import { collectSteadyRun, type FleetFigures, type ModelFigures, type RunComparisonInput, type SteadyRequests, type SteadyRun } from './steady-collect.ts';
+import { collectSteadyRun, type FleetFigures, type ModelFigures, type RunComparisonInput, type SteadyRequests, type SteadyRun, type WholeRequests } from './steady-collect.ts';
 import { planSteadyPhase, type SteadyPlan } from './steady-plan.ts';
 import { limitedModels, type StackParameters, type SteadyPhase } from './steady-state.ts';
 
@@ -27,8 +27,9 @@ export interface Measured {
    */
   userRequestsPerMinute: number;
   /**
-   * Under request admission, the limiters' own count of whole requests per minute: completed
-   * (served), shed and partial; undefined when no limiter admitted a request (per-call admission).
+   * Under request admission, the limiters' own count of whole requests per minute: served
+   * (admitted, not partial: WholeRequests), shed and partial; undefined when no limiter
+   * admitted a request (per-call admission).
    */
   requests?: RequestRates;
   /** HTTP requests the agent service answered per minute (diagnostic: includes partial ones). */
@@ -221,16 +222,19 @@ export function plannedPerModel(plans: ModelPlans, admission: Admission, permits
 /**
  * Plan vs measured per model, for a tree whose models each have their own quota and limiter:
  * each model's share planned against its quota (its calibrated tokens per call when known),
- * beside what its limiter completed: user requests per minute in whole-request equivalents of
- * that model's calls, and its calls in flight; permits in use over every limiter.
+ * beside what was measured. Under request admission, the whole requests the door served, shed
+ * and cut partial (each model serves the same requests), then each model's calls in flight.
+ * Call by call, each model's own served rate (its calls in whole-request equivalents) and
+ * calls in flight. Then permits in use over every limiter.
  */
 function compareModels(
   stack: StackParameters,
   plans: ModelPlans,
-  byModel: ReadonlyMap<string, ModelFigures>,
+  figures: { readonly byModel: ReadonlyMap<string, ModelFigures>; readonly requests?: WholeRequests; readonly seconds: number },
   window: { start: number; end: number },
   probed: number | undefined,
 ): PlanVsMeasured {
+  const { byModel, requests } = figures;
   const latencySeconds = stack.latencySeconds;
   const rows: ComparisonRow[] = [];
   let callSecondsSum = 0;
@@ -239,19 +243,33 @@ function compareModels(
   const wholeRequests = stack.admission !== 'call';
   const forward = wholeRequests ? stack.forwardRun : undefined;
   const planned = plannedPerModel(plans, stack.admission ?? 'request', stack.permits, forward);
+  const demand = binding?.plan.demand.userRequestsPerMinute ?? 0;
+  // Whole requests at the door: every model serves the same requests, counted once as the door admitted them.
+  const door = wholeRequests && requests ? requests : undefined;
+  if (door) {
+    const served = (planned.models.get(plans.models[0]?.model ?? '') as PlannedModel | undefined)?.servedPlanned ?? 0;
+    const perMinute = (n: number) => (n / figures.seconds) * 60;
+    rows.push(
+      { quantity: 'served requests/min', planned: served, measured: perMinute(door.served), relativeError: 0 },
+      { quantity: 'shed requests/min', planned: Math.max(0, demand - served), measured: perMinute(door.shed), relativeError: 0 },
+      { quantity: 'partial requests/min', planned: 0, measured: perMinute(door.partial), relativeError: 0 },
+    );
+  }
   for (const m of plans.models) {
     const p = m.plan;
     const measured = byModel.get(m.model) as ModelFigures;
     const { servedPlanned, inFlight } = planned.models.get(m.model) as PlannedModel;
-    const served = wholeRequestsPerMinute(measured.okCallsPerMinuteByAgent, p.tree.callsPerRequest, p.input.inputTokensPerCall, stack.inputTokensPerAgent);
-    rows.push({ quantity: `user requests/min ${m.model}`, planned: servedPlanned, measured: served, relativeError: 0 });
+    if (!door) {
+      // Call by call each model serves its own share: its calls in whole-request equivalents.
+      const served = wholeRequestsPerMinute(measured.okCallsPerMinuteByAgent, p.tree.callsPerRequest, p.input.inputTokensPerCall, stack.inputTokensPerAgent);
+      rows.push({ quantity: `user requests/min ${m.model}`, planned: servedPlanned, measured: served, relativeError: 0 });
+    }
     rows.push({ quantity: `calls in flight ${m.model}`, planned: inFlight, measured: measured.callsInFlight, relativeError: 0 });
     callSecondsSum += measured.callsInFlight;
     callsSum += measured.okCallsPerMinute / 60;
   }
   if (probed !== undefined) rows.push({ quantity: 'permits in use', planned: planned.permits, measured: probed, relativeError: 0 });
   // The verdict reads the binding model: it sustains what the whole tree can serve.
-  const demand = binding?.plan.demand.userRequestsPerMinute ?? 0;
   const sustained = forward?.servedPerMinute ?? binding?.sustainedUserRequestsPerMinute ?? 0;
   const fits = demand <= sustained + 1e-9;
   const bestFix = binding?.plan.fixes[0]?.summary;
@@ -305,7 +323,7 @@ export function compareSteadyRun(run: SteadyRun, stack: StackParameters, planLat
 
 function compareFigures(run: SteadyRun, stack: StackParameters, planLatency: RunComparisonInput['planLatency'], planned: SteadyPlan): PlanVsMeasured {
   const { window, probed, figures } = run;
-  if (figures.kind === 'models' && planned.models) return compareModels(stack, planned.models, figures.byModel, window, probed);
+  if (figures.kind === 'models' && planned.models) return compareModels(stack, planned.models, figures, window, probed);
   if (figures.kind === 'models') throw new Error('a steady run measured per model needs its plan per model');
   // A tree planned whole: the stack's latency is the only field of the input that the latency changes.
   const { input } = planned;

@@ -44,9 +44,9 @@ export function modelQueries(start: number, end: number, limiter: string) {
 }
 
 /**
- * Whole requests by how request admission ended them in [start, end] (epoch ms). Every limiter
- * a request draws on counts it once, so the busiest limiter's count is the fleet's;
- * `admissions` (admitted or shed anywhere) is 0 where no limiter admitted a request.
+ * Whole requests by how request admission admitted and ended them in [start, end] (epoch ms).
+ * Every limiter a request draws on counts it once, so the busiest limiter's count is the
+ * fleet's; `admissions` (admitted or shed anywhere) is 0 where no limiter admitted a request.
  */
 export function requestOutcomeQueries(start: number, end: number) {
   const w = `[${Math.max(1, Math.round((end - start) / 1000))}s]`;
@@ -54,7 +54,7 @@ export function requestOutcomeQueries(start: number, end: number) {
   const byOutcome = (outcome: string) => scalar(`max(sum by (limiter) (increase(${name}{outcome="${outcome}"}${w})))`, end);
   return {
     admissions: scalar(`sum(increase(${name}{outcome=~"admitted|shed"}${w}))`, end),
-    served: byOutcome('completed'),
+    admitted: byOutcome('admitted'),
     shed: byOutcome('shed'),
     partial: byOutcome('partial'),
   };

@@ -15,7 +15,7 @@ import type { ScenarioFile } from '../scenario/types.ts';
 import { type ModelShape, publishedShapes } from './agent-shapes.ts';
 import type { GaugeProbe } from './gauge-probe.ts';
 import { type Answers, answerQueries } from './prometheus-client.ts';
-import { type fleetQueries, type modelQueries, steadyQueries } from './run-queries.ts';
+import { type fleetQueries, type modelQueries, type requestOutcomeQueries, steadyQueries } from './run-queries.ts';
 import { type StackParameters, type SteadyFrame, steadyOfRun } from './steady-state.ts';
 
 export interface RunComparisonInput {
@@ -61,7 +61,27 @@ export interface FleetFigures {
   callSeconds: number | undefined;
   permitsInUseScraped: number | undefined;
   /** Whole requests by how request admission ended them; undefined when no limiter admitted a request (per-call admission). */
-  requests?: { served: number; shed: number; partial: number };
+  requests?: WholeRequests;
+}
+
+/**
+ * Whole requests the door admitted in a window and how it ended them, counted as the forward
+ * run counts: served is admitted and not partial, counted when admitted. A completion comes a
+ * request's life after its admission, and a saturated door admits in clusters, so a deep
+ * tree's completions in a window counted clusters admitted before it (research_pipeline's
+ * served 80 s: 12.6/min completed in a 199 s window where the door admitted 13.6).
+ */
+export interface WholeRequests {
+  served: number;
+  shed: number;
+  partial: number;
+}
+
+/** The whole requests of request admission's answers, or undefined where no limiter admitted a request (per-call admission). */
+function wholeRequestsOf(a: Answers<ReturnType<typeof requestOutcomeQueries>>): WholeRequests | undefined {
+  if (!a.admissions) return undefined;
+  const partial = a.partial ?? 0;
+  return { served: Math.max(0, (a.admitted ?? 0) - partial), shed: a.shed ?? 0, partial };
 }
 
 /** A finished run's steady phase, ready to compare: the tree's shape, the window (epoch ms) and what was measured in it. */
@@ -71,7 +91,9 @@ export interface SteadyRun extends SteadyFrame {
   /** Requests shed in the window and what came before it; undefined when no limiter admitted a request (per-call admission). */
   steadyRequests: SteadyRequests | undefined;
   /** Per model, for a tree whose every model has its own limiter; else the fleet's. */
-  figures: { readonly kind: 'models'; readonly models: readonly ModelShape[]; readonly byModel: ReadonlyMap<string, ModelFigures> } | { readonly kind: 'fleet'; readonly fleet: FleetFigures };
+  figures:
+    | { readonly kind: 'models'; readonly models: readonly ModelShape[]; readonly byModel: ReadonlyMap<string, ModelFigures>; readonly requests?: WholeRequests; readonly seconds: number }
+    | { readonly kind: 'fleet'; readonly fleet: FleetFigures };
 }
 
 /** One model's steady-state figures from its answers. */
@@ -82,7 +104,7 @@ function modelFiguresOf(a: Answers<ReturnType<typeof modelQueries>>): ModelFigur
 
 /** The fleet's steady-state figures from its answers (request admission's counts only where a limiter admitted a request). */
 export function fleetFiguresOf(a: Answers<ReturnType<typeof fleetQueries>>): FleetFigures {
-  const requests = a.admissions ? { served: a.served ?? 0, shed: a.shed ?? 0, partial: a.partial ?? 0 } : undefined;
+  const requests = wholeRequestsOf(a);
   const { seconds, callSeconds, permitsInUseScraped } = a;
   return { seconds, completed: a.completed ?? 0, okCalls: a.okCalls ?? 0, callsInFlight: a.callsInFlight ?? 0, callSeconds, permitsInUseScraped, ...(requests ? { requests } : {}) };
 }
@@ -101,7 +123,9 @@ export function steadyRunOf(frame: SteadyFrame, probed: number | undefined, a: A
   const steadyRequests = outcomes.admissions ? { shed: Math.round(outcomes.shed ?? 0), before: frame.before } : undefined;
   if (a.kind === 'models') {
     const byModel = new Map(a.models.map((m) => [m.model, modelFiguresOf(m)]));
-    return { ...frame, probed, steadyRequests, figures: { kind: 'models', models: frame.models, byModel } };
+    const requests = wholeRequestsOf(a.requests);
+    const seconds = a.models[0]?.seconds ?? (frame.window.end - frame.window.start) / 1000;
+    return { ...frame, probed, steadyRequests, figures: { kind: 'models', models: frame.models, byModel, seconds, ...(requests ? { requests } : {}) } };
   }
   const fleet = fleetFiguresOf(a.fleet);
   if (fleet.completed === 0 && fleet.callSeconds === undefined) {

@@ -181,16 +181,33 @@ describe('plan vs measured on the deep tree, with its forward run', () => {
     const forwardRun = { servedPerMinute: 9.4, minutes: 30, partial: 0 };
     const steadyStack = stack({ inputTokensPerModel: { [FLASH]: 5466, [PRO]: 11_495 }, permits: 10, admission: 'request', forwardRun });
     const byModel = new Map(models.map((m) => [m.model, { okCallsPerMinute: 60, okCallsPerMinuteByAgent: new Map([['writer', 10]]), callsInFlight: 6 }]));
-    const run = { ...frame, probed: undefined, steadyRequests: { shed: 90, before: undefined }, figures: { kind: 'models' as const, models, byModel } };
+    // The door admitted 32 in the 200 s window, one of them ended partial; 90 shed.
+    const requests = { served: 31, shed: 90, partial: 1 };
+    const run = { ...frame, probed: undefined, steadyRequests: { shed: 90, before: undefined }, figures: { kind: 'models' as const, models, byModel, requests, seconds: 200 } };
     const planned = planSteadyPhase(phase, shape, models, steadyStack);
     const compared = compareSteadyRun(run, steadyStack, undefined, planned);
     expect(compared.planned.sustainedUserRequestsPerMinute).toBe(9.4);
     expect(compared.forwardRun).toEqual(forwardRun);
-    for (const m of [FLASH, PRO]) expect(compared.rows.find((r) => r.quantity === `user requests/min ${m}`)?.planned).toBe(9.4);
+    // Whole requests at the door: one served row for the tree, then each model's calls in flight.
+    expect(compared.rows.map((r) => r.quantity)).toEqual([
+      'served requests/min',
+      'shed requests/min',
+      'partial requests/min',
+      `calls in flight ${FLASH}`,
+      `calls in flight ${PRO}`,
+    ]);
+    const row = (quantity: string) => compared.rows.find((r) => r.quantity === quantity);
+    expect(row('served requests/min')).toMatchObject({ planned: 9.4, measured: 9.3 });
+    expect(row('shed requests/min')?.measured).toBe(27);
+    expect(row('partial requests/min')).toMatchObject({ planned: 0, measured: 0.3 });
     // Without one, the arithmetic: the tokens' exact share in the verdict, whole windows in the rows.
     const arithmetic = compareSteadyRun(run, { ...steadyStack, forwardRun: undefined }, undefined, planSteadyPhase(phase, shape, models, { ...steadyStack, forwardRun: undefined }));
     expect(arithmetic.planned.sustainedUserRequestsPerMinute).toBeCloseTo(9.79, 2);
-    expect(arithmetic.rows.find((r) => r.quantity === `user requests/min ${PRO}`)?.planned).toBe(9);
+    expect(arithmetic.rows.find((r) => r.quantity === 'served requests/min')?.planned).toBe(9);
+    // Call by call each model serves its own share: a row of its own, in whole-request equivalents of its calls.
+    const perCall = { ...steadyStack, admission: 'call' as const, forwardRun: undefined };
+    const byCall = compareSteadyRun({ ...run, figures: { kind: 'models', models, byModel, seconds: 200 } }, perCall, undefined, planSteadyPhase(phase, shape, models, perCall));
+    expect(byCall.rows.map((r) => r.quantity).filter((q) => q.startsWith('user requests/min'))).toEqual([`user requests/min ${FLASH}`, `user requests/min ${PRO}`]);
     expect(arithmetic.forwardRun).toBeUndefined();
   });
 });

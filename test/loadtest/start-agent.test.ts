@@ -72,10 +72,12 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
     expect(summary.stack.modelCalls).toBe(LOOP_TOOLS_CALLS * summary.k6.requests);
     expect(summary.stack.timeouts).toBe(0);
     // Two models, each planned against its own quota; the demand fits both.
+    // Whole requests at the door: one served figure for the tree, then each model's calls in flight.
     expect(summary.planVsMeasured.rows.map((r: { quantity: string }) => r.quantity)).toEqual([
-      'user requests/min gemini-2.5-flash',
+      'served requests/min',
+      'shed requests/min',
+      'partial requests/min',
       'calls in flight gemini-2.5-flash',
-      'user requests/min gemini-2.5-pro',
       'calls in flight gemini-2.5-pro',
       'permits in use',
     ]);
@@ -91,9 +93,11 @@ describe('npm start -- --agent FILE (a user tree with uneven branches, a loop an
     expect(run.out).toMatch(/forward run: a replica serves [\d.]+ whole requests\/min/);
     const served = Math.min(30, forward.servedPerMinute);
     expect(summary.planVsMeasured.rows[0].planned).toBeCloseTo(served, 9);
-    expect(summary.planVsMeasured.rows[2].planned).toBeCloseTo(served, 9);
     expect(summary.planVsMeasured.tokens).toBe('calibrated');
-    for (const row of summary.planVsMeasured.rows) expect(row.measured, row.quantity).toBeGreaterThan(0);
+    // None shed or partial in the run; the plan sheds what the door does not serve of the demand.
+    expect(summary.planVsMeasured.rows[1]).toMatchObject({ planned: expect.closeTo(30 - served, 9), measured: 0 });
+    expect(summary.planVsMeasured.rows[2]).toMatchObject({ planned: 0, measured: 0 });
+    for (const row of [summary.planVsMeasured.rows[0], ...summary.planVsMeasured.rows.slice(3)]) expect(row.measured, row.quantity).toBeGreaterThan(0);
     expect(summary.processes.map((p: { name: string }) => p.name)).toEqual(['mock-provider', 'serve-1', 'serve-2', 'prometheus']);
     const [runId] = readdirSync(reports);
     for (const f of ['serve-1.log', 'serve-2.log', 'mock-provider.log', 'k6-summary.json']) expect(existsSync(join(reports, runId, f)), f).toBe(true);

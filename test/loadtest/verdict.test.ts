@@ -12,7 +12,7 @@ import { formatHttpFailed, SUMMARY_SUBMETRICS, summaryText } from '../../loadtes
 import { DEFAULT_STEADY_SECONDS, deadlineNote, fitRunToTree } from '../../loadtest/run-fit.ts';
 import { BUILT_IN_SHAPES } from '../../loadtest/measure/agent-shapes.ts';
 import { comparePlan, compareSteadyRun, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
-import { steadyRunOf } from '../../loadtest/measure/steady-collect.ts';
+import { fleetFiguresOf, steadyRunOf } from '../../loadtest/measure/steady-collect.ts';
 import { planSteadyPhase } from '../../loadtest/measure/steady-plan.ts';
 import { unmeasuredMessage } from '../../loadtest/measure/run-outcome.ts';
 import { arrivalsBefore, criticalPathSeconds, minimumSteadySeconds, type StackParameters, steadyFrame, steadyPhase, steadyWindow, treeTiming } from '../../loadtest/measure/steady-state.ts';
@@ -348,7 +348,7 @@ describe('sheds of an opening burst are told from sheds at the steady rate', () 
     const frame = steadyFrame(scenario, BUILT_IN_SHAPES, 8, 0, 400_000);
     if ('skipped' in frame) throw new Error(frame.skipped);
     expect(frame.before).toBe('the opening burst of 10 users');
-    const fleet = { seconds: 200, completed: 13, okCalls: 65, callsInFlight: 2, callSeconds: 8, permitsInUseScraped: 2, admissions: 15, served: 13, shed: 0, partial: 0 };
+    const fleet = { seconds: 200, completed: 13, okCalls: 65, callsInFlight: 2, callSeconds: 8, permitsInUseScraped: 2, admissions: 15, admitted: 15, shed: 0, partial: 0 };
     const run = steadyRunOf(frame, undefined, { kind: 'fleet', fleet }, 'http://127.0.0.1:1');
     if ('skipped' in run) throw new Error(run.skipped);
     expect(run.steadyRequests).toEqual({ shed: 0, before: 'the opening burst of 10 users' });
@@ -358,6 +358,13 @@ describe('sheds of an opening burst are told from sheds at the steady rate', () 
     // Per-call admission (no request admitted or shed): nothing to tell apart.
     const perCall = steadyRunOf(frame, undefined, { kind: 'fleet', fleet: { ...fleet, admissions: 0 } }, 'http://127.0.0.1:1');
     expect('skipped' in perCall ? perCall : perCall.steadyRequests).toBeUndefined();
+  });
+
+  it('served is what the door admitted in the window less the partial, as the forward run counts, not what completed in it', () => {
+    // A deep tree's door admitted 37 in the window, 1 of them ended partial; 33 requests completed in it.
+    const answers = { seconds: 240, completed: 33, okCalls: 384, callsInFlight: 12, callSeconds: 7, permitsInUseScraped: 18, admissions: 120, admitted: 37, shed: 83, partial: 1 };
+    expect(fleetFiguresOf(answers).requests).toEqual({ served: 36, shed: 83, partial: 1 });
+    expect(fleetFiguresOf({ ...answers, admissions: 0 }).requests).toBeUndefined();
   });
 
   it('fits when every shed came before the steady window, and says what the burst did', () => {
