@@ -105,13 +105,13 @@ describe('a run long enough for the tree', () => {
     expect(fitRunToTree(defaults, undefined, 'wide', timingOf(undefined, defaults)).note).toBeUndefined();
   });
 
-  it("a tree of the user's own gets 7 quota windows of steady traffic unless --duration says otherwise, and says so", () => {
+  it("a tree of the user's own gets 9 quota windows of steady traffic unless --duration says otherwise, and says so", () => {
     const timing = timingOf(tripPlanner, { ...defaults, callSeconds: 2 });
     const own = fitRunToTree({ ...defaults, callSeconds: 2 }, tripPlanner, 'trip_planner', timing, true);
-    expect(own.flags.duration).toBe(421);
-    expect(own.note).toBe("steady traffic for 421 s (7 quota windows: trip_planner's door settles over 3, and the last 4 are measured; pass --duration to choose)");
-    // The window steadyWindow measures: the last 4 quota windows, after 3 of warm-up.
-    expect(steadyWindow({ arrival: { kind: 'constant', start: 0, perMinute: 40, duration: 421 }, tree: 't', inputTokensPerCall: 1 }, 2)).toEqual({ from: 180, to: 420 });
+    expect(own.flags.duration).toBe(541);
+    expect(own.note).toBe("steady traffic for 541 s (9 quota windows: trip_planner's door settles over 4, and the last 5 are measured; pass --duration to choose)");
+    // The window steadyWindow measures: the last 5 quota windows, after 4 of warm-up.
+    expect(steadyWindow({ arrival: { kind: 'constant', start: 0, perMinute: 40, duration: 541 }, tree: 't', inputTokensPerCall: 1 }, 2)).toEqual({ from: 240, to: 540 });
     expect(fitRunToTree({ ...defaults, callSeconds: 2, duration: 300 }, tripPlanner, 'trip_planner', timing, true)).toEqual({ flags: { ...defaults, callSeconds: 2, duration: 300 }, criticalPath: 16 });
     // Call by call there is no door whose admissions repeat: the samples' default.
     expect(fitRunToTree({ ...defaults, callSeconds: 2, admission: 'call' }, tripPlanner, 'trip_planner', timing, true).flags.duration).toBe(DEFAULT_STEADY_SECONDS);
