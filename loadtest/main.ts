@@ -4,7 +4,6 @@
 // prints a summary and writes reports/<run-id>/. A run whose requests all failed exits 1.
 // The run is built from the flags once (run-spec.ts), run by run-pipeline.ts, and printed here.
 import { type RunReporter, type RunResult, runPipeline } from './run-pipeline.ts';
-import { steadyPhase } from './measure/steady-state.ts';
 import { withForwardRun } from './planner/forward-plan.ts';
 import { buildRunSpec } from './run-spec.ts';
 import type { StartOptions } from './start-options.ts';
@@ -27,9 +26,8 @@ export async function runStart(flags: StartOptions): Promise<number> {
   const reporter: RunReporter = { say, out: process.stdout, begin: ({ runId, reportDir }) => say(`run ${runId}: report in ${reportDir}`) };
   let result: RunResult;
   try {
-    // The plan's served rate: the tree's steady arrivals run forward through one replica's door, once the notes are said.
-    const demand = steadyPhase(built.spec.scenario)?.arrival.perMinute;
-    result = await runPipeline(await withForwardRun(built.spec.input, built.spec.flags.tokens, say, demand), reporter);
+    // The plan's served rate: the tree run forward through one replica's door, once the notes are said.
+    result = await runPipeline(await withForwardRun(built.spec.input, built.spec.flags.tokens, say), reporter);
   } catch (e) {
     console.error(`[main] failed: ${(e as Error).message}`);
     return 1;

@@ -8,8 +8,7 @@ export function formatComparison(c: PlanVsMeasured): string {
   const seconds = Math.round((c.window.end - c.window.start) / 1000);
   const call = c.measuredCallSeconds === undefined ? '-' : `${c.measuredCallSeconds.toFixed(3)} s`;
   const models = c.models && c.models.length > 0 ? `; each model planned against its own quota, ${c.tokens === 'calibrated' ? 'input tokens per call calibrated from the tree' : 'input tokens per call as given'}` : '';
-  const arrivals = c.forwardRun?.demandPerMinute === undefined ? 'the tree' : `the tree's ${c.forwardRun.demandPerMinute}/min`;
-  const forward = c.forwardRun ? `, served as a forward run of ${arrivals} through one replica's door found it (${c.forwardRun.minutes} simulated min)` : '';
+  const forward = c.forwardRun ? `, served as a forward run of the tree through one replica's door found it (${c.forwardRun.minutes} simulated min)` : '';
   const lines = [
     `plan vs measured (binding quota: ${c.binding}, ${c.countedTokens} tokens counted${models}; ${c.admission === 'request' ? `request admission${forward}` : 'per-call admission'}; steady window ${seconds} s; call time planned ${c.plannedCallSeconds.toFixed(3)} s, measured ${call})`,
     `  ${'quantity'.padEnd(width)}${'planned'.padStart(10)}${'measured'.padStart(10)}${'error'.padStart(9)}`,

@@ -10,14 +10,12 @@ import { documentForTokens } from '../scenario/document.ts';
 import type { StackParameters } from '../measure/steady-state.ts';
 import type { RunInput } from '../run-pipeline.ts';
 import { type AgentLimits, type AgentTarget, replicaLimiterOptions } from '../stack/agent-target.ts';
-import { FORWARD_COUNTED_WINDOWS, FORWARD_MAX_ARRIVALS_PER_MINUTE, FORWARD_WARM_WINDOWS, type ForwardRun, ForwardRunError, forwardRun } from './forward-run.ts';
+import { FORWARD_COUNTED_WINDOWS, FORWARD_WARM_WINDOWS, type ForwardRun, ForwardRunError, forwardRun } from './forward-run.ts';
 
 /** What the forward run found, fleet-wide. */
 export interface ForwardFigure {
-  /** Whole user requests per minute the fleet serves: of `demandPerMinute`, or with its doors saturated. */
+  /** Whole user requests per minute the fleet serves with its doors saturated. */
   readonly servedPerMinute: number;
-  /** The steady rate whose arrivals it ran (each replica its share); undefined: one request always at each door. */
-  readonly demandPerMinute?: number;
   /** Simulated minutes counted per replica. */
   readonly minutes: number;
   /** Requests that ended partial in it (the limiter's invariant says none). */
@@ -34,16 +32,12 @@ export async function forwardPlan(
   mockConfig: unknown,
   messageTokens: number,
   say: (line: string) => void,
-  demandPerMinute?: number,
 ): Promise<ForwardFigure | undefined> {
   if (target.kind !== 'serve' || (limits.admission ?? 'request') !== 'request') return undefined;
-  // The run's own arrivals, up to a rate whose door a closed loop keeps just as saturated.
-  const demand = demandPerMinute !== undefined && demandPerMinute / limits.replicas <= FORWARD_MAX_ARRIVALS_PER_MINUTE ? demandPerMinute : undefined;
   lendProviderKey(PLACEHOLDER_PROVIDER_KEY);
   const module = await loadAgentModule(target.spec);
   const agents = llmAgentsOf(walkAgentTree(module.root));
-  const arrivals = demand === undefined ? 'one request always at the door' : `its share of ${demand}/min`;
-  say(`forward run: ${target.app} through one replica's door on a simulated clock, ${arrivals}, ${FORWARD_WARM_WINDOWS + FORWARD_COUNTED_WINDOWS} quota windows…`);
+  say(`forward run: ${target.app} through one replica's door on a simulated clock, ${FORWARD_WARM_WINDOWS + FORWARD_COUNTED_WINDOWS} quota windows…`);
   let run: ForwardRun;
   try {
     run = await forwardRun({
@@ -52,28 +46,25 @@ export async function forwardPlan(
       limiter: { ...replicaLimiterOptions(limits), replicaShare: 1 / limits.replicas },
       mock: parseConfig(mockConfig),
       message: documentForTokens(messageTokens, messageTokens),
-      ...(demand === undefined ? {} : { arrivalsPerMinute: demand / limits.replicas }),
     });
   } catch (error) {
     if (!(error instanceof ForwardRunError)) throw error;
     say(`forward run: none (${error.message}); the plan serves whole windows`);
     return undefined;
   }
-  const figure = { servedPerMinute: run.servedPerMinute * limits.replicas, minutes: run.minutes, partial: run.partial, ...(demand === undefined ? {} : { demandPerMinute: demand }) };
-  const of = demand === undefined ? '' : ` of its ${Number((demand / limits.replicas).toFixed(2))}/min`;
-  say(`forward run: a replica serves ${run.servedPerMinute.toFixed(2)} whole requests/min${of} (${run.served} in ${run.minutes} min, ${run.shed} shed, ${run.partial} partial): the fleet ${figure.servedPerMinute.toFixed(1)}/min`);
+  const figure = { servedPerMinute: run.servedPerMinute * limits.replicas, minutes: run.minutes, partial: run.partial };
+  say(`forward run: a replica serves ${run.servedPerMinute.toFixed(2)} whole requests/min (${run.served} in ${run.minutes} min, ${run.shed} shed, ${run.partial} partial): the fleet ${figure.servedPerMinute.toFixed(1)}/min`);
   return figure;
 }
 
 /**
  * `input` with the forward run of its served tree in its plan (`messageTokens`: the size of
- * its requests' message; `demandPerMinute`: the steady rate whose arrivals it runs, else one
- * request always at each door); unchanged for a run on running services, or without a forward run.
+ * its requests' message); unchanged for a run on running services, or without a forward run.
  */
-export async function withForwardRun(input: RunInput, messageTokens: number, say: (line: string) => void, demandPerMinute?: number): Promise<RunInput> {
+export async function withForwardRun(input: RunInput, messageTokens: number, say: (line: string) => void): Promise<RunInput> {
   if (input.stack.kind !== 'local' || input.plan === undefined || typeof input.plan === 'function') return input;
   const { target, limits, mockConfig } = input.stack.options;
-  const figure = await forwardPlan(target, limits, mockConfig ?? {}, messageTokens, say, demandPerMinute);
+  const figure = await forwardPlan(target, limits, mockConfig ?? {}, messageTokens, say);
   if (!figure) return input;
   const plan: StackParameters = { ...input.plan, forwardRun: figure };
   return { ...input, plan };

@@ -2,12 +2,9 @@
 // through it. The user's own ADK agents, wrapped by the limiters a replica builds from the
 // run's flags (wrapModels, the same options and defaults), answered by the run's mock
 // provider without its sockets (mock-model.ts), on a manual clock: twenty minutes of calls take
-// a second or two. Its arrivals are either the run's own (`arrivalsPerMinute`: one replica's
-// share of a steady rate, evenly spaced, as k6 sends them to the replicas in turn; each waits
-// at the door until admitted or shed), so what the door admits per minute once warm is what it
-// serves of that demand, a queue at an overloaded door included; or one request always waiting
-// at the door (the next arrives when that one is admitted or shed), so what it admits is what
-// the replica sustains with no queue behind it. Whole requests only, counted when admitted.
+// a second or two. The door is kept saturated (one request always waits at it, the next
+// arrives when that one is admitted or shed), so what it admits per minute once warm is what
+// the replica sustains, whole requests only.
 //
 // Arithmetic alone brackets it: a window holding whole requests (floor(share / request)) is
 // right when a request's calls start together, the tokens' exact share (share / request) when
@@ -31,8 +28,6 @@ export const FORWARD_WARM_WINDOWS = 3;
 export const FORWARD_COUNTED_WINDOWS = 30;
 /** Wall time a forward run may take before it gives up (a tree far larger than the samples). */
 export const FORWARD_MAX_WALL_MS = 120_000;
-/** One replica's arrivals per minute a forward run sends at most; a faster rate runs with one request always at the door (its wall time grows with the arrivals). */
-export const FORWARD_MAX_ARRIVALS_PER_MINUTE = 600;
 /** Clock steps of the run, ms: timers fire at their own times within a step. */
 const STEP_MS = 100;
 
@@ -50,14 +45,12 @@ export interface ForwardRunInput {
   readonly countedWindows?: number;
   /** Wall time the run may take, ms (default FORWARD_MAX_WALL_MS). */
   readonly maxWallMs?: number;
-  /** One replica's share of the run's steady rate, requests per minute; unset: one request always at the door. */
-  readonly arrivalsPerMinute?: number;
 }
 
 export interface ForwardRun {
-  /** Whole requests one replica serves per minute: of its arrivals (every one, when none was shed), or with its door saturated. */
+  /** Whole requests one replica serves per minute, its door saturated. */
   readonly servedPerMinute: number;
-  /** Requests counted (admitted or shed after the warm-up): admitted and not ended partial, shed at the door. */
+  /** Requests counted: admitted and not ended partial, shed at the door. */
   readonly served: number;
   readonly shed: number;
   /** Requests that ended partial in the whole run, the warm-up's included. */
@@ -105,24 +98,22 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
   const end = countFrom + (input.countedWindows ?? FORWARD_COUNTED_WINDOWS) * windowMs;
   const runner = new InMemoryRunner({ agent: input.root, appName: 'forward_run' });
   const message = { role: 'user', parts: [{ text: input.message }] };
-  /** Admitted and shed after the warm-up, the ones of them that ended partial; partial ones of the whole run. */
+  /** Of the requests that arrived after the warm-up: admitted, shed, and the admitted ones that ended partial; partial ones of the whole run. */
   const counted = { admitted: 0, partial: 0, shed: 0, partialEver: 0 };
   let atDoor = false;
-  /** No arrival before this time (closed: a request shed at once is followed by the next a step later). */
+  /** No arrival before this time (a request shed at once is followed by the next a step later). */
   let nextArrival = 0;
-  const gapMs = input.arrivalsPerMinute === undefined ? undefined : 60_000 / input.arrivalsPerMinute;
   const arrive = async () => {
     atDoor = true;
     const arrivedAt = clock.now();
+    const counts = arrivedAt >= countFrom;
     const session = await runner.sessionService.createSession({ appName: 'forward_run', userId: 'forward' });
     let partial = false;
-    let counts = false;
     try {
       await admission.run(
         input.root,
         async () => {
           atDoor = false;
-          counts = clock.now() >= countFrom;
           if (counts) counted.admitted++;
           for await (const event of runner.runAsync({ userId: 'forward', sessionId: session.id, newMessage: message })) if (event.errorCode) partial = true;
         },
@@ -136,18 +127,15 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
     } catch (error) {
       if (!(error instanceof RequestShed)) throw error;
       atDoor = false;
-      if (gapMs === undefined) nextArrival = clock.now() + STEP_MS;
-      if (clock.now() >= countFrom) counted.shed++;
+      nextArrival = clock.now() + STEP_MS;
+      if (counts) counted.shed++;
     }
   };
   const failures: unknown[] = [];
   const began = performance.now();
-  const send = () => arrive().catch((error: unknown) => failures.push(error));
   try {
     while (clock.now() < end) {
-      if (gapMs !== undefined) {
-        for (; nextArrival <= clock.now(); nextArrival += gapMs) send();
-      } else if (!atDoor && clock.now() >= nextArrival) send();
+      if (!atDoor && clock.now() >= nextArrival) arrive().catch((error: unknown) => failures.push(error));
       await clock.advance(STEP_MS);
       if (failures.length > 0) throw new ForwardRunError(`a request of the forward run failed: ${(failures[0] as Error).message}`);
       if (performance.now() - began > maxWallMs) throw new ForwardRunError(`it took longer than ${maxWallMs / 1000} s`);
@@ -159,7 +147,5 @@ export async function forwardRun(input: ForwardRunInput): Promise<ForwardRun> {
   const minutes = (end - countFrom) / 60_000;
   // A request admitted late in the run may still be running: counted whole, as the door admitted it.
   const served = counted.admitted - counted.partial;
-  // A door that shed none of the run's arrivals served all of them: the rate itself, not its count's edges.
-  const servedPerMinute = input.arrivalsPerMinute !== undefined && counted.shed === 0 && counted.partial === 0 ? input.arrivalsPerMinute : served / minutes;
-  return { servedPerMinute, served, partial: counted.partialEver, shed: counted.shed, minutes };
+  return { servedPerMinute: served / minutes, served, partial: counted.partialEver, shed: counted.shed, minutes };
 }

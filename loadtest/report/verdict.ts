@@ -6,7 +6,6 @@
 import type { RequestCounts } from '../k6/request-status.ts';
 import { formatRequestCounts } from '../k6/summary-text.ts';
 import type { PlanVsMeasured } from '../measure/plan-vs-measured.ts';
-import type { ForwardFigure } from '../planner/forward-plan.ts';
 import { type QuotaChangeIn, quotaCutsLine } from './quota-cuts.ts';
 
 /** What can leave an admitted request partial, as the run counted it. */
@@ -68,13 +67,6 @@ export function limiterPartial(causes: PartialCauses | undefined): { reasons: st
  * requests that only the limiter cut say so and do not count against the tree. Unfinished
  * requests (cut off by the run's end) are counted, not judged.
  */
-
-/** What the plan's sustained figure is, in words: the forward run's (of the run's own arrivals, or saturated) or the budget's arithmetic. */
-function sustainer(forward: ForwardFigure | undefined): string {
-  if (!forward) return 'the budget sustains';
-  return forward.demandPerMinute === undefined ? 'its forward run through the door serves' : `its forward run of ${rate(forward.demandPerMinute)}/min through the door serves`;
-}
-
 export function runVerdict(v: VerdictInput): Verdict {
   const compared = v.planVsMeasured && 'planned' in v.planVsMeasured ? v.planVsMeasured : undefined;
   const planned = compared?.planned;
@@ -101,7 +93,7 @@ export function runVerdict(v: VerdictInput): Verdict {
   const parts = [
     fits
       ? `verdict: the tree fits its quota${demand}`
-      : `verdict: the tree does NOT fit its quota${demand}${planned && !planned.fits ? ` (${sustainer(compared?.forwardRun)} ${rate(planned.sustainedUserRequestsPerMinute)})` : ''}`,
+      : `verdict: the tree does NOT fit its quota${demand}${planned && !planned.fits ? ` (${compared?.forwardRun ? 'its forward run through the door serves' : 'the budget sustains'} ${rate(planned.sustainedUserRequestsPerMinute)})` : ''}`,
     `${formatRequestCounts(c)} of ${started} requests${v.providerRateLimited ? `; ${v.providerRateLimited} provider 429s` : ''}`,
   ];
   if (shedBefore > 0) {
