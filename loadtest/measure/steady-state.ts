@@ -63,8 +63,8 @@ export const RUN_QUOTA_WINDOW_SECONDS = DEFAULT_WINDOW_MS / 1000;
  * the last whole quota windows (`quotaWindowSeconds`) where one fits. A saturated door
  * admits whole requests in clusters that repeat every quota window (the window frees, a
  * window later, what it charged at once): a window of whole quota windows counts whole
- * repeats, where one of 199 s counted 4 clusters of the 9 a minute some trees admit in
- * 3.3 minutes (+10 %).
+ * repeats. A simulated claims_pipeline run, whose doors admit 9 requests a minute in
+ * clusters a minute apart, counted the calls of 4 clusters in a window of 199 s (+10 %).
  */
 export function steadyWindow(phase: SteadyPhase, callSeconds: number, quotaWindowSeconds = RUN_QUOTA_WINDOW_SECONDS): { from: number; to: number } {
   const a = phase.arrival;
