@@ -69,7 +69,7 @@ export interface FleetFigures {
  * run counts: served is admitted and not partial, counted when admitted. A deep tree's work in
  * a window (its completions, or a model's calls) also holds what requests admitted before it
  * still had to do, less what those admitted late in it leave: research_pipeline's requests run
- * 80 s, and its flash calls in a 240 s window were 38.5 requests' worth where the door
+ * 80 s, and its flash calls in a 240 s window were 38.4 requests' worth where the door
  * admitted 37 (a flash row 7 % over the plan, the door's count 2 %).
  */
 export interface WholeRequests {
