@@ -1,8 +1,7 @@
 // `quotascope start` (`npm start`): the mock provider, the agent service and Prometheus on
 // loopback, a fan-out burst then steady traffic, a summary and reports/<run-id>/.
 import { Command } from 'commander';
-import { DEFAULT_STEADY_SECONDS, defaultSteadySeconds, OWN_TREE_STEADY_QUOTA_WINDOWS } from '../loadtest/run-fit.ts';
-import { type StartOptions, startOptionsSchema } from '../loadtest/start-options.ts';
+import { DEFAULT_STEADY_SECONDS, defaultSteadySeconds, OWN_TREE_STEADY_QUOTA_WINDOWS, type StartOptions, startOptionsSchema } from '../loadtest/start-options.ts';
 import { UsageError } from './errors.ts';
 import { FlagSet, type FlagSpecs, optionFlag, perModelFlag } from './flags.ts';
 

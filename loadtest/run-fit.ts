@@ -3,31 +3,13 @@
 // it measures do, the request deadline no admitted request could finish in, and the default
 // scenario whose timeouts cover the tree's critical path. Pure.
 import type { TreeShape } from '../agent/tree-shapes.ts';
-import { RUN_QUOTA_WINDOW_SECONDS, type TreeTiming } from './measure/steady-state.ts';
+import type { TreeTiming } from './measure/steady-state.ts';
 import type { ScenarioFile } from './scenario/types.ts';
-import type { StartOptions } from './start-options.ts';
+import { DEFAULT_STEADY_SECONDS, defaultSteadySeconds, OWN_TREE_STEADY_QUOTA_WINDOWS, type StartOptions } from './start-options.ts';
 
 type Flags = StartOptions;
 /** The flags with the steady phase's length settled (fitRunToTree's). */
 export type FittedFlags = Flags & { readonly duration: number };
-
-/** Seconds of steady traffic when --duration is not given, for the sample trees. */
-export const DEFAULT_STEADY_SECONDS = 300;
-/**
- * Quota windows of steady traffic when --duration is not given, for a tree of the user's own
- * (--agent) under request admission: steadyWindow measures the last 5 after a warm-up of 4.
- * The opening burst starts every replica's door at once, and a saturated door can go on
- * admitting in clusters a quota window apart (whole windows) for a few windows before its
- * admissions spread: contract_review's door admitted 12/min for 3.4 windows, then 13 to
- * 13.5. At 300 s, simulated runs read research_pipeline's flash row 5 % and
- * claims_pipeline's rows 9 % and 13 % over what the door serves.
- */
-export const OWN_TREE_STEADY_QUOTA_WINDOWS = 9;
-
-/** The steady phase's length when --duration is not given: the sample trees' default, or 9 quota windows (and the 1 s steadyWindow leaves out) for a tree of the user's own whose requests the door admits whole. */
-export function defaultSteadySeconds(ownTree: boolean, f: Pick<Flags, 'admission'>, quotaWindowSeconds = RUN_QUOTA_WINDOW_SECONDS): number {
-  return ownTree && f.admission !== 'call' ? OWN_TREE_STEADY_QUOTA_WINDOWS * quotaWindowSeconds + 1 : DEFAULT_STEADY_SECONDS;
-}
 
 /**
  * The default run: the worked example's burst of 10 users, then steady traffic. Requests get

@@ -3,14 +3,14 @@
 // timing, the flags fitted to the tree, the scenario as the target runs it, and the
 // pipeline's input. runStart (main.ts) runs it and prints what the pipeline found.
 import { criticalPathSeconds, treeTiming } from './measure/steady-state.ts';
-import { DEFAULT_STEADY_SECONDS, deadlineNote, type FittedFlags, fitRunToTree, mainScenario } from './run-fit.ts';
+import { deadlineNote, type FittedFlags, fitRunToTree, mainScenario } from './run-fit.ts';
 import type { RunInput } from './run-pipeline.ts';
 import { loadScenario } from './scenario/schema.ts';
 import type { ScenarioFile } from './scenario/types.ts';
 import { type AgentTarget, resolveRunTarget } from './stack/agent-target.ts';
 import { scenarioForTarget } from './stack/target-scenario.ts';
 import { OUTPUT_TOKENS, startInput } from './start-input.ts';
-import type { StartOptions } from './start-options.ts';
+import { DEFAULT_STEADY_SECONDS, type StartOptions } from './start-options.ts';
 
 /** A `start` run, ready to run. */
 export interface RunSpec {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { QUOTA_SCOPES, QUOTA_SHARING_MODES } from '../agent/config.ts';
 import { perModelSchema } from '../agent/per-model.ts';
 import { WORKED_EXAMPLE as EX } from '../agent/worked-example.ts';
+import { DEFAULT_WINDOW_MS } from '../instrumentation/defaults.ts';
 import { limiterOptionFields } from '../instrumentation/limiter-options.ts';
 import { treeNameSchema } from './scenario/schema.ts';
 
@@ -39,3 +40,24 @@ export const startOptionsSchema = limiterOptionFields.pick({ permits: true, maxW
   reportDir: z.string().min(1).default('reports'),
 });
 export type StartOptions = z.output<typeof startOptionsSchema>;
+
+/** The quota window of a `start` run (the mock's and every limiter's), s. */
+export const RUN_QUOTA_WINDOW_SECONDS = DEFAULT_WINDOW_MS / 1000;
+
+/** Seconds of steady traffic when --duration is not given, for the sample trees. */
+export const DEFAULT_STEADY_SECONDS = 300;
+/**
+ * Quota windows of steady traffic when --duration is not given, for a tree of the user's own
+ * (--agent) under request admission: steadyWindow measures the last 5 after a warm-up of 4.
+ * The opening burst starts every replica's door at once, and a saturated door can go on
+ * admitting in clusters a quota window apart (whole windows) for a few windows before its
+ * admissions spread: contract_review's door admitted 12/min for 3.4 windows, then 13 to
+ * 13.5. At 300 s, simulated runs read research_pipeline's flash row 5 % and
+ * claims_pipeline's rows 9 % and 13 % over what the door serves.
+ */
+export const OWN_TREE_STEADY_QUOTA_WINDOWS = 9;
+
+/** The steady phase's length when --duration is not given: the sample trees' default, or 9 quota windows (and the 1 s steadyWindow leaves out) for a tree of the user's own whose requests the door admits whole. */
+export function defaultSteadySeconds(ownTree: boolean, f: Pick<StartOptions, 'admission'>, quotaWindowSeconds = RUN_QUOTA_WINDOW_SECONDS): number {
+  return ownTree && f.admission !== 'call' ? OWN_TREE_STEADY_QUOTA_WINDOWS * quotaWindowSeconds + 1 : DEFAULT_STEADY_SECONDS;
+}

@@ -6,8 +6,8 @@ import type { TreeShape } from '../../agent/tree-shapes.ts';
 import { chainDeadlineMs, requestDeadlineMsFor } from '../../instrumentation/admission/request-deadlines.ts';
 import type { CountedTokenKind } from '../../instrumentation/counted-tokens.ts';
 import type { CallLatency } from '../planner/call-time.ts';
-import { DEFAULT_WINDOW_MS } from '../../instrumentation/defaults.ts';
 import { arrivalSpans } from '../scenario/arrivals.ts';
+import { RUN_QUOTA_WINDOW_SECONDS } from '../start-options.ts';
 import { resolveRequest } from '../scenario/request.ts';
 import type { ConstantArrival, ScenarioFile } from '../scenario/types.ts';
 import { type AgentShape, type AgentShapes, BUILT_IN_SHAPES, type ModelShape } from './agent-shapes.ts';
@@ -52,9 +52,6 @@ export function whyNoComparison(
   }
   return undefined;
 }
-
-/** The quota window of a `start` run (the mock's and every limiter's), s. */
-export const RUN_QUOTA_WINDOW_SECONDS = DEFAULT_WINDOW_MS / 1000;
 
 /**
  * The measuring window in scenario seconds: after a warm-up (a third of the phase, at least

@@ -9,7 +9,7 @@ import type { TreeShape } from '../../agent/tree-shapes.ts';
 import { isShedAnswer, REQUEST_OUTCOMES, requestFailed, requestOutcome } from '../../loadtest/k6/request-status.ts';
 import { condenseSummary } from '../../loadtest/k6/summary.ts';
 import { formatHttpFailed, SUMMARY_SUBMETRICS, summaryText } from '../../loadtest/k6/summary-text.ts';
-import { DEFAULT_STEADY_SECONDS, deadlineNote, fitRunToTree } from '../../loadtest/run-fit.ts';
+import { deadlineNote, fitRunToTree } from '../../loadtest/run-fit.ts';
 import { BUILT_IN_SHAPES } from '../../loadtest/measure/agent-shapes.ts';
 import { comparePlan, compareSteadyRun, type Measured } from '../../loadtest/measure/plan-vs-measured.ts';
 import { fleetFiguresOf, steadyRunOf } from '../../loadtest/measure/steady-collect.ts';
@@ -20,7 +20,7 @@ import { reviewAgentExample } from '../../loadtest/planner/examples.ts';
 import { renderReport } from '../../loadtest/report/page.ts';
 import { formatTimeouts } from '../../loadtest/report/summary.ts';
 import { runVerdict } from '../../loadtest/report/verdict.ts';
-import { startOptionsSchema } from '../../loadtest/start-options.ts';
+import { DEFAULT_STEADY_SECONDS, startOptionsSchema } from '../../loadtest/start-options.ts';
 
 describe('how an answered request ended', () => {
   it('a 429 is shed only with the REQUEST_SHED code (native) or a "request shed" detail (ADK)', () => {
