@@ -3,9 +3,9 @@
 // it measures do, the request deadline no admitted request could finish in, and the default
 // scenario whose timeouts cover the tree's critical path. Pure.
 import type { TreeShape } from '../agent/tree-shapes.ts';
-import type { TreeTiming } from './measure/steady-state.ts';
+import { steadyWindow, type TreeTiming } from './measure/steady-state.ts';
 import type { ScenarioFile } from './scenario/types.ts';
-import { DEFAULT_STEADY_SECONDS, defaultSteadySeconds, OWN_TREE_STEADY_QUOTA_WINDOWS, type StartOptions } from './start-options.ts';
+import { DEFAULT_STEADY_SECONDS, defaultSteadySeconds, OWN_TREE_STEADY_QUOTA_WINDOWS, RUN_QUOTA_WINDOW_SECONDS, type StartOptions } from './start-options.ts';
 
 type Flags = StartOptions;
 /** The flags with the steady phase's length settled (fitRunToTree's). */
@@ -36,6 +36,13 @@ export function mainScenario(f: FittedFlags, tree: string, timing: Pick<TreeTimi
   };
 }
 
+/** Why a tree of the user's own got its steady phase: the quota windows steadyWindow leaves to settle and measures. */
+function ownTreeNote(duration: number, tree: string, callSeconds: number): string {
+  const w = steadyWindow({ arrival: { kind: 'constant', start: 0, perMinute: 1, duration }, tree, inputTokensPerCall: 1 }, callSeconds);
+  const windows = (seconds: number) => Math.round(seconds / RUN_QUOTA_WINDOW_SECONDS);
+  return `steady traffic for ${duration} s (${OWN_TREE_STEADY_QUOTA_WINDOWS} quota windows: ${tree}'s door settles over ${windows(w.from)}, and the last ${windows(w.to - w.from)} are measured; pass --duration to choose)`;
+}
+
 /**
  * The built-in run's steady phase settled for the tree: --duration where given, else
  * defaultSteadySeconds (`ownTree`: the tree is a module of the user's own), and lengthened
@@ -45,10 +52,7 @@ export function mainScenario(f: FittedFlags, tree: string, timing: Pick<TreeTimi
  */
 export function fitRunToTree(f: Flags, shape: TreeShape | undefined, tree: string, timing: TreeTiming, ownTree = false): { flags: FittedFlags; criticalPath: number; note?: string } {
   const chosen = f.duration ?? defaultSteadySeconds(ownTree, f);
-  const byDefault =
-    f.duration === undefined && chosen !== DEFAULT_STEADY_SECONDS
-      ? `steady traffic for ${chosen} s (${OWN_TREE_STEADY_QUOTA_WINDOWS} quota windows: ${tree}'s door settles over 4, and the last 5 are measured; pass --duration to choose)`
-      : undefined;
+  const byDefault = f.duration === undefined && chosen !== DEFAULT_STEADY_SECONDS ? ownTreeNote(chosen, tree, f.callSeconds) : undefined;
   if (!shape) return { flags: { ...f, duration: chosen }, criticalPath: 0 };
   const { criticalPath, minimumSteadySeconds: minimum } = timing;
   if (chosen >= minimum) return { flags: { ...f, duration: chosen }, criticalPath, ...(byDefault ? { note: byDefault } : {}) };

@@ -58,6 +58,6 @@ export const DEFAULT_STEADY_SECONDS = 300;
 export const OWN_TREE_STEADY_QUOTA_WINDOWS = 9;
 
 /** The steady phase's length when --duration is not given: the sample trees' default, or 9 quota windows (and the 1 s steadyWindow leaves out) for a tree of the user's own whose requests the door admits whole. */
-export function defaultSteadySeconds(ownTree: boolean, f: Pick<StartOptions, 'admission'>, quotaWindowSeconds = RUN_QUOTA_WINDOW_SECONDS): number {
-  return ownTree && f.admission !== 'call' ? OWN_TREE_STEADY_QUOTA_WINDOWS * quotaWindowSeconds + 1 : DEFAULT_STEADY_SECONDS;
+export function defaultSteadySeconds(ownTree: boolean, f: Pick<StartOptions, 'admission'>): number {
+  return ownTree && f.admission !== 'call' ? OWN_TREE_STEADY_QUOTA_WINDOWS * RUN_QUOTA_WINDOW_SECONDS + 1 : DEFAULT_STEADY_SECONDS;
 }

@@ -197,10 +197,15 @@ export interface PlannedModel {
  * (request admission): a request is funded on every limiter or shed, and each replica's
  * window on each limiter holds whole requests only, so every model serves the whole requests
  * the tightest one holds (the plan's served figure, not the fraction its tokens alone would
- * fund), at its own call time. Call by call: each model serves its own share, and the permits
- * saturate where its budget binds.
+ * fund), at its own call time (`wholeServed`: those whole requests). Call by call: each model
+ * serves its own share, and the permits saturate where its budget binds.
  */
-export function plannedPerModel(plans: ModelPlans, admission: Admission, permits: number | undefined, forward?: ForwardFigure): { models: Map<string, PlannedModel>; permits: number } {
+export function plannedPerModel(
+  plans: ModelPlans,
+  admission: Admission,
+  permits: number | undefined,
+  forward?: ForwardFigure,
+): { models: Map<string, PlannedModel>; permits: number; wholeServed: number } {
   const wholeRequests = admission !== 'call';
   // The forward run, where the tree had one, served what the door really admits of it; else whole windows.
   const demand = plans.models[0]?.plan.demand.userRequestsPerMinute ?? 0;
@@ -216,7 +221,7 @@ export function plannedPerModel(plans: ModelPlans, admission: Admission, permits
     permitsPlanned += !wholeRequests && overloaded && permits ? permits * replicas : inFlight;
     models.set(m.model, { servedPlanned, inFlight });
   }
-  return { models, permits: permitsPlanned };
+  return { models, permits: permitsPlanned, wholeServed };
 }
 
 /**
@@ -247,7 +252,7 @@ function compareModels(
   // Whole requests at the door: every model serves the same requests, counted once as the door admitted them.
   const door = wholeRequests && requests ? requests : undefined;
   if (door) {
-    const served = (planned.models.get(plans.models[0]?.model ?? '') as PlannedModel | undefined)?.servedPlanned ?? 0;
+    const served = planned.wholeServed;
     const perMinute = (n: number) => (n / figures.seconds) * 60;
     rows.push(
       { quantity: 'served requests/min', planned: served, measured: perMinute(door.served), relativeError: 0 },
